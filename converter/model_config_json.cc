@@ -1,0 +1,165 @@
+#include "converter/model_config_json.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "converter/error.h"
+
+namespace tern::convert {
+
+namespace {
+
+template <typename E>
+struct Choice {
+  const char* name;
+  E value;
+};
+
+template <typename E, size_t N>
+E Pick(const nlohmann::json& v, const std::string& key, const Choice<E> (&choices)[N],
+       const std::string& label) {
+  if (!v.is_string()) throw Error(label + ": config \"" + key + "\" must be a string");
+  const std::string s = v.get<std::string>();
+  std::string allowed;
+  for (const auto& c : choices) {
+    if (s == c.name) return c.value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(c.name);
+  }
+  throw Error(label + ": config \"" + key + "\" = \"" + s + "\"; expected one of " + allowed);
+}
+
+template <typename E, size_t N>
+const char* NameOf(E value, const Choice<E> (&choices)[N]) {
+  for (const auto& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+const Choice<Architecture> kArchitectures[] = {{"encoder_decoder", Architecture::kEncoderDecoder},
+                                               {"decoder_only", Architecture::kDecoderOnly},
+                                               {"universal", Architecture::kUniversal}};
+const Choice<ref::Activation> kActivations[] = {{"relu", ref::Activation::kReLU},
+                                                {"gelu", ref::Activation::kGELU},
+                                                {"swish", ref::Activation::kSwish},
+                                                {"gelu_tanh", ref::Activation::kGELUTanh}};
+const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost}, {"pre", NormPlacement::kPre}};
+const Choice<ref::NormKind> kNormKinds[] = {{"layer_norm", ref::NormKind::kLayerNorm},
+                                            {"layer_norm_std_eps", ref::NormKind::kLayerNormStdEps},
+                                            {"rms_norm", ref::NormKind::kRMSNorm}};
+const Choice<PositionKind> kPositions[] = {{"sinusoidal", PositionKind::kSinusoidal},
+                                           {"learned", PositionKind::kLearned},
+                                           {"relative", PositionKind::kRelative},
+                                           {"rotary", PositionKind::kRotary},
+                                           {"none", PositionKind::kNone}};
+const Choice<ref::SinusoidLayout> kLayouts[] = {{"interleaved", ref::SinusoidLayout::kInterleaved},
+                                                {"concatenated", ref::SinusoidLayout::kConcatenated}};
+
+}  // namespace
+
+ModelConfig ParseModelConfig(const std::string& json_text, const std::string& label) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(label + ": config is not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(label + ": config is not a JSON object");
+  ModelConfig c;
+  auto integer = [&](const std::string& key, int32_t* out, bool required) {
+    if (!j.contains(key)) {
+      if (required) throw Error(label + ": config lacks \"" + key + "\"");
+      return;
+    }
+    const auto& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
+      throw Error(label + ": config \"" + key + "\" must be a 32-bit integer");
+    }
+    *out = static_cast<int32_t>(v.get<int64_t>());
+  };
+  auto number = [&](const std::string& key, float* out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_number() || !std::isfinite(j[key].get<double>())) {
+      throw Error(label + ": config \"" + key + "\" must be a finite number");
+    }
+    *out = j[key].get<float>();
+  };
+  auto boolean = [&](const std::string& key, bool* out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_boolean()) throw Error(label + ": config \"" + key + "\" must be true or false");
+    *out = j[key].get<bool>();
+  };
+  static const char* const kKnown[] = {
+      "architecture", "d_model", "heads", "encoder_layers", "decoder_layers", "d_ff", "activation",
+      "norm", "norm_kind", "layer_norm_eps", "position", "sinusoid_layout", "embedding_scale",
+      "shared_embeddings", "tied_output", "src_vocab_size", "tgt_vocab_size", "vocab_size",
+      "pad_id", "bos_id", "eos_id", "unk_id", "decoder_start_id", "max_positions",
+      "universal_steps", "dropout", "comment"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) throw Error(label + ": config has unknown key \"" + it.key() + "\"");
+  }
+  if (j.contains("architecture")) c.architecture = Pick(j["architecture"], "architecture", kArchitectures, label);
+  integer("d_model", &c.d_model, true);
+  integer("heads", &c.heads, true);
+  integer("encoder_layers", &c.encoder_layers, false);
+  integer("decoder_layers", &c.decoder_layers, false);
+  integer("d_ff", &c.d_ff, true);
+  if (j.contains("activation")) c.activation = Pick(j["activation"], "activation", kActivations, label);
+  if (j.contains("norm")) c.norm_placement = Pick(j["norm"], "norm", kNorms, label);
+  if (j.contains("norm_kind")) c.norm_kind = Pick(j["norm_kind"], "norm_kind", kNormKinds, label);
+  number("layer_norm_eps", &c.layer_norm_eps);
+  if (j.contains("position")) c.position = Pick(j["position"], "position", kPositions, label);
+  if (j.contains("sinusoid_layout")) {
+    c.sinusoid_layout = Pick(j["sinusoid_layout"], "sinusoid_layout", kLayouts, label);
+  }
+  number("embedding_scale", &c.embedding_scale);
+  boolean("shared_embeddings", &c.shared_embeddings);
+  boolean("tied_output", &c.tied_output);
+  integer("vocab_size", &c.src_vocab_size, false);
+  c.tgt_vocab_size = c.src_vocab_size;
+  integer("src_vocab_size", &c.src_vocab_size, c.src_vocab_size == 0);
+  integer("tgt_vocab_size", &c.tgt_vocab_size, c.tgt_vocab_size == 0);
+  integer("pad_id", &c.pad_id, false);
+  integer("bos_id", &c.bos_id, false);
+  integer("eos_id", &c.eos_id, false);
+  integer("unk_id", &c.unk_id, false);
+  c.decoder_start_id = c.bos_id;
+  integer("decoder_start_id", &c.decoder_start_id, false);
+  integer("max_positions", &c.max_positions, false);
+  if (c.max_positions == 0) c.max_positions = 1024;
+  integer("universal_steps", &c.universal_steps, false);
+  return c;
+}
+
+std::string ModelConfigToJson(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  j["architecture"] = NameOf(c.architecture, kArchitectures);
+  j["d_model"] = c.d_model;
+  j["heads"] = c.heads;
+  j["encoder_layers"] = c.encoder_layers;
+  j["decoder_layers"] = c.decoder_layers;
+  j["d_ff"] = c.d_ff;
+  j["activation"] = NameOf(c.activation, kActivations);
+  j["norm"] = NameOf(c.norm_placement, kNorms);
+  j["norm_kind"] = NameOf(c.norm_kind, kNormKinds);
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["position"] = NameOf(c.position, kPositions);
+  j["sinusoid_layout"] = NameOf(c.sinusoid_layout, kLayouts);
+  j["embedding_scale"] = c.embedding_scale;
+  j["shared_embeddings"] = c.shared_embeddings;
+  j["tied_output"] = c.tied_output;
+  j["src_vocab_size"] = c.src_vocab_size;
+  j["tgt_vocab_size"] = c.tgt_vocab_size;
+  j["pad_id"] = c.pad_id;
+  j["bos_id"] = c.bos_id;
+  j["eos_id"] = c.eos_id;
+  j["unk_id"] = c.unk_id;
+  j["decoder_start_id"] = c.decoder_start_id;
+  j["max_positions"] = c.max_positions;
+  j["universal_steps"] = c.universal_steps;
+  return j.dump(2);
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,32 @@
+// Weight quantization done offline (design.md "Quantization"):
+//   f16  - IEEE half, round to nearest even.
+//   int8 - per output channel (row) symmetric: scale = max|w_row| / 127, q in [-127, 127];
+//          the layout XNNPACK's qd8_f32_qc8w fully-connected consumes.
+//   int4 - symmetric per block of `group_size` columns of a row (or per row when 0):
+//          scale = max|w_block| / 7, q in [-7, 7], two's-complement nibbles, low first.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "converter/host_tensor.h"
+#include "runtime/core/dtype.h"
+
+namespace tern::convert {
+
+struct EncodedTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+  std::vector<float> scales;  // quantized dtypes
+  int64_t group_size = 0;
+};
+
+// Encodes a tensor in `dtype`; quantized dtypes need rank >= 2 (rows = dims[0]).
+EncodedTensor Encode(const HostTensor& tensor, DType dtype, int64_t group_size = 0);
+
+// Values the encoded tensor stands for (for error reports and tests).
+std::vector<float> Decode(const EncodedTensor& tensor);
+
+}  // namespace tern::convert

@@ -1,0 +1,140 @@
+#include "converter/writer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "converter/error.h"
+#include "flatbuffers/flatbuffers.h"
+#include "runtime/model/model.h"
+#include "tern_generated.h"
+
+namespace tern::convert {
+
+namespace {
+
+size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& fbb, const ModelConfig& c) {
+  schema::ConfigBuilder b(fbb);
+  b.add_architecture(static_cast<schema::Architecture>(c.architecture));
+  b.add_d_model(c.d_model);
+  b.add_heads(c.heads);
+  b.add_encoder_layers(c.encoder_layers);
+  b.add_decoder_layers(c.decoder_layers);
+  b.add_d_ff(c.d_ff);
+  b.add_activation(static_cast<schema::Activation>(c.activation));
+  b.add_norm_placement(static_cast<schema::NormPlacement>(c.norm_placement));
+  b.add_norm_kind(static_cast<schema::NormKind>(c.norm_kind));
+  b.add_layer_norm_eps(c.layer_norm_eps);
+  b.add_position(static_cast<schema::PositionKind>(c.position));
+  b.add_sinusoid_layout(static_cast<schema::SinusoidLayout>(c.sinusoid_layout));
+  b.add_embedding_scale(c.embedding_scale);
+  b.add_shared_embeddings(c.shared_embeddings);
+  b.add_tied_output(c.tied_output);
+  b.add_src_vocab_size(c.src_vocab_size);
+  b.add_tgt_vocab_size(c.tgt_vocab_size);
+  b.add_pad_id(c.pad_id);
+  b.add_bos_id(c.bos_id);
+  b.add_eos_id(c.eos_id);
+  b.add_unk_id(c.unk_id);
+  b.add_decoder_start_id(c.decoder_start_id);
+  b.add_max_positions(c.max_positions);
+  b.add_universal_steps(c.universal_steps);
+  return b.Finish();
+}
+
+// Builds the FlatBuffer with the given data offsets. ForceDefaults keeps every field present, so
+// the buffer's size does not depend on the offset values (needed for the two-pass layout).
+std::vector<uint8_t> BuildDescription(const TernContents& c, const std::vector<const EncodedTensor*>& order,
+                                      const std::vector<uint64_t>& offsets) {
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  fbb.ForceDefaults(true);
+  std::vector<flatbuffers::Offset<schema::Tensor>> tensors;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const EncodedTensor& t = *order[i];
+    auto name = fbb.CreateString(t.name);
+    auto shape = fbb.CreateVector(t.shape);
+    flatbuffers::Offset<schema::Quantization> quant = 0;
+    if (!t.scales.empty()) {
+      auto scales = fbb.CreateVector(t.scales);
+      quant = schema::CreateQuantization(fbb, scales, 0, 0, static_cast<int32_t>(t.group_size));
+    }
+    tensors.push_back(schema::CreateTensor(fbb, name, static_cast<schema::DType>(t.dtype), shape,
+                                           quant, offsets[i], t.data.size()));
+  }
+  auto tensor_vec = fbb.CreateVector(tensors);
+  flatbuffers::Offset<schema::Tokenizer> tokenizer = 0;
+  if (!c.source_tokenizer.empty()) {
+    auto src = fbb.CreateVector(c.source_tokenizer);
+    auto tgt = fbb.CreateVector(c.target_tokenizer);
+    tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePiece, src, tgt);
+  }
+  auto metadata = schema::CreateMetadata(fbb, fbb.CreateString(c.converter_version),
+                                         fbb.CreateString(c.source_digest), fbb.CreateString(c.source_format),
+                                         fbb.CreateString(c.creation_options));
+  auto config = BuildConfig(fbb, c.config);
+  auto model = schema::CreateModel(fbb, 1, 0, config, tensor_vec, tokenizer, metadata);
+  schema::FinishSizePrefixedModelBuffer(fbb, model);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+}  // namespace
+
+std::vector<uint8_t> SerializeModel(const TernContents& c) {
+  std::vector<const EncodedTensor*> order;
+  for (const auto& t : c.tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const EncodedTensor* a, const EncodedTensor* b) { return a->name < b->name; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (order[i]->name == order[i - 1]->name) throw Error("duplicate tensor \"" + order[i]->name + "\"");
+  }
+  std::vector<uint64_t> offsets(order.size(), 0);
+  const size_t description_size = BuildDescription(c, order, offsets).size();
+  size_t cursor = AlignUp(description_size, kTensorDataAlignment);
+  for (size_t i = 0; i < order.size(); ++i) {
+    offsets[i] = cursor;
+    cursor = AlignUp(cursor + order[i]->data.size(), kTensorDataAlignment);
+  }
+  std::vector<uint8_t> bytes = BuildDescription(c, order, offsets);
+  if (bytes.size() != description_size) throw Error("internal: model description size changed between passes");
+  bytes.resize(cursor, 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::copy(order[i]->data.begin(), order[i]->data.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+  }
+  return bytes;
+}
+
+void WriteModelFile(const std::string& path, const TernContents& contents, bool overwrite) {
+  struct stat st;
+  if (!overwrite && ::stat(path.c_str(), &st) == 0) {
+    throw Error(path + " exists; pass --force to overwrite it");
+  }
+  const std::vector<uint8_t> bytes = SerializeModel(contents);
+  // Check with the runtime's own loader before anything reaches the destination.
+  std::vector<uint8_t> aligned(bytes.size() + kTensorDataAlignment);
+  const size_t shift = (kTensorDataAlignment - reinterpret_cast<uintptr_t>(aligned.data()) % kTensorDataAlignment) %
+                       kTensorDataAlignment;
+  std::copy(bytes.begin(), bytes.end(), aligned.begin() + static_cast<std::ptrdiff_t>(shift));
+  auto loaded = Model::Load(aligned.data() + shift, bytes.size());
+  if (!loaded.ok()) throw Error(std::string("the converted model does not load: ") + loaded.status().message());
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(temp + ": cannot create");
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(temp.c_str());
+      throw Error(temp + ": write failed");
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    throw Error(path + ": cannot rename the finished file into place");
+  }
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,32 @@
+// Serializes a model to the .tern format (schema/tern.fbs): the size-prefixed FlatBuffer, then
+// each tensor's data at a 64-byte aligned offset. WriteModelFile never leaves a partial or
+// unloadable file: it writes a temporary file, loads it back with the runtime, then renames.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "converter/quantize.h"
+#include "runtime/model/config.h"
+
+namespace tern::convert {
+
+struct TernContents {
+  ModelConfig config;
+  std::vector<EncodedTensor> tensors;  // any order; written sorted by name
+  std::vector<uint8_t> source_tokenizer;  // serialized SentencePiece model, may be empty
+  std::vector<uint8_t> target_tokenizer;  // empty: same as source
+  std::string converter_version;
+  std::string source_digest;
+  std::string source_format;
+  std::string creation_options;
+};
+
+std::vector<uint8_t> SerializeModel(const TernContents& contents);
+
+// Serializes, verifies with tern::Model::Load, writes atomically. Refuses to replace an
+// existing file unless overwrite.
+void WriteModelFile(const std::string& path, const TernContents& contents, bool overwrite);
+
+}  // namespace tern::convert

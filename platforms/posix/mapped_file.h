@@ -1,0 +1,29 @@
+// A read-only memory mapping of a file (POSIX mmap): how the CLI and servers hand a .tern file
+// to Model::Load without copying it. Page-aligned, so tensor data is 64-byte aligned.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/result.h"
+
+namespace tern::posix {
+
+class MappedFile {
+ public:
+  static Result<MappedFile> Open(const char* path);
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace tern::posix

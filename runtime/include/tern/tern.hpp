@@ -1,0 +1,60 @@
+// tern's C++ API.
+//
+//   Model: a verified view of .tern bytes the caller keeps alive (mapped file or flash).
+//   Session: one translation context over a caller-provided arena. Prepare plans the arena for
+//   the given Limits; after it, translating never allocates heap memory.
+//
+// Thread-safety: a Model is read-only and may be shared by any number of Sessions on any
+// threads; a Session is used by one thread at a time.
+//
+//   auto model = tern::Model::Load(bytes, size);
+//   tern::Limits limits;  // batch 1, 128 source / target tokens
+//   size_t need = tern::Session::RequiredArenaBytes(*model, limits).value();
+//   std::vector<uint8_t> arena(need);
+//   tern::Session session;
+//   session.Prepare(*model, limits, arena.data(), arena.size());
+//   session.TranslateIds(src, out, &out_length);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/core/status.h"
+#include "runtime/decoding/greedy.h"
+#include "runtime/model/model.h"
+#include "runtime/models/encoder_decoder.h"
+#include "tern/limits.h"
+
+namespace tern {
+
+const char* Version();
+
+class Session {
+ public:
+  // Arena bytes Prepare needs for this model and these limits (alignment slack included).
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+
+  // Plans the arena and resolves the weights. The arena must stay valid and untouched by the
+  // caller while the session is used; the model's bytes too.
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+
+  // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
+  // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
+  Status TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
+                      int32_t batch, const GreedyOptions& options, int32_t* out_ids,
+                      int64_t out_stride, int32_t* out_lengths);
+  // One sentence.
+  Status TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,
+                      const GreedyOptions& options = GreedyOptions());
+
+  // Lower-level access (scoring, custom decoders, tests).
+  EncoderDecoder& encoder_decoder() { return model_; }
+  size_t arena_used_bytes() const { return model_.arena_used_bytes(); }
+
+ private:
+  EncoderDecoder model_;
+};
+
+}  // namespace tern

@@ -1,0 +1,377 @@
+#include "runtime/model/model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "flatbuffers/flatbuffers.h"
+#include "runtime/models/architectures.h"
+#include "tern_generated.h"
+
+namespace tern {
+
+namespace {
+
+constexpr uint16_t kSupportedMajor = 1;
+
+bool ValidDType(schema::DType dtype) {
+  return dtype >= schema::DType_MIN && dtype <= schema::DType_MAX;
+}
+
+Status CheckConfig(const ModelConfig& c) {
+  auto bad = [](const char* field, long long value) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.%s = %lld is out of range", field,
+                         value);
+  };
+  if (c.d_model <= 0 || c.d_model > ConfigBounds::kMaxDModel) return bad("d_model", c.d_model);
+  if (c.heads <= 0 || c.heads > c.d_model) return bad("heads", c.heads);
+  if (c.d_model % c.heads != 0) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.heads = %d does not divide config.d_model = %d", c.heads,
+                         c.d_model);
+  }
+  if (c.encoder_layers < 0 || c.encoder_layers > ConfigBounds::kMaxLayers) {
+    return bad("encoder_layers", c.encoder_layers);
+  }
+  if (c.decoder_layers < 0 || c.decoder_layers > ConfigBounds::kMaxLayers) {
+    return bad("decoder_layers", c.decoder_layers);
+  }
+  if (c.d_ff <= 0 || c.d_ff > ConfigBounds::kMaxDff) return bad("d_ff", c.d_ff);
+  if (c.src_vocab_size <= 0 || c.src_vocab_size > ConfigBounds::kMaxVocab) {
+    return bad("src_vocab_size", c.src_vocab_size);
+  }
+  if (c.tgt_vocab_size <= 0 || c.tgt_vocab_size > ConfigBounds::kMaxVocab) {
+    return bad("tgt_vocab_size", c.tgt_vocab_size);
+  }
+  if (c.max_positions <= 0 || c.max_positions > ConfigBounds::kMaxPositions) {
+    return bad("max_positions", c.max_positions);
+  }
+  if (!(c.layer_norm_eps >= 0.0f) || !std::isfinite(c.layer_norm_eps)) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.layer_norm_eps is not a finite value >= 0");
+  }
+  if (!std::isfinite(c.embedding_scale)) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.embedding_scale is not finite");
+  }
+  if (c.universal_steps < 0 || c.universal_steps > ConfigBounds::kMaxLayers) {
+    return bad("universal_steps", c.universal_steps);
+  }
+  const int32_t min_vocab = c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
+  const struct {
+    const char* name;
+    int32_t value;
+  } ids[] = {{"pad_id", c.pad_id}, {"bos_id", c.bos_id}, {"eos_id", c.eos_id},
+             {"unk_id", c.unk_id}, {"decoder_start_id", c.decoder_start_id}};
+  for (const auto& id : ids) {
+    if (id.value < 0 || id.value >= min_vocab) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.%s = %d is not a token id below the vocabulary size %d",
+                           id.name, id.value, min_vocab);
+    }
+  }
+  if (c.shared_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.shared_embeddings needs src_vocab_size == tgt_vocab_size (%d vs %d)",
+                         c.src_vocab_size, c.tgt_vocab_size);
+  }
+  return Status::Ok();
+}
+
+ModelConfig ReadConfig(const schema::Config& s) {
+  ModelConfig c;
+  c.architecture = static_cast<Architecture>(s.architecture());
+  c.d_model = s.d_model();
+  c.heads = s.heads();
+  c.encoder_layers = s.encoder_layers();
+  c.decoder_layers = s.decoder_layers();
+  c.d_ff = s.d_ff();
+  c.activation = static_cast<ref::Activation>(s.activation());
+  c.norm_placement = static_cast<NormPlacement>(s.norm_placement());
+  c.norm_kind = static_cast<ref::NormKind>(s.norm_kind());
+  c.layer_norm_eps = s.layer_norm_eps();
+  c.position = static_cast<PositionKind>(s.position());
+  c.sinusoid_layout = static_cast<ref::SinusoidLayout>(s.sinusoid_layout());
+  c.embedding_scale = s.embedding_scale();
+  c.shared_embeddings = s.shared_embeddings();
+  c.tied_output = s.tied_output();
+  c.src_vocab_size = s.src_vocab_size();
+  c.tgt_vocab_size = s.tgt_vocab_size();
+  c.pad_id = s.pad_id();
+  c.bos_id = s.bos_id();
+  c.eos_id = s.eos_id();
+  c.unk_id = s.unk_id();
+  c.decoder_start_id = s.decoder_start_id();
+  c.max_positions = s.max_positions();
+  c.universal_steps = s.universal_steps();
+  return c;
+}
+
+Status CheckEnums(const schema::Config& s) {
+  if (s.architecture() < schema::Architecture_MIN || s.architecture() > schema::Architecture_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.architecture = %d is unknown",
+                         static_cast<int>(s.architecture()));
+  }
+  if (s.activation() < schema::Activation_MIN || s.activation() > schema::Activation_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.activation = %d is unknown",
+                         static_cast<int>(s.activation()));
+  }
+  if (s.norm_placement() < schema::NormPlacement_MIN || s.norm_placement() > schema::NormPlacement_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.norm_placement = %d is unknown",
+                         static_cast<int>(s.norm_placement()));
+  }
+  if (s.norm_kind() < schema::NormKind_MIN || s.norm_kind() > schema::NormKind_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.norm_kind = %d is unknown",
+                         static_cast<int>(s.norm_kind()));
+  }
+  if (s.position() < schema::PositionKind_MIN || s.position() > schema::PositionKind_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.position = %d is unknown",
+                         static_cast<int>(s.position()));
+  }
+  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN || s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
+                         static_cast<int>(s.sinusoid_layout()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t TensorInfo::elements() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= dims[i];
+  return n;
+}
+
+WeightView TensorInfo::AsWeight() const {
+  WeightView w;
+  w.dtype = dtype;
+  w.data = data;
+  w.rows = rank >= 2 ? dims[0] : 1;
+  w.cols = rank >= 2 ? elements() / dims[0] : dims[0];
+  w.scales = scales;
+  w.group_size = group_size;
+  return w;
+}
+
+Result<Model> Model::Load(const void* data, size_t size) {
+  if (data == nullptr) return Status::Error(StatusCode::kInvalidArgument, "model data is null");
+  if (reinterpret_cast<uintptr_t>(data) % kModelAlignment != 0) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "model data must be %zu-byte aligned (64 recommended)", kModelAlignment);
+  }
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (size < 12) {
+    return Status::Error(StatusCode::kInvalidModel, "file is too small (%zu bytes) to be a .tern model",
+                         size);
+  }
+  if (!schema::SizePrefixedModelBufferHasIdentifier(bytes)) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "not a .tern model: file identifier is not \"%s\"", schema::ModelIdentifier());
+  }
+  const uint32_t fb_size = flatbuffers::ReadScalar<uint32_t>(bytes);
+  if (fb_size > size - sizeof(uint32_t) || fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "truncated model: header says %u bytes of model description, file has %zu",
+                         fb_size, size);
+  }
+  // Verify exactly the size-prefixed FlatBuffer; the weight segment after it is checked per
+  // tensor below.
+  flatbuffers::Verifier::Options options;
+  options.max_tables = 1u << 20;
+  flatbuffers::Verifier verifier(bytes, fb_size + sizeof(uint32_t), options);
+  if (!schema::VerifySizePrefixedModelBuffer(verifier)) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "corrupt model: the model description failed FlatBuffers verification");
+  }
+  Model model;
+  model.data_ = bytes;
+  model.size_ = size;
+  model.root_ = schema::GetSizePrefixedModel(bytes);
+  model.format_major_ = model.root_->format_major();
+  model.format_minor_ = model.root_->format_minor();
+  if (model.format_major_ != kSupportedMajor) {
+    return Status::Error(StatusCode::kUnsupportedVersion,
+                         "model format version %u.%u; this runtime reads version %u.x",
+                         model.format_major_, model.format_minor_, kSupportedMajor);
+  }
+  TERN_RETURN_IF_ERROR(CheckEnums(*model.root_->config()));
+  model.config_ = ReadConfig(*model.root_->config());
+  TERN_RETURN_IF_ERROR(CheckConfig(model.config_));
+  TERN_RETURN_IF_ERROR(model.CheckTensors());
+  TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
+  return model;
+}
+
+size_t Model::tensor_count() const {
+  return root_ && root_->tensors() ? root_->tensors()->size() : 0;
+}
+
+TensorInfo Model::tensor(size_t index) const { return Describe(root_->tensors()->Get(index)); }
+
+TensorInfo Model::Describe(const schema::Tensor* t) const {
+  TensorInfo info;
+  info.name = t->name()->c_str();
+  info.dtype = static_cast<DType>(t->dtype());
+  info.rank = static_cast<int>(t->shape()->size());
+  for (int i = 0; i < info.rank; ++i) info.dims[i] = t->shape()->Get(i);
+  info.data = data_ + t->data_offset();
+  info.data_size = t->data_size();
+  if (const auto* q = t->quantization()) {
+    if (q->scales()) {
+      info.scales = q->scales()->data();
+      info.scale_count = q->scales()->size();
+    }
+    info.group_size = q->group_size();
+  }
+  return info;
+}
+
+Status Model::CheckTensors() const {
+  const auto* tensors = root_->tensors();
+  if (tensors == nullptr || tensors->size() == 0) {
+    return Status::Error(StatusCode::kInvalidModel, "model has no tensors");
+  }
+  const char* previous = nullptr;
+  for (flatbuffers::uoffset_t i = 0; i < tensors->size(); ++i) {
+    const schema::Tensor* t = tensors->Get(i);
+    if (t->name() == nullptr || t->name()->size() == 0) {
+      return Status::Error(StatusCode::kInvalidModel, "tensor #%u has no name", i);
+    }
+    const char* name = t->name()->c_str();
+    if (std::strlen(name) != t->name()->size()) {
+      return Status::Error(StatusCode::kInvalidModel, "tensor #%u has a name with a NUL byte", i);
+    }
+    if (previous != nullptr && std::strcmp(previous, name) >= 0) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tensor \"%s\" is out of order or duplicated (tensors must be sorted by name)",
+                           name);
+    }
+    previous = name;
+    if (!ValidDType(t->dtype())) {
+      return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has unknown dtype %d", name,
+                           static_cast<int>(t->dtype()));
+    }
+    const auto* shape = t->shape();
+    if (shape == nullptr || shape->size() == 0 || shape->size() > kMaxTensorRank) {
+      return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has rank %u; 1 to %d allowed",
+                           name, shape ? shape->size() : 0u, kMaxTensorRank);
+    }
+    // Element count with overflow checks: each dim is bounded, and so is the product.
+    constexpr int64_t kMaxElements = int64_t{1} << 40;
+    int64_t elements = 1;
+    for (flatbuffers::uoffset_t d = 0; d < shape->size(); ++d) {
+      const int64_t dim = shape->Get(d);
+      if (dim <= 0 || dim > kMaxElements || elements > kMaxElements / dim) {
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has invalid dimension %lld",
+                             name, static_cast<long long>(dim));
+      }
+      elements *= dim;
+    }
+    const DType dtype = static_cast<DType>(t->dtype());
+    const int64_t rows = shape->size() >= 2 ? shape->Get(0) : 1;
+    const int64_t cols = elements / rows;
+    const uint64_t expected = static_cast<uint64_t>(rows) * DTypeRowBytes(dtype, static_cast<size_t>(cols));
+    if (t->data_size() != expected) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tensor \"%s\": data_size %llu, but %s %lldx%lld needs %llu bytes", name,
+                           static_cast<unsigned long long>(t->data_size()), DTypeName(dtype),
+                           static_cast<long long>(rows), static_cast<long long>(cols),
+                           static_cast<unsigned long long>(expected));
+    }
+    if (t->data_offset() % kTensorDataAlignment != 0) {
+      return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": data offset %llu is not %zu-byte aligned",
+                           name, static_cast<unsigned long long>(t->data_offset()), kTensorDataAlignment);
+    }
+    if (t->data_offset() > size_ || t->data_size() > size_ - t->data_offset()) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "truncated model: tensor \"%s\" data [%llu, +%llu) lies past the end of the %zu-byte file",
+                           name, static_cast<unsigned long long>(t->data_offset()),
+                           static_cast<unsigned long long>(t->data_size()), size_);
+    }
+    const auto* q = t->quantization();
+    const bool quantized = dtype == DType::kI8 || dtype == DType::kI4;
+    if (quantized) {
+      if (q == nullptr || q->scales() == nullptr) {
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" is %s but has no scales", name,
+                             DTypeName(dtype));
+      }
+      if (q->zero_points() && q->zero_points()->size() != 0) {
+        return Status::Error(StatusCode::kNotSupported,
+                             "tensor \"%s\": asymmetric quantization (zero points) is not supported", name);
+      }
+      const int64_t group = q->group_size();
+      if (group < 0 || (group > 0 && group > cols)) {
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": group_size %lld is invalid",
+                             name, static_cast<long long>(group));
+      }
+      if (q->axis() != 0) {
+        return Status::Error(StatusCode::kNotSupported,
+                             "tensor \"%s\": quantization axis %d; only per-row (axis 0) is supported",
+                             name, q->axis());
+      }
+      const int64_t groups = group > 0 ? (cols + group - 1) / group : 1;
+      if (static_cast<int64_t>(q->scales()->size()) != rows * groups) {
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": %u scales, expected %lld", name,
+                             q->scales()->size(), static_cast<long long>(rows * groups));
+      }
+      for (float s : *q->scales()) {
+        if (!std::isfinite(s) || s < 0.0f) {
+          return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has a non-finite or negative scale",
+                               name);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+bool Model::Find(const char* name, TensorInfo* info) const {
+  const auto* tensors = root_ ? root_->tensors() : nullptr;
+  if (tensors == nullptr) return false;
+  const schema::Tensor* t = tensors->LookupByKey(name);
+  if (t == nullptr) return false;
+  if (info) *info = Describe(t);
+  return true;
+}
+
+Status Model::Require(const char* name, int rank, const int64_t* expected_dims,
+                      TensorInfo* info) const {
+  TensorInfo found;
+  if (!Find(name, &found)) {
+    return Status::Error(StatusCode::kMissingTensor, "required tensor \"%s\" is missing", name);
+  }
+  bool match = found.rank == rank;
+  for (int i = 0; match && i < rank; ++i) {
+    match = expected_dims[i] < 0 || expected_dims[i] == found.dims[i];
+  }
+  if (!match) {
+    char want[96] = {0}, got[96] = {0};
+    size_t w = 0, g = 0;
+    for (int i = 0; i < rank && w < sizeof want; ++i) {
+      w += std::snprintf(want + w, sizeof want - w, i ? ",%lld" : "%lld",
+                         static_cast<long long>(expected_dims[i]));
+    }
+    for (int i = 0; i < found.rank && g < sizeof got; ++i) {
+      g += std::snprintf(got + g, sizeof got - g, i ? ",%lld" : "%lld",
+                         static_cast<long long>(found.dims[i]));
+    }
+    return Status::Error(StatusCode::kShapeMismatch, "tensor \"%s\" has shape [%s], expected [%s]",
+                         name, got, want);
+  }
+  if (info) *info = found;
+  return Status::Ok();
+}
+
+Span<const uint8_t> Model::source_tokenizer() const {
+  const auto* tok = root_ ? root_->tokenizer() : nullptr;
+  if (tok == nullptr || tok->source_model() == nullptr) return {};
+  return {tok->source_model()->data(), tok->source_model()->size()};
+}
+
+Span<const uint8_t> Model::target_tokenizer() const {
+  const auto* tok = root_ ? root_->tokenizer() : nullptr;
+  if (tok == nullptr) return {};
+  if (tok->target_model() == nullptr || tok->target_model()->size() == 0) return source_tokenizer();
+  return {tok->target_model()->data(), tok->target_model()->size()};
+}
+
+}  // namespace tern

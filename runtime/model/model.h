@@ -1,0 +1,82 @@
+// A verified, read-only view of a .tern file held in caller memory (mapped file, flash, or a
+// buffer). Loading copies nothing and allocates nothing: it checks the bytes and records where
+// things are. The bytes must outlive the Model and every Session made from it. A Model is
+// immutable after Load, so any number of threads may share one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/dtype.h"
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/core/tensor.h"
+#include "runtime/model/config.h"
+
+namespace tern {
+
+namespace schema {
+struct Model;
+struct Tensor;
+}  // namespace schema
+
+inline constexpr int kMaxTensorRank = 4;
+// Model bytes must be at least this aligned (tensor data offsets are multiples of 64 within
+// the file, so a 64-byte aligned buffer gives 64-byte aligned weights; mmap gives a page).
+inline constexpr size_t kModelAlignment = 16;
+inline constexpr size_t kTensorDataAlignment = 64;
+
+struct TensorInfo {
+  const char* name = nullptr;
+  DType dtype = DType::kF32;
+  int rank = 0;
+  int64_t dims[kMaxTensorRank] = {0, 0, 0, 0};
+  const void* data = nullptr;
+  uint64_t data_size = 0;
+  const float* scales = nullptr;  // Quantized dtypes only.
+  int64_t scale_count = 0;
+  int64_t group_size = 0;
+
+  int64_t elements() const;
+  // The tensor as a 2-D weight [dims[0], product of the rest] (rank 1: [1, dims[0]]).
+  WeightView AsWeight() const;
+};
+
+class Model {
+ public:
+  Model() = default;
+
+  // Verifies the FlatBuffer, the format version, the config and every tensor record (bounds,
+  // alignment, sizes, quantization parameters), then the architecture's required tensors and
+  // their shapes. Any problem is an error naming it; nothing here can crash on bad bytes.
+  static Result<Model> Load(const void* data, size_t size);
+
+  const ModelConfig& config() const { return config_; }
+  uint16_t format_major() const { return format_major_; }
+  uint16_t format_minor() const { return format_minor_; }
+  size_t tensor_count() const;
+  TensorInfo tensor(size_t index) const;
+  // Binary search by name (tensors are sorted by name in the file; Load checks it).
+  bool Find(const char* name, TensorInfo* info) const;
+  // Find, then check dtype class and shape. expected_dims of -1 match anything.
+  Status Require(const char* name, int rank, const int64_t* expected_dims, TensorInfo* info) const;
+  // Serialized SentencePiece models; empty when the file has none.
+  Span<const uint8_t> source_tokenizer() const;
+  Span<const uint8_t> target_tokenizer() const;
+  const schema::Model* schema() const { return root_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  Status CheckTensors() const;
+  TensorInfo Describe(const schema::Tensor* tensor) const;
+
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  const schema::Model* root_ = nullptr;
+  ModelConfig config_;
+  uint16_t format_major_ = 0;
+  uint16_t format_minor_ = 0;
+};
+
+}  // namespace tern

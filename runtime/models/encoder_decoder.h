@@ -1,0 +1,78 @@
+// The encoder-decoder Transformer of "Attention Is All You Need": token embeddings (scaled) +
+// positional encodings, N encoder layers, N decoder layers with a K/V cache, output projection.
+// This class owns no memory: Prepare carves everything from the caller's arena by a plan that
+// depends only on the model config and the limits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/result.h"
+#include "runtime/memory/planner.h"
+#include "runtime/model/model.h"
+#include "runtime/nn/decoder_layer.h"
+#include "runtime/nn/encoder_layer.h"
+#include "runtime/nn/weights.h"
+#include "tern/limits.h"
+
+namespace tern {
+
+class EncoderDecoder {
+ public:
+  // Checks the tensors this architecture needs (names and shapes); used by Model::Load.
+  static Status Validate(const Model& model);
+  static Status CheckLimits(const Model& model, const Limits& limits);
+  // Bytes of arena Prepare needs, including alignment slack: a pure function of its inputs.
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+
+  // Runs the encoder over `batch` sentences src_ids[b * src_stride + i], i < lengths[b], then
+  // computes every decoder layer's cross-attention K/V. Resets the decoder to position 0.
+  Status Encode(const int32_t* src_ids, int64_t src_stride, const int32_t* lengths, int32_t batch);
+  // One decoder step for every sentence of the encoded batch: tokens[b] is the decoder input at
+  // the current position. Returns logits [batch, tgt_vocab] (valid until the next call).
+  Status DecodeStep(const int32_t* tokens, const float** logits);
+
+  const ModelConfig& config() const { return config_; }
+  int32_t batch() const { return batch_; }
+  int64_t position() const { return position_; }
+  const Limits& limits() const { return limits_; }
+  // The encoder's output of the last Encode: [batch, src_seq, d_model].
+  const float* encoder_output() const { return enc_x_; }
+  int64_t source_stride() const { return src_seq_; }
+  size_t arena_used_bytes() const { return arena_used_; }
+  int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch] for decoders
+
+ private:
+  struct BufferIds;
+  static Status Plan(const ModelConfig& config, const Limits& limits, GreedyPlanner* planner,
+                     BufferIds* ids);
+  Status ResolveWeights(const Model& model);
+
+  ModelConfig config_;
+  Limits limits_;
+  size_t arena_used_ = 0;
+  EncoderLayerWeights* encoder_layers_ = nullptr;
+  DecoderLayerWeights* decoder_layers_ = nullptr;
+  WeightView src_embed_, tgt_embed_;
+  LinearWeights output_;
+  NormWeights encoder_norm_, decoder_norm_;
+  float* positions_ = nullptr;  // [position_rows, d_model]
+  int64_t position_rows_ = 0;
+  int32_t* src_lengths_ = nullptr;
+  float* enc_x_ = nullptr;
+  EncoderScratch enc_scratch_{};
+  float* cross_kv_ = nullptr;
+  float* self_kv_ = nullptr;
+  float* dec_x_ = nullptr;
+  DecoderScratch dec_scratch_{};
+  float* logits_ = nullptr;
+  int32_t* tokens_ = nullptr;
+  int32_t batch_ = 0;
+  int64_t src_seq_ = 0;
+  int64_t position_ = 0;
+  bool encoded_ = false;
+};
+
+}  // namespace tern

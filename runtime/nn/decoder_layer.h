@@ -1,0 +1,46 @@
+// One decoder layer (paper section 3.1) for one incremental step: masked self-attention over
+// the cached keys/values of earlier positions, encoder-decoder (cross) attention over the
+// encoder output's K/V (computed once per source), then the FFN; each with residual + norm.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/model/config.h"
+#include "runtime/nn/weights.h"
+
+namespace tern {
+
+// Per-layer caches, laid out [batch][capacity][d_model].
+struct DecoderLayerCache {
+  float* self_k;   // capacity = max target length
+  float* self_v;
+  float* cross_k;  // capacity = source length (stride `src_seq`)
+  float* cross_v;
+};
+
+struct DecoderScratch {
+  float* q;       // [batch, d_model]
+  float* attn;    // [batch, d_model]
+  float* hidden;  // [batch, d_ff]
+  float* scores;  // [max(target capacity, src_seq)]
+};
+
+struct DecoderStepShape {
+  int64_t batch;
+  int64_t position;         // index of this step's token; self-attention sees 0..position
+  int64_t self_capacity;    // rows per sentence in self_k / self_v
+  int64_t src_seq;          // rows per sentence in cross_k / cross_v
+  const int32_t* src_lengths;
+};
+
+// Cross K/V of one layer from the encoder output enc [batch, src_seq, d_model].
+void ComputeCrossKeysValues(const ModelConfig& config, const DecoderLayerWeights& w,
+                            const float* enc, int64_t batch, int64_t src_seq,
+                            const DecoderLayerCache& cache);
+
+// x: [batch, d_model], updated in place. Appends this step's K/V to the self-attention cache.
+void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, float* x,
+                      const DecoderStepShape& shape, const DecoderLayerCache& cache,
+                      const DecoderScratch& s);
+
+}  // namespace tern

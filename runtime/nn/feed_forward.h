@@ -1,0 +1,15 @@
+// Position-wise feed-forward network (paper eq. 2): FFN(x) = act(x W1 + b1) W2 + b2.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/model/config.h"
+#include "runtime/nn/weights.h"
+
+namespace tern {
+
+// x: [rows, d_model]; hidden: scratch [rows, d_ff]; out: [rows, d_model].
+void FeedForward(const ModelConfig& config, const FeedForwardWeights& w, const float* x,
+                 int64_t rows, float* hidden, float* out);
+
+}  // namespace tern

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Extract English->German message pairs from compiled gettext catalogs (.mo).
+
+Usage: gettext_mo.py DIR PKGMAP_OUT > pairs.tsv
+Parses the GNU .mo binary directly (no gettext module). msgid = English, msgstr = German.
+Context (msgctxt) is dropped, plural forms use the singular, accelerators (_ and &) are removed,
+and messages with format specifiers, markup, escapes or code-like text are skipped.
+Output TSV: ``de<TAB>en<TAB>catalog``. PKGMAP_OUT receives ``catalog<TAB>debian-package``.
+"""
+import os
+import re
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import clean  # noqa: E402
+
+FORMAT = re.compile(r"%[-+ #0'I]*(\d+\$)?[\d*]*(\.[\d*]+)?(hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspnm%]"
+                    r"|%\(\w+\)[sd]|\{[\w.:!\-]*\}|\$\{?\w+|<[^>]*>|&\w+;|\\[nt]|\b[a-z]+_[a-z_]+\b|--?\w")
+ACCEL = re.compile(r"(?<=\w)_(?=\w)|(?<![\w&])[_&](?=\w)|\(_\w\)|\(&\w\)")
+
+
+def read_mo(path):
+    data = open(path, "rb").read()
+    magic = struct.unpack("<I", data[:4])[0]
+    end = "<" if magic == 0x950412DE else ">"
+    _, n, oo, to = struct.unpack(end + "4I", data[4:20])
+    for i in range(n):
+        ol, oo_ = struct.unpack(end + "2I", data[oo + 8 * i: oo + 8 * i + 8])
+        tl, to_ = struct.unpack(end + "2I", data[to + 8 * i: to + 8 * i + 8])
+        msgid = data[oo_: oo_ + ol]
+        msgstr = data[to_: to_ + tl]
+        yield msgid, msgstr
+
+
+def strip_accel(s: str) -> str:
+    s = re.sub(r"\s*\((_|&)\w\)", "", s)  # "Datei (_F)" style
+    s = re.sub(r"(?<![\w&])[_&](?=\w)", "", s)  # leading accelerator
+    s = re.sub(r"(?<=[^\W\d_])_(?=[^\W\d_])", "", s) if " " in s or not re.search(r"[a-z]_[a-z]", s) else s
+    return s
+
+
+def ok(s: str) -> bool:
+    if FORMAT.search(s) or re.search(r"[\\|=#@~^`]|::|/\w|\w\.\w+\(|\.(c|h|so|py)\b|https?:", s):
+        return False
+    letters = sum(ch.isalpha() for ch in s)
+    return letters >= 2 and letters >= 0.6 * len(s.replace(" ", ""))
+
+
+def main(d: str, pkgmap: str) -> None:
+    out = sys.stdout
+    pm = open(pkgmap, "w")
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".mo"):
+            continue
+        path = os.path.join(d, name)
+        try:
+            pkg = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True).stdout.split(":")[0]
+        except OSError:
+            pkg = "?"
+        pm.write(f"{name[:-3]}\t{pkg or '?'}\n")
+        for mid, mstr in read_mo(path):
+            if not mid or not mstr:
+                continue  # header entry / untranslated
+            try:
+                en = mid.decode("utf-8").split("\x04")[-1].split("\x00")[0]
+                de = mstr.decode("utf-8").split("\x00")[0]
+            except UnicodeDecodeError:
+                continue
+            if "\n" in en.strip() or "\n" in de.strip():
+                continue  # multi-line help texts: alignment of lines is not guaranteed
+            en, de = clean(strip_accel(en)), clean(strip_accel(de))
+            if not en or not de or en == de or not ok(en) or not ok(de):
+                continue
+            out.write(f"{de}\t{en}\t{name[:-3]}\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# setup-host.sh [arm]  -- install what a Debian 12 build host needs (run as root).
+#
+# Base: compilers and build tools for the x86-64 build against the trixie sysroot.
+# "arm":  also the ARM cross compilers and qemu-user for the arm64/armhf builds.
+# Does nothing (no apt-get update) when every package is already installed, and waits for a
+# concurrently running apt/dpkg instead of failing on its lock.
+set -euo pipefail
+
+PACKAGES=(cmake ninja-build g++ make git ca-certificates debian-archive-keyring pkg-config)
+for arg in "$@"; do
+  case "$arg" in
+    arm) PACKAGES+=(qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf) ;;
+    *) echo "usage: $0 [arm]" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii'; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup-host: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "setup-host: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+# Wait up to 20 minutes for another apt/dpkg to release its locks.
+LOCK_WAIT=(-o DPkg::Lock::Timeout=1200)
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get "${LOCK_WAIT[@]}" -q update
+$SUDO apt-get "${LOCK_WAIT[@]}" -q install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,59 @@
+#include "tools/tern/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace tern::cli {
+
+Args::Args(int argc, char** argv, const std::set<std::string>& valued, const std::set<std::string>& flags,
+           const std::map<std::string, std::string>& aliases) {
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string value;
+    bool inline_value = false;
+    const size_t eq = arg.find('=');
+    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inline_value = true;
+    }
+    auto alias = aliases.find(arg);
+    if (alias != aliases.end()) arg = alias->second;
+    const std::string name = arg.substr(arg.compare(0, 2, "--") == 0 ? 2 : 1);
+    if (flags.count(name)) {
+      if (inline_value) throw UsageError("option --" + name + " takes no value");
+      values_[name] = "1";
+    } else if (valued.count(name)) {
+      if (!inline_value) {
+        if (i + 1 >= argc) throw UsageError("option --" + name + " needs a value");
+        value = argv[++i];
+      }
+      values_[name] = value;
+    } else {
+      throw UsageError("unknown option " + std::string(argv[i]));
+    }
+  }
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+long long Args::get_int(const std::string& name, long long fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (errno || end == it->second.c_str() || *end != '\0') {
+    throw UsageError("option --" + name + " needs an integer, got \"" + it->second + "\"");
+  }
+  return v;
+}
+
+}  // namespace tern::cli

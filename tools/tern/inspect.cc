@@ -1,0 +1,108 @@
+// tern inspect: what is in a .tern file, and how much arena it needs.
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "converter/model_config_json.h"
+#include "tern_generated.h"
+#include "tools/tern/args.h"
+#include "tools/tern/commands.h"
+#include "tools/tern/load.h"
+
+namespace tern::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: tern inspect MODEL.tern [--json] [--batch N] [--max-source N] [--max-length N]\n"
+    "\n"
+    "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
+    "metadata, and the arena bytes a session needs for the given limits (default batch 1,\n"
+    "128 source and 128 target tokens, capped by the model's max_positions).\n";
+
+std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+}  // namespace
+
+int Inspect(int argc, char** argv) {
+  Args args(argc, argv, {"batch", "max-source", "max-length"}, {"json", "help"});
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (args.positional().size() != 1) throw UsageError("expected exactly one MODEL");
+  const std::string path = args.positional()[0];
+  LoadedModel loaded = LoadModel(path);
+  const Model& model = loaded.model;
+  const long long cap = model.config().max_positions < 128 ? model.config().max_positions : 128;
+  Limits limits;
+  limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
+  limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", cap));
+  limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", cap));
+  auto arena = Session::RequiredArenaBytes(model, limits);
+  if (!arena.ok()) throw std::runtime_error(arena.status().message());
+
+  nlohmann::ordered_json j;
+  j["file"] = path;
+  j["file_bytes"] = model.size();
+  j["format_version"] = std::to_string(model.format_major()) + "." + std::to_string(model.format_minor());
+  j["config"] = nlohmann::ordered_json::parse(convert::ModelConfigToJson(model.config()));
+  std::map<std::string, unsigned long long> by_dtype;
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < model.tensor_count(); ++i) {
+    const TensorInfo t = model.tensor(i);
+    std::vector<int64_t> shape(t.dims, t.dims + t.rank);
+    nlohmann::ordered_json row = {{"name", t.name}, {"dtype", DTypeName(t.dtype)}, {"shape", shape},
+                                  {"bytes", t.data_size}};
+    if (t.group_size > 0) row["group_size"] = t.group_size;
+    tensors.push_back(row);
+    by_dtype[DTypeName(t.dtype)] += t.data_size;
+  }
+  j["tensors"] = tensors;
+  j["bytes_by_dtype"] = by_dtype;
+  j["tokenizer"] = {{"source_bytes", model.source_tokenizer().size()},
+                    {"target_bytes", model.target_tokenizer().size()}};
+  const auto* meta = model.schema()->metadata();
+  if (meta) {
+    j["metadata"] = {{"converter_version", Str(meta->converter_version())},
+                     {"source_digest", Str(meta->source_digest())},
+                     {"source_format", Str(meta->source_format())},
+                     {"creation_options", Str(meta->creation_options())}};
+  }
+  j["limits"] = {{"max_batch", limits.max_batch},
+                 {"max_source_length", limits.max_source_length},
+                 {"max_target_length", limits.max_target_length}};
+  j["required_arena_bytes"] = arena.value();
+  if (args.has("json")) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: tern model, format %s, %zu bytes\n", path.c_str(),
+              j["format_version"].get<std::string>().c_str(), model.size());
+  std::printf("\nconfig:\n");
+  for (auto it = j["config"].begin(); it != j["config"].end(); ++it) {
+    std::printf("  %-18s %s\n", it.key().c_str(), it.value().dump().c_str());
+  }
+  std::printf("\ntensors (%zu):\n", model.tensor_count());
+  for (const auto& t : tensors) {
+    std::printf("  %-48s %-4s %-14s %10llu\n", t["name"].get<std::string>().c_str(),
+                t["dtype"].get<std::string>().c_str(), t["shape"].dump().c_str(),
+                t["bytes"].get<unsigned long long>());
+  }
+  std::printf("\nbytes by dtype:\n");
+  for (const auto& kv : by_dtype) std::printf("  %-4s %llu\n", kv.first.c_str(), kv.second);
+  std::printf("\ntokenizer: source %zu bytes, target %zu bytes\n", model.source_tokenizer().size(),
+              model.target_tokenizer().size());
+  if (meta) {
+    std::printf("metadata:\n");
+    for (auto it = j["metadata"].begin(); it != j["metadata"].end(); ++it) {
+      std::printf("  %-18s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
+    }
+  }
+  std::printf("\narena for batch %d, source %d, target %d: %zu bytes\n", limits.max_batch,
+              limits.max_source_length, limits.max_target_length, arena.value());
+  return 0;
+}
+
+}  // namespace tern::cli

@@ -1,0 +1,15 @@
+#include "tools/tern/load.h"
+
+#include <stdexcept>
+
+namespace tern::cli {
+
+LoadedModel LoadModel(const std::string& path) {
+  auto file = posix::MappedFile::Open(path.c_str());
+  if (!file.ok()) throw std::runtime_error(file.status().message());
+  auto model = Model::Load(file->data(), file->size());
+  if (!model.ok()) throw std::runtime_error(path + ": " + model.status().message());
+  return LoadedModel{std::move(file.value()), model.value()};
+}
+
+}  // namespace tern::cli

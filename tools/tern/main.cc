@@ -1,0 +1,47 @@
+// tern: one executable for the user-facing commands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "tern/tern.hpp"
+#include "tools/tern/args.h"
+#include "tools/tern/commands.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tern <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  translate  translate lines from stdin (--ids: space-separated token ids)\n"
+    "  convert    convert a checkpoint to a .tern model (fp32, fp16, int8, int4)\n"
+    "  inspect    print a .tern model's config, tensors, metadata and arena size\n"
+    "\n"
+    "`tern <command> --help` describes each command. `tern --version` prints the version.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("tern %s\n", tern::Version());
+    return 0;
+  }
+  const char* command = argv[1];
+  try {
+    if (!std::strcmp(command, "translate")) return tern::cli::Translate(argc - 2, argv + 2);
+    if (!std::strcmp(command, "convert")) return tern::cli::Convert(argc - 2, argv + 2);
+    if (!std::strcmp(command, "inspect")) return tern::cli::Inspect(argc - 2, argv + 2);
+  } catch (const tern::cli::UsageError& e) {
+    std::fprintf(stderr, "tern %s: %s (see tern %s --help)\n", command, e.what(), command);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tern %s: %s\n", command, e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "tern: unknown command \"%s\"\n%s", command, kUsage);
+  return 2;
+}

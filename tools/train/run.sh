@@ -1,0 +1,19 @@
+#!/bin/sh
+# Start or resume the demo model's training in the background (one thread, nice).
+# Usage: tools/train/run.sh [RUN_NAME] [extra train.py args...]
+# Checkpoints, snapshots and train.log live in /var/cache/tern/train/RUN_NAME/.
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+RUN=${1:-base}
+[ $# -gt 0 ] && shift
+DIR=/var/cache/tern/train/$RUN
+mkdir -p "$DIR"
+if [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null; then
+  echo "already running (pid $(cat "$DIR/pid")); log: $DIR/train.log"
+  exit 0
+fi
+OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 10 /usr/bin/python3 "$ROOT/tools/train/train.py" \
+  --run "$DIR" --threads 1 "$@" >>"$DIR/stdout.log" 2>&1 &
+echo $! >"$DIR/pid"
+echo "training pid $! ; log: $DIR/train.log (stdout/stderr: $DIR/stdout.log)"
+echo "stop (checkpoints first): kill -TERM \$(cat $DIR/pid)"

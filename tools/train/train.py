@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Train the demo German->English Transformer (tools/model/tern_torch.py, docs/CONVENTIONS.md).
+
+Resumable: everything needed to continue (model, optimizer, step, RNG states, data position)
+is written atomically to RUN_DIR/last.pt every --ckpt-minutes and on SIGTERM/SIGINT; a restart
+with the same RUN_DIR continues from there. Weight-only snapshots RUN_DIR/ckpt_<step>.pt are
+kept (--keep newest) for checkpoint averaging by tools/train/export.py.
+
+Usage (see tools/train/run.sh):
+  /usr/bin/python3 tools/train/train.py --run /var/cache/tern/train/base
+
+Batching: pairs are sorted by (source length, target length) and cut into batches of at most
+--max-tokens padded tokens per side (fairseq style: batch_size * max_len <= max_tokens); the
+order of the batches is shuffled per epoch with a seed derived from (--seed, epoch), so the data
+position is just (epoch, index of the next batch).
+Ids: source = spm ids + eos; target in = bos + ids; target out = ids + eos.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools", "model"))
+import tern_torch  # noqa: E402
+
+DEFAULT_MODEL = dict(
+    architecture="encoder_decoder", d_model=256, heads=4, encoder_layers=3, decoder_layers=3,
+    d_ff=1024, activation="relu", norm="post", layer_norm_eps=1e-5, position="sinusoidal",
+    shared_embeddings=True, tied_output=True, pad_id=0, bos_id=1, eos_id=2, unk_id=3,
+    decoder_start_id=1, max_positions=256,
+)
+
+
+def log(fh, msg):
+    line = time.strftime("%Y-%m-%d %H:%M:%S ") + msg
+    print(line, flush=True)
+    if fh:
+        fh.write(line + "\n")
+        fh.flush()
+
+
+def atomic_save(obj, path):
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def file_hash(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
+
+
+def encode_corpus(sp, src_path, tgt_path, cache_path, max_len):
+    """Encode a parallel corpus once; cache (flat int16 ids + offsets) as .npz."""
+    if os.path.exists(cache_path):
+        z = np.load(cache_path)
+        return z["src"], z["src_off"], z["tgt"], z["tgt_off"]
+    with open(src_path, encoding="utf-8") as f:
+        src = [l.rstrip("\n") for l in f]
+    with open(tgt_path, encoding="utf-8") as f:
+        tgt = [l.rstrip("\n") for l in f]
+    assert len(src) == len(tgt), (src_path, tgt_path)
+    s_ids = sp.encode(src)
+    t_ids = sp.encode(tgt)
+    keep = [i for i in range(len(src)) if 0 < len(s_ids[i]) < max_len and 0 < len(t_ids[i]) < max_len]
+
+    def flat(seqs):
+        off = np.zeros(len(keep) + 1, dtype=np.int64)
+        for j, i in enumerate(keep):
+            off[j + 1] = off[j] + len(seqs[i])
+        arr = np.empty(off[-1], dtype=np.int16)
+        for j, i in enumerate(keep):
+            arr[off[j]:off[j + 1]] = seqs[i]
+        return arr, off
+
+    s, so = flat(s_ids)
+    t, to = flat(t_ids)
+    tmp = cache_path + ".tmp.npz"
+    np.savez(tmp, src=s, src_off=so, tgt=t, tgt_off=to)
+    os.replace(tmp, cache_path)
+    return s, so, t, to
+
+
+def make_batches(s_off, t_off, max_tokens):
+    """Length-sorted batches: list of index arrays; (len+1) counts the eos/bos."""
+    sl = np.diff(s_off) + 1
+    tl = np.diff(t_off) + 1
+    order = np.lexsort((tl, sl))
+    batches, cur, cur_max = [], [], 0
+    for i in order:
+        m = max(cur_max, sl[i], tl[i])
+        if cur and m * (len(cur) + 1) > max_tokens:
+            batches.append(np.array(cur))
+            cur, m = [], max(sl[i], tl[i])
+        cur.append(i)
+        cur_max = m
+    if cur:
+        batches.append(np.array(cur))
+    return batches
+
+
+def collate(idx, s, s_off, t, t_off, cfg):
+    B = len(idx)
+    sl = [int(s_off[i + 1] - s_off[i]) + 1 for i in idx]
+    tl = [int(t_off[i + 1] - t_off[i]) + 1 for i in idx]
+    src = torch.full((B, max(sl)), cfg.pad_id, dtype=torch.long)
+    tin = torch.full((B, max(tl)), cfg.pad_id, dtype=torch.long)
+    tout = torch.full((B, max(tl)), cfg.pad_id, dtype=torch.long)
+    for b, i in enumerate(idx):
+        si = torch.from_numpy(s[s_off[i]:s_off[i + 1]].astype(np.int64))
+        ti = torch.from_numpy(t[t_off[i]:t_off[i + 1]].astype(np.int64))
+        src[b, :len(si)] = si
+        src[b, len(si)] = cfg.eos_id
+        tin[b, 0] = cfg.bos_id
+        tin[b, 1:len(ti) + 1] = ti
+        tout[b, :len(ti)] = ti
+        tout[b, len(ti)] = cfg.eos_id
+    return src, tin, tout
+
+
+def init_weights(model, cfg):
+    """fairseq-style init: xavier-uniform linears, zero biases, N(0, d^-1/2) embeddings."""
+    for name, p in model.named_parameters():
+        if name.endswith("embed_tokens.weight"):
+            nn.init.normal_(p, mean=0.0, std=cfg.d_model ** -0.5)
+            with torch.no_grad():
+                p[cfg.pad_id].zero_()
+        elif p.dim() == 2:
+            nn.init.xavier_uniform_(p)
+        elif name.endswith(".bias") and "layer_norm" not in name:
+            nn.init.zeros_(p)
+
+
+def lr_at(step, args, d_model):
+    step = max(step, 1)
+    return args.lr_scale * d_model ** -0.5 * min(step ** -0.5, step * args.warmup ** -1.5)
+
+
+def loss_fn(logits, tout, pad_id, eps):
+    V = logits.shape[-1]
+    lp = F.log_softmax(logits.view(-1, V).float(), dim=-1)
+    tgt = tout.view(-1)
+    mask = tgt != pad_id
+    nll = -lp.gather(1, tgt.unsqueeze(1)).squeeze(1)
+    smooth = -lp.mean(dim=-1)
+    loss = ((1 - eps) * nll + eps * smooth)[mask].sum()
+    return loss, nll[mask].sum(), int(mask.sum())
+
+
+@torch.no_grad()
+def evaluate(model, batches, data, cfg):
+    model.eval()
+    tot, ntok = 0.0, 0
+    for idx in batches:
+        src, tin, tout = collate(idx, *data, cfg)
+        logits = model(src, tin)
+        _, nll, n = loss_fn(logits, tout, cfg.pad_id, 0.0)
+        tot += float(nll)
+        ntok += n
+    model.train()
+    return tot / max(ntok, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", default="/var/cache/tern/train/base")
+    ap.add_argument("--data", default="/var/cache/tern/data")
+    ap.add_argument("--spm", default=os.path.join(ROOT, "examples", "translation", "spm.model"))
+    ap.add_argument("--src", default="de")
+    ap.add_argument("--tgt", default="en")
+    ap.add_argument("--model-json", default="", help="JSON overriding DEFAULT_MODEL fields")
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--label-smoothing", type=float, default=0.1)
+    ap.add_argument("--max-tokens", type=int, default=3000)
+    ap.add_argument("--warmup", type=int, default=1500)
+    ap.add_argument("--lr-scale", type=float, default=1.0)
+    ap.add_argument("--max-len", type=int, default=128, help="drop pairs with more spm pieces")
+    ap.add_argument("--ckpt-minutes", type=float, default=8.0)
+    ap.add_argument("--valid-minutes", type=float, default=15.0)
+    ap.add_argument("--log-every", type=int, default=50)
+    ap.add_argument("--keep", type=int, default=10, help="weight snapshots kept for averaging")
+    ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.run, exist_ok=True)
+    logf = open(os.path.join(args.run, "train.log"), "a")
+    last_path = os.path.join(args.run, "last.pt")
+    ckpt = torch.load(last_path, map_location="cpu") if os.path.exists(last_path) else None
+    if ckpt is not None:
+        # the run's settings are fixed by its first start (except operational knobs)
+        saved = ckpt["args"]
+        for k in ("src", "tgt", "model_json", "dropout", "label_smoothing", "max_tokens", "warmup",
+                  "lr_scale", "max_len", "seed"):
+            setattr(args, k, saved[k])
+
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    mcfg = dict(DEFAULT_MODEL)
+    mcfg.update(json.loads(args.model_json) if args.model_json else {})
+    mcfg["src_vocab_size"] = mcfg["tgt_vocab_size"] = sp.get_piece_size()
+    assert sp.pad_id() == mcfg["pad_id"] and sp.bos_id() == mcfg["bos_id"] and sp.eos_id() == mcfg["eos_id"]
+    cfg = tern_torch.Config.from_dict(mcfg)
+
+    tag = file_hash(args.spm)
+    cache_dir = os.path.join(args.data, "ids")
+    os.makedirs(cache_dir, exist_ok=True)
+    t0 = time.time()
+    train = encode_corpus(sp, f"{args.data}/train.{args.src}", f"{args.data}/train.{args.tgt}",
+                          f"{cache_dir}/train.{args.src}-{args.tgt}.{tag}.npz", args.max_len)
+    valid = encode_corpus(sp, f"{args.data}/valid.{args.src}", f"{args.data}/valid.{args.tgt}",
+                          f"{cache_dir}/valid.{args.src}-{args.tgt}.{tag}.npz", 10 ** 6)
+    batches = make_batches(train[1], train[3], args.max_tokens)
+    vbatches = make_batches(valid[1], valid[3], args.max_tokens)
+    ntrain = len(train[1]) - 1
+    log(logf, f"data: {ntrain} train pairs, {len(batches)} batches/epoch "
+              f"({time.time() - t0:.0f}s to load)")
+
+    torch.manual_seed(args.seed)
+    model = tern_torch.TernModel(cfg, dropout=args.dropout)
+    init_weights(model, cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    nparams = sum(p.numel() for p in model.parameters())
+    step, epoch, pos, train_seconds, tokens_seen = 0, 0, 0, 0.0, 0
+    history = []
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        step, epoch, pos = ckpt["step"], ckpt["epoch"], ckpt["pos"]
+        train_seconds, tokens_seen = ckpt.get("train_seconds", 0.0), ckpt.get("tokens_seen", 0)
+        history = ckpt.get("history", [])
+        torch.set_rng_state(ckpt["torch_rng"])
+        random.setstate(ckpt["py_rng"])
+        log(logf, f"resumed from {last_path}: step {step}, epoch {epoch}, batch {pos}, "
+                  f"{train_seconds / 3600:.2f} h trained")
+    else:
+        log(logf, f"new run {args.run}: {nparams} parameters; config {cfg.to_json(None)}")
+        with open(os.path.join(args.run, "config.json"), "w") as f:
+            f.write(cfg.to_json() + "\n")
+    log(logf, "args " + json.dumps(vars(args)))
+
+    stop = {"flag": False}
+
+    def on_signal(signum, frame):
+        stop["flag"] = True
+        log(logf, f"signal {signum}: will checkpoint and exit after this step")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def save(reason):
+        state = {
+            "model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+            "epoch": epoch, "pos": pos, "train_seconds": train_seconds, "tokens_seen": tokens_seen,
+            "torch_rng": torch.get_rng_state(), "py_rng": random.getstate(), "args": vars(args),
+            "config": cfg.to_dict(), "history": history,
+        }
+        atomic_save(state, last_path)
+        snap = os.path.join(args.run, f"ckpt_{step:07d}.pt")
+        atomic_save({"model": model.state_dict(), "step": step, "config": cfg.to_dict(),
+                     "train_seconds": train_seconds}, snap)
+        snaps = sorted(f for f in os.listdir(args.run) if f.startswith("ckpt_") and f.endswith(".pt"))
+        for old in snaps[:-args.keep]:
+            os.remove(os.path.join(args.run, old))
+        log(logf, f"checkpoint ({reason}) step {step} -> {last_path}")
+
+    def epoch_order(e):
+        order = list(range(len(batches)))
+        random.Random(args.seed * 100003 + e).shuffle(order)
+        return order
+
+    order = epoch_order(epoch)
+    model.train()
+    last_ckpt = last_valid = time.time()
+    win_loss = win_nll = 0.0
+    win_tok = win_src = 0
+    win_t0 = time.time()
+    while not stop["flag"]:
+        if args.max_steps and step >= args.max_steps:
+            break
+        if pos >= len(order):
+            epoch, pos = epoch + 1, 0
+            order = epoch_order(epoch)
+            log(logf, f"epoch {epoch} begins")
+        idx = batches[order[pos]]
+        ts = time.time()
+        src, tin, tout = collate(idx, *train, cfg)
+        lr = lr_at(step + 1, args, cfg.d_model)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        logits = model(src, tin)
+        loss, nll, ntok = loss_fn(logits, tout, cfg.pad_id, args.label_smoothing)
+        opt.zero_grad(set_to_none=True)
+        (loss / ntok).backward()
+        opt.step()
+        step += 1
+        pos += 1
+        dt = time.time() - ts
+        train_seconds += dt
+        nsrc = int((src != cfg.pad_id).sum())
+        tokens_seen += ntok + nsrc
+        win_loss += float(loss)
+        win_nll += float(nll)
+        win_tok += ntok
+        win_src += nsrc
+        if step % args.log_every == 0:
+            el = time.time() - win_t0
+            log(logf, f"step {step} epoch {epoch} batch {pos}/{len(order)} lr {lr:.2e} "
+                      f"loss {win_loss / win_tok:.3f} nll {win_nll / win_tok:.3f} "
+                      f"tok/s {(win_tok + win_src) / el:.0f} (tgt {win_tok / el:.0f}) "
+                      f"trained {train_seconds / 3600:.2f} h")
+            history.append({"step": step, "loss": win_loss / win_tok, "nll": win_nll / win_tok,
+                            "hours": train_seconds / 3600})
+            win_loss = win_nll = 0.0
+            win_tok = win_src = 0
+            win_t0 = time.time()
+        now = time.time()
+        if now - last_valid >= args.valid_minutes * 60:
+            vl = evaluate(model, vbatches, valid, cfg)
+            history.append({"step": step, "valid_nll": vl, "hours": train_seconds / 3600})
+            log(logf, f"valid step {step} nll {vl:.3f} ppl {math.exp(vl):.2f}")
+            last_valid = time.time()
+            win_t0 += last_valid - now
+        if time.time() - last_ckpt >= args.ckpt_minutes * 60:
+            save("periodic")
+            last_ckpt = time.time()
+    save("signal" if stop["flag"] else "end")
+    log(logf, "exit")
+
+
+if __name__ == "__main__":
+    main()
