@@ -94,13 +94,17 @@ std::vector<uint8_t> SerializeModel(const TernContents& c) {
   std::vector<uint64_t> offsets(order.size(), 0);
   const size_t description_size = BuildDescription(c, order, offsets).size();
   size_t cursor = AlignUp(description_size, kTensorDataAlignment);
+  size_t end = cursor;
   for (size_t i = 0; i < order.size(); ++i) {
     offsets[i] = cursor;
-    cursor = AlignUp(cursor + order[i]->data.size(), kTensorDataAlignment);
+    end = cursor + order[i]->data.size();
+    cursor = AlignUp(end, kTensorDataAlignment);
   }
   std::vector<uint8_t> bytes = BuildDescription(c, order, offsets);
   if (bytes.size() != description_size) throw Error("internal: model description size changed between passes");
-  bytes.resize(cursor, 0);
+  // The file ends with the last tensor's data (no trailing padding), so any truncation is
+  // detectable.
+  bytes.resize(end, 0);
   for (size_t i = 0; i < order.size(); ++i) {
     std::copy(order[i]->data.begin(), order[i]->data.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
   }

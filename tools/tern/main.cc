@@ -42,6 +42,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tern %s: %s\n", command, e.what());
     return 1;
   }
-  std::fprintf(stderr, "tern: unknown command \"%s\"\n%s", command, kUsage);
+  std::fprintf(stderr, "tern: unknown command \"%s\" (see tern --help)\n", command);
   return 2;
 }

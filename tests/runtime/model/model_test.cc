@@ -1,0 +1,171 @@
+// The loader: every kind of bad file returns an error that names the problem, and never
+// crashes (a few thousand random corruptions run under the sanitizer build too).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "converter/writer.h"
+#include "tests/support/tiny_model.h"
+
+namespace tern {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+
+Status LoadStatus(const std::vector<uint8_t>& bytes) {
+  testing::AlignedBytes aligned(bytes);
+  auto model = Model::Load(aligned.data(), aligned.size());
+  return model.ok() ? Status::Ok() : model.status();
+}
+
+std::vector<uint8_t> Serialize(const convert::TernContents& c) { return convert::SerializeModel(c); }
+
+TEST_CASE("a well-formed model loads and exposes its config and tensors", "[loader]") {
+  const ModelConfig config = testing::TinyConfig();
+  testing::AlignedBytes bytes = testing::RandomModelBytes(config, 1);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  CHECK(model->config().d_model == 16);
+  CHECK(model->config().heads == 2);
+  CHECK(model->format_major() == 1);
+  TensorInfo info;
+  REQUIRE(model->Find("decoder.layers.1.fc2.weight", &info));
+  CHECK(info.rank == 2);
+  CHECK(info.dims[0] == 16);
+  CHECK(info.dims[1] == 24);
+  CHECK(reinterpret_cast<uintptr_t>(info.data) % 64 == 0);
+  CHECK_FALSE(model->Find("decoder.layers.2.fc2.weight", nullptr));
+}
+
+TEST_CASE("truncated files are rejected at every length", "[loader]") {
+  const std::vector<uint8_t> good = Serialize(testing::RandomContents(testing::TinyConfig(), 2));
+  for (size_t keep : {size_t{0}, size_t{3}, size_t{11}, size_t{64}, good.size() / 2, good.size() - 1}) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(keep));
+    const Status s = LoadStatus(cut);
+    INFO("kept " << keep << " bytes: " << s.message());
+    CHECK(s.code() == StatusCode::kInvalidModel);
+  }
+  // Cutting only into the weight segment names the tensor whose data is missing.
+  std::vector<uint8_t> cut(good.begin(), good.end() - 100);
+  const Status s = LoadStatus(cut);
+  CHECK_THAT(s.message(), ContainsSubstring("truncated model: tensor \""));
+}
+
+TEST_CASE("a foreign file is reported as not a tern model", "[loader]") {
+  std::vector<uint8_t> bytes = Serialize(testing::RandomContents(testing::TinyConfig(), 3));
+  bytes[8] = 'X';  // [u32 size prefix][u32 root offset]["TERN"]
+  const Status s = LoadStatus(bytes);
+  CHECK(s.code() == StatusCode::kInvalidModel);
+  CHECK_THAT(s.message(), ContainsSubstring("file identifier"));
+  const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!'};
+  CHECK(LoadStatus(text).code() == StatusCode::kInvalidModel);
+}
+
+TEST_CASE("random byte flips in the description never crash the loader", "[loader]") {
+  const std::vector<uint8_t> good = Serialize(testing::RandomContents(testing::TinyConfig(), 4));
+  const uint32_t description = good[0] | (good[1] << 8) | (good[2] << 16) | (uint32_t{good[3]} << 24);
+  std::mt19937 rng(5);
+  int rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> bad = good;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < flips; ++i) bad[rng() % (description + 4)] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    const Status s = LoadStatus(bad);
+    if (!s.ok()) {
+      ++rejected;
+      CHECK(std::string(s.message()).size() > 0);
+    }
+  }
+  CHECK(rejected > 100);  // Most flips hit something the checks catch.
+}
+
+TEST_CASE("a missing tensor is named", "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 6);
+  c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
+                                 [](const convert::EncodedTensor& t) { return t.name == "decoder.layers.1.encoder_attn.k_proj.weight"; }),
+                  c.tensors.end());
+  const Status s = LoadStatus(Serialize(c));
+  CHECK(s.code() == StatusCode::kMissingTensor);
+  CHECK_THAT(s.message(), ContainsSubstring("decoder.layers.1.encoder_attn.k_proj.weight"));
+}
+
+TEST_CASE("a tensor whose shape disagrees with the config is named with both shapes", "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 7);
+  for (auto& t : c.tensors) {
+    if (t.name == "encoder.layers.0.fc1.weight") {
+      t.shape = {12, 32};  // same bytes, wrong shape
+    }
+  }
+  const Status s = LoadStatus(Serialize(c));
+  CHECK(s.code() == StatusCode::kShapeMismatch);
+  CHECK_THAT(s.message(), ContainsSubstring("encoder.layers.0.fc1.weight"));
+  CHECK_THAT(s.message(), ContainsSubstring("[12,32]"));
+  CHECK_THAT(s.message(), ContainsSubstring("[24,16]"));
+}
+
+TEST_CASE("data sizes that do not match dtype and shape are rejected", "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 8);
+  c.tensors[3].data.resize(c.tensors[3].data.size() - 4);
+  const Status s = LoadStatus(Serialize(c));
+  CHECK(s.code() == StatusCode::kInvalidModel);
+  CHECK_THAT(s.message(), ContainsSubstring(c.tensors[3].name));
+}
+
+TEST_CASE("a bias with the wrong dtype is rejected", "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 9);
+  for (auto& t : c.tensors) {
+    if (t.name == "encoder.layers.0.fc1.bias") {
+      convert::HostTensor h;
+      h.name = t.name;
+      h.shape = t.shape;
+      h.values.assign(24, 0.5f);
+      t = convert::Encode(h, DType::kF16);
+    }
+  }
+  const Status s = LoadStatus(Serialize(c));
+  CHECK(s.code() == StatusCode::kDTypeMismatch);
+  CHECK_THAT(s.message(), ContainsSubstring("encoder.layers.0.fc1.bias"));
+}
+
+TEST_CASE("absurd configs are rejected before anything is sized from them", "[loader]") {
+  struct Case {
+    const char* what;
+    void (*mutate)(ModelConfig*);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"heads not dividing d_model", [](ModelConfig* c) { c->heads = 3; }, "does not divide"},
+      {"negative d_model", [](ModelConfig* c) { c->d_model = -16; }, "config.d_model"},
+      {"huge vocab", [](ModelConfig* c) { c->src_vocab_size = 1 << 30; }, "config.src_vocab_size"},
+      {"2^31-1 layers", [](ModelConfig* c) { c->encoder_layers = 2147483647; }, "config.encoder_layers"},
+      {"eos outside vocab", [](ModelConfig* c) { c->eos_id = 20; }, "config.eos_id"},
+      {"zero max_positions", [](ModelConfig* c) { c->max_positions = 0; }, "config.max_positions"},
+  };
+  for (const Case& k : cases) {
+    convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 10);
+    k.mutate(&c.config);
+    const Status s = LoadStatus(Serialize(c));
+    INFO(k.what << ": " << s.message());
+    CHECK(s.code() == StatusCode::kInvalidConfig);
+    CHECK_THAT(s.message(), ContainsSubstring(k.message));
+  }
+}
+
+TEST_CASE("unsupported architectures and versions say so", "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 11);
+  c.config.architecture = Architecture::kDecoderOnly;
+  Status s = LoadStatus(Serialize(c));
+  CHECK(s.code() == StatusCode::kNotSupported);
+  CHECK_THAT(s.message(), ContainsSubstring("decoder_only"));
+}
+
+TEST_CASE("unaligned and null model pointers are rejected", "[loader]") {
+  testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 12);
+  CHECK(Model::Load(nullptr, 100).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Model::Load(bytes.data() + 1, bytes.size() - 1).status().code() == StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,50 @@
+// Test support: small models built in memory (random weights from a seed), the parity
+// fixtures made by tools/fixtures/make_parity_fixtures.py, and 64-byte aligned model bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "converter/writer.h"
+#include "runtime/model/config.h"
+#include "tern/tern.hpp"
+
+namespace tern::testing {
+
+// Bytes at a 64-byte aligned address (model files must be aligned in memory).
+class AlignedBytes {
+ public:
+  AlignedBytes() = default;
+  explicit AlignedBytes(const std::vector<uint8_t>& bytes);
+  uint8_t* data() { return storage_.data() + shift_; }
+  const uint8_t* data() const { return storage_.data() + shift_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::vector<uint8_t> storage_;
+  size_t shift_ = 0;
+  size_t size_ = 0;
+};
+
+// A small post-LN config: d_model 16, 2 heads, 2+2 layers, d_ff 24, vocab 20.
+ModelConfig TinyConfig();
+
+// Random weights (uniform in [-scale, scale], seeded) for every tensor the config needs.
+convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed, DType dtype = DType::kF32);
+
+// Serialized and aligned, ready for Model::Load.
+AlignedBytes RandomModelBytes(const ModelConfig& config, uint32_t seed, DType dtype = DType::kF32);
+
+// A parity fixture (tests/fixtures/parity/NAME.safetensors) converted to .tern bytes, plus its
+// expected values.
+struct ParityFixture {
+  ModelConfig config;
+  AlignedBytes model;
+  int64_t batch = 0, src_seq = 0, tgt_seq = 0, max_len = 0;
+  std::vector<int32_t> src_ids, src_lengths, tgt_in, greedy_ids, greedy_lengths;
+  std::vector<float> encoder_out, logits;
+};
+ParityFixture LoadParityFixture(const std::string& name, DType dtype = DType::kF32);
+
+}  // namespace tern::testing

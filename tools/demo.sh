@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The main job (`make demo`): convert a checkpoint to .tern and translate with it.
+#
+# When the trained German->English demo model (examples/translation/) is present, it is
+# converted to int8 and translates the sample sentences. Until then, the demo converts the
+# small random parity model the tests use and translates a few id sequences, checking them
+# against PyTorch's greedy output stored with that model.
+# usage: tools/demo.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: tools/demo.sh BUILD_DIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tern=$build/tools/tern
+out=$build/demo
+mkdir -p "$out"
+
+fixture=$root/tests/fixtures/parity/pre_gelu.safetensors
+echo "== tern demo: a small random encoder-decoder (pre-LN, GELU, 1+3 layers, d_model 24)"
+echo "   checkpoint: ${fixture#$root/}"
+"$tern" convert "$fixture" -o "$out/pre_gelu.tern" --skip-prefix expected. --force --quiet
+"$tern" inspect "$out/pre_gelu.tern" | sed -n '1p;/^arena/p'
+echo
+echo "== translate --ids (source ids, EOS=2, in; generated ids out)"
+input=$'22 10 24 29 28 26 2\n9 5 26 2\n2'
+expected=$'35 30 26 30 35 30\n30 30 25 30 25 30 25 30 25 30 25 30\n30 26 30 30 30 30 30 26 30 26 30 30'
+start=$(date +%s%N)
+got=$("$tern" translate -m "$out/pre_gelu.tern" --ids --max-length 12 <<<"$input")
+end=$(date +%s%N)
+paste -d'|' <(echo "$input") <(echo "$got") | sed 's/|/   ->   /'
+echo
+if [ "$got" == "$expected" ]; then
+  echo "identical to PyTorch's greedy output for the same checkpoint"
+else
+  echo "MISMATCH with PyTorch's greedy output:" >&2
+  echo "$expected" >&2
+  exit 1
+fi
+echo "3 sentences in $(((end - start) / 1000000)) ms (process start, load and prepare included)"
