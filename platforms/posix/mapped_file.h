@@ -16,6 +16,7 @@ class MappedFile {
   MappedFile(MappedFile&& other) noexcept;
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile& operator=(MappedFile&& other) noexcept;
   ~MappedFile();
 
   const uint8_t* data() const { return data_; }

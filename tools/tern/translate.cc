@@ -1,5 +1,10 @@
-// tern translate: stdin lines -> translations on stdout, one line each.
+// tern translate: stdin lines -> translations on stdout, one line each (empty lines stay empty,
+// so outputs align with inputs).
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -8,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/tokenizer/tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
@@ -17,18 +23,24 @@ namespace tern::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: tern translate -m MODEL --ids [options] < input\n"
+    "usage: tern translate -m MODEL [options] < input > output\n"
     "\n"
-    "Reads one sentence per line from stdin and writes its translation to stdout.\n"
-    "With --ids, a line is space-separated source token ids (EOS included, as the model\n"
-    "expects) and the output is the generated ids (without the start token and EOS).\n"
+    "Reads one sentence per line from stdin and writes its translation to stdout; empty lines\n"
+    "stay empty. Text is tokenized with the SentencePiece model stored in MODEL. When stdin is\n"
+    "a terminal, it prompts and shows the time per sentence.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model\n"
-    "  --ids                 token ids in and out\n"
+    "  --ids                 token ids in and out: a line is space-separated source ids (EOS\n"
+    "                        included, as the model expects); output ids exclude start and EOS\n"
     "  --batch N             sentences translated together (default 1)\n"
-    "  --max-source N        longest source in tokens (default: min(256, max_positions))\n"
-    "  --max-length N        longest output in tokens incl. EOS (default: min(256, max_positions))\n";
+    "  --max-source N        longest source in tokens incl. EOS (default min(256, max_positions))\n"
+    "  --max-length N        longest output in tokens incl. EOS (default min(256, max_positions))\n"
+    "  --long error|split    a source longer than --max-source is an error (default) or is\n"
+    "                        split into pieces translated one after the other\n"
+    "\n"
+    "exit status: 0 when every line was translated; 1 when any line failed (each failure is\n"
+    "one line on stderr naming the input line); 2 for usage errors.\n";
 
 std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
   std::vector<int32_t> ids;
@@ -46,20 +58,33 @@ std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
   return ids;
 }
 
+struct Pending {
+  size_t line_number = 0;
+  std::vector<std::vector<int32_t>> pieces;  // source pieces (split long input), empty for an empty line
+  std::vector<int32_t> output;
+};
+
 }  // namespace
 
 int Translate(int argc, char** argv) {
-  Args args(argc, argv, {"model", "batch", "max-source", "max-length"}, {"ids", "help"}, {{"-m", "--model"}});
+  Args args(argc, argv, {"model", "batch", "max-source", "max-length", "long"}, {"ids", "help"},
+            {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (!args.has("model")) throw UsageError("--model is required");
-  if (!args.has("ids")) {
-    throw UsageError("text input needs the tokenizer support of a later version; use --ids");
-  }
+  const std::string long_mode = args.get("long", "error");
+  if (long_mode != "error" && long_mode != "split") throw UsageError("--long must be error or split");
+  const bool ids_mode = args.has("ids");
   LoadedModel loaded = LoadModel(args.get("model"));
   const ModelConfig& config = loaded.model.config();
+  Tokenizer source_tokenizer, target_tokenizer;
+  if (!ids_mode) {
+    Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
+    if (s.ok()) s = target_tokenizer.Load(loaded.model.target_tokenizer());
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()) + " (use --ids, or convert with --tokenizer)");
+  }
   const long long default_length = config.max_positions < 256 ? config.max_positions : 256;
   Limits limits;
   limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
@@ -72,61 +97,109 @@ int Translate(int argc, char** argv) {
   Status status = session.Prepare(loaded.model, limits, arena.data(), arena.size());
   if (!status.ok()) throw std::runtime_error(status.message());
 
+  const bool interactive = ::isatty(STDIN_FILENO) && !ids_mode;
   const int64_t stride = limits.max_source_length;
   const int64_t out_stride = limits.max_target_length;
   std::vector<int32_t> src(static_cast<size_t>(limits.max_batch * stride));
   std::vector<int32_t> lengths(static_cast<size_t>(limits.max_batch));
   std::vector<int32_t> out(static_cast<size_t>(limits.max_batch * out_stride));
   std::vector<int32_t> out_lengths(static_cast<size_t>(limits.max_batch));
-  std::vector<bool> empty;  // empty lines pass through as empty lines
-  std::string line;
-  size_t line_number = 0;
-  int32_t filled = 0;
-  auto flush = [&]() {
-    std::vector<int32_t> real_index;
-    int32_t batch = 0;
-    for (int32_t i = 0; i < filled; ++i) {
-      if (empty[static_cast<size_t>(i)]) continue;
-      if (batch != i) {
-        std::copy(src.begin() + i * stride, src.begin() + (i + 1) * stride, src.begin() + batch * stride);
-        lengths[static_cast<size_t>(batch)] = lengths[static_cast<size_t>(i)];
-      }
-      ++batch;
-    }
-    if (batch > 0) {
+  int failures = 0;
+
+  // Translates every piece of the pending lines, max_batch pieces at a time.
+  auto run = [&](std::vector<Pending>& pending) {
+    std::vector<std::pair<size_t, size_t>> slots;  // (pending index, piece index)
+    auto flush = [&]() {
+      if (slots.empty()) return;
       GreedyOptions options;
-      Status s = session.TranslateIds(src.data(), stride, lengths.data(), batch, options, out.data(),
-                                      out_stride, out_lengths.data());
-      if (!s.ok()) throw std::runtime_error("line " + std::to_string(line_number) + ": " + s.message());
+      Status s = session.TranslateIds(src.data(), stride, lengths.data(), static_cast<int32_t>(slots.size()),
+                                      options, out.data(), out_stride, out_lengths.data());
+      if (!s.ok()) throw std::runtime_error("line " + std::to_string(pending[slots[0].first].line_number) + ": " +
+                                            s.message());
+      for (size_t k = 0; k < slots.size(); ++k) {
+        auto& o = pending[slots[k].first].output;
+        o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(k * out_stride),
+                 out.begin() + static_cast<std::ptrdiff_t>(k * out_stride + out_lengths[k]));
+      }
+      slots.clear();
+    };
+    for (size_t p = 0; p < pending.size(); ++p) {
+      for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece) {
+        const auto& ids = pending[p].pieces[piece];
+        std::copy(ids.begin(), ids.end(), src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
+        lengths[slots.size()] = static_cast<int32_t>(ids.size());
+        slots.emplace_back(p, piece);
+        if (static_cast<int32_t>(slots.size()) == limits.max_batch) flush();
+      }
     }
-    int32_t next = 0;
-    for (int32_t i = 0; i < filled; ++i) {
-      if (!empty[static_cast<size_t>(i)]) {
-        for (int32_t k = 0; k < out_lengths[static_cast<size_t>(next)]; ++k) {
-          std::cout << (k ? " " : "") << out[static_cast<size_t>(next * out_stride + k)];
-        }
-        ++next;
+    flush();
+    for (const auto& p : pending) {
+      if (ids_mode) {
+        for (size_t k = 0; k < p.output.size(); ++k) std::cout << (k ? " " : "") << p.output[k];
+      } else if (!p.pieces.empty()) {
+        std::string text;
+        Status s = target_tokenizer.Decode(p.output.data(), p.output.size(), &text);
+        if (!s.ok()) throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
+        std::cout << text;
       }
       std::cout << '\n';
     }
     std::cout.flush();
-    filled = 0;
-    empty.clear();
+    pending.clear();
   };
+
+  std::vector<Pending> pending;
+  std::string line;
+  size_t line_number = 0;
+  if (interactive) std::fprintf(stderr, "> ");
   while (std::getline(std::cin, line)) {
     ++line_number;
-    const std::vector<int32_t> ids = ParseIds(line, line_number);
-    if (static_cast<int64_t>(ids.size()) > stride) {
-      throw std::runtime_error("line " + std::to_string(line_number) + ": " + std::to_string(ids.size()) +
-                               " tokens; --max-source is " + std::to_string(stride));
+    Pending p;
+    p.line_number = line_number;
+    std::vector<int32_t> ids;
+    if (ids_mode) {
+      ids = ParseIds(line, line_number);
+    } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
+      Status s = source_tokenizer.Encode(line, true, config.eos_id, &ids);
+      if (!s.ok()) {
+        std::fprintf(stderr, "tern translate: line %zu: %s\n", line_number, s.message());
+        ++failures;
+        ids.clear();
+      }
     }
-    std::copy(ids.begin(), ids.end(), src.begin() + filled * stride);
-    lengths[static_cast<size_t>(filled)] = static_cast<int32_t>(ids.size());
-    empty.push_back(ids.empty());
-    if (++filled == limits.max_batch) flush();
+    if (!ids.empty()) {
+      const size_t limit = static_cast<size_t>(stride);
+      if (ids.size() > limit && long_mode == "error") {
+        std::fprintf(stderr, "tern translate: line %zu: %zu tokens; --max-source is %zu (or use --long split)\n",
+                     line_number, ids.size(), limit);
+        ++failures;
+      } else if (ids.size() > limit) {
+        // Split into pieces of limit - 1 tokens, each closed with EOS (when the input had one).
+        const bool has_eos = ids.back() == config.eos_id;
+        const size_t body = has_eos ? ids.size() - 1 : ids.size();
+        const size_t chunk = limit > 1 ? limit - 1 : 1;
+        for (size_t at = 0; at < body; at += chunk) {
+          std::vector<int32_t> piece(ids.begin() + static_cast<std::ptrdiff_t>(at),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(std::min(body, at + chunk)));
+          piece.push_back(config.eos_id);
+          p.pieces.push_back(piece);
+        }
+      } else {
+        p.pieces.push_back(ids);
+      }
+    }
+    pending.push_back(std::move(p));
+    if (interactive) {
+      const auto start = std::chrono::steady_clock::now();
+      run(pending);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "(%.1f ms)\n> ", ms);
+    } else if (static_cast<int32_t>(pending.size()) >= limits.max_batch) {
+      run(pending);
+    }
   }
-  if (filled > 0) flush();
-  return 0;
+  run(pending);
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace tern::cli

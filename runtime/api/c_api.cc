@@ -1,0 +1,191 @@
+// The C API over the C++ API. Handles own only what the C++ objects need besides the caller's
+// memory: a tern_model may own a file mapping, a tern_session its tokenizers.
+#include "tern/tern.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "platforms/posix/mapped_file.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "tern/tern.hpp"
+
+struct tern_model {
+  tern::posix::MappedFile file;  // empty when loaded from memory
+  tern::Model model;
+};
+
+struct tern_session {
+  const tern_model* model = nullptr;
+  tern::Session session;
+  tern::Tokenizer source_tokenizer;
+  tern::Tokenizer target_tokenizer;
+  bool tokenizers_tried = false;
+};
+
+namespace {
+
+thread_local char g_last_error[tern::Status::kMaxMessage] = "";
+
+tern_status Report(const tern::Status& status) {
+  if (!status.ok()) std::snprintf(g_last_error, sizeof g_last_error, "%s", status.message());
+  return static_cast<tern_status>(status.code());
+}
+
+tern_status Fail(tern::StatusCode code, const char* message) {
+  return Report(tern::Status::Error(code, "%s", message));
+}
+
+tern::Limits ToLimits(const tern_limits* limits) {
+  tern::Limits out;
+  if (limits) {
+    out.max_batch = limits->max_batch;
+    out.max_source_length = limits->max_source_length;
+    out.max_target_length = limits->max_target_length;
+    out.beam_size = limits->beam_size;
+  }
+  return out;
+}
+
+tern::GreedyOptions ToOptions(const tern_translate_options* options) {
+  tern::GreedyOptions out;
+  if (options) out.max_length = options->max_length;
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tern_version(void) { return tern::Version(); }
+
+const char* tern_status_string(tern_status status) {
+  return tern::StatusCodeName(static_cast<tern::StatusCode>(status));
+}
+
+const char* tern_last_error(void) { return g_last_error; }
+
+tern_limits tern_default_limits(void) {
+  const tern::Limits d;
+  return tern_limits{d.max_batch, d.max_source_length, d.max_target_length, d.beam_size};
+}
+
+tern_translate_options tern_default_translate_options(void) { return tern_translate_options{0}; }
+
+tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out) {
+  if (out == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "out is null");
+  *out = nullptr;
+  auto model = tern::Model::Load(data, size);
+  if (!model.ok()) return Report(model.status());
+  tern_model* handle = new (std::nothrow) tern_model();
+  if (handle == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
+  handle->model = model.value();
+  *out = handle;
+  return TERN_OK;
+}
+
+tern_status tern_model_load_from_file(const char* path, tern_model** out) {
+  if (out == nullptr || path == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "path or out is null");
+  *out = nullptr;
+  auto file = tern::posix::MappedFile::Open(path);
+  if (!file.ok()) return Report(file.status());
+  auto model = tern::Model::Load(file->data(), file->size());
+  if (!model.ok()) return Report(model.status());
+  tern_model* handle = new (std::nothrow) tern_model();
+  if (handle == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
+  handle->file = std::move(file.value());
+  handle->model = model.value();
+  *out = handle;
+  return TERN_OK;
+}
+
+void tern_model_free(tern_model* model) { delete model; }
+
+tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes) {
+  if (model == nullptr || out_bytes == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
+  auto bytes = tern::Session::RequiredArenaBytes(model->model, ToLimits(limits));
+  if (!bytes.ok()) return Report(bytes.status());
+  *out_bytes = bytes.value();
+  return TERN_OK;
+}
+
+tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
+                                size_t arena_bytes, tern_session** out) {
+  if (model == nullptr || out == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "model or out is null");
+  *out = nullptr;
+  tern_session* session = new (std::nothrow) tern_session();
+  if (session == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the session handle");
+  session->model = model;
+  const tern::Status status = session->session.Prepare(model->model, ToLimits(limits), arena, arena_bytes);
+  if (!status.ok()) {
+    delete session;
+    return Report(status);
+  }
+  *out = session;
+  return TERN_OK;
+}
+
+void tern_session_free(tern_session* session) { delete session; }
+
+tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
+                               const tern_translate_options* options, int32_t* out, size_t out_capacity,
+                               size_t* out_length) {
+  if (session == nullptr || src == nullptr || out == nullptr || out_length == nullptr) {
+    return Fail(tern::StatusCode::kInvalidArgument, "session, src, out or out_length is null");
+  }
+  return Report(session->session.TranslateIds(tern::Span<const int32_t>(src, src_length),
+                                              tern::Span<int32_t>(out, out_capacity), out_length,
+                                              ToOptions(options)));
+}
+
+tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
+                                     const int32_t* src_lengths, int32_t batch,
+                                     const tern_translate_options* options, int32_t* out, size_t out_stride,
+                                     int32_t* out_lengths) {
+  if (session == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "session is null");
+  return Report(session->session.TranslateIds(src, static_cast<int64_t>(src_stride), src_lengths, batch,
+                                              ToOptions(options), out, static_cast<int64_t>(out_stride),
+                                              out_lengths));
+}
+
+tern_status tern_translate_text(tern_session* session, const char* text, const tern_translate_options* options,
+                                char* out, size_t out_capacity) {
+  if (session == nullptr || text == nullptr || out == nullptr || out_capacity == 0) {
+    return Fail(tern::StatusCode::kInvalidArgument, "session, text or out is null, or out_capacity is 0");
+  }
+  out[0] = '\0';
+  if (text[strspn(text, " \t\r\n")] == '\0') return TERN_OK;  // empty lines pass through
+  const tern::Model& model = session->model->model;
+  if (!session->tokenizers_tried) {
+    session->tokenizers_tried = true;
+    tern::Status s = session->source_tokenizer.Load(model.source_tokenizer());
+    if (s.ok()) s = session->target_tokenizer.Load(model.target_tokenizer());
+    if (!s.ok()) return Report(s);
+  }
+  if (!session->source_tokenizer.loaded() || !session->target_tokenizer.loaded()) {
+    return Fail(tern::StatusCode::kFailedPrecondition, "the model file has no usable tokenizer");
+  }
+  std::vector<int32_t> ids;
+  tern::Status s = session->source_tokenizer.Encode(text, true, model.config().eos_id, &ids);
+  if (!s.ok()) return Report(s);
+  const tern::Limits& limits = session->session.encoder_decoder().limits();
+  std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
+  size_t produced = 0;
+  s = session->session.TranslateIds(tern::Span<const int32_t>(ids.data(), ids.size()),
+                                    tern::Span<int32_t>(result.data(), result.size()), &produced, ToOptions(options));
+  if (!s.ok()) return Report(s);
+  std::string translation;
+  s = session->target_tokenizer.Decode(result.data(), produced, &translation);
+  if (!s.ok()) return Report(s);
+  if (translation.size() >= out_capacity) {
+    std::memcpy(out, translation.data(), out_capacity - 1);
+    out[out_capacity - 1] = '\0';
+    return Fail(tern::StatusCode::kOutOfRange, "translation does not fit in the output buffer");
+  }
+  std::memcpy(out, translation.c_str(), translation.size() + 1);
+  return TERN_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+/* tern: the C API (C99). The only public C header.
+ *
+ * Objects
+ *   tern_model    a verified, read-only view of .tern bytes. From memory (flash, a buffer you
+ *                 keep alive) or from a file (mapped). Immutable: share one model between any
+ *                 number of sessions on any threads.
+ *   tern_session  one translation context over a caller-provided arena. Use from one thread at
+ *                 a time; give each thread its own session (and arena).
+ *
+ * Memory
+ *   tern_required_arena_bytes() tells how many bytes a session needs for the given limits
+ *   (a pure function of model + limits). tern_session_create() plans everything inside that
+ *   arena; the handle itself is the only heap allocation it makes. After it,
+ *   tern_translate_ids() never allocates. The text path (tern_translate_text) tokenizes with
+ *   SentencePiece, which allocates, then runs the same allocation-free translation.
+ *
+ * Errors
+ *   Every call returns a tern_status; tern_status_string() names it and tern_last_error()
+ *   gives the message of the calling thread's most recent failure.
+ */
+#ifndef TERN_TERN_H_
+#define TERN_TERN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tern_status {
+  TERN_OK = 0x00,
+  TERN_INTERNAL = 0x01,
+  TERN_CANCELLED = 0x02,
+  TERN_INVALID_ARGUMENT = 0x10,
+  TERN_OUT_OF_RANGE = 0x11,
+  TERN_NOT_SUPPORTED = 0x12,
+  TERN_FAILED_PRECONDITION = 0x13,
+  TERN_INVALID_MODEL = 0x20,
+  TERN_UNSUPPORTED_VERSION = 0x21,
+  TERN_MISSING_TENSOR = 0x22,
+  TERN_SHAPE_MISMATCH = 0x23,
+  TERN_DTYPE_MISMATCH = 0x24,
+  TERN_INVALID_CONFIG = 0x25,
+  TERN_ARENA_TOO_SMALL = 0x30,
+  TERN_OUT_OF_MEMORY = 0x31,
+  TERN_IO_ERROR = 0x40
+} tern_status;
+
+typedef struct tern_model tern_model;
+typedef struct tern_session tern_session;
+
+typedef struct tern_limits {
+  int32_t max_batch;         /* sentences translated together (default 1) */
+  int32_t max_source_length; /* tokens per source sentence, EOS included (default 128) */
+  int32_t max_target_length; /* generated tokens incl. EOS (default 128) */
+  int32_t beam_size;         /* default 1 */
+} tern_limits;
+
+typedef struct tern_translate_options {
+  int32_t max_length; /* generated tokens incl. EOS; 0: the session's max_target_length */
+} tern_translate_options;
+
+const char* tern_version(void);
+const char* tern_status_string(tern_status status);
+/* Message of the calling thread's most recent failed call ("" if none). */
+const char* tern_last_error(void);
+
+tern_limits tern_default_limits(void);
+tern_translate_options tern_default_translate_options(void);
+
+/* data must stay valid and unchanged until tern_model_free; at least 16-byte aligned. */
+tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out);
+/* Maps the file read-only (POSIX). */
+tern_status tern_model_load_from_file(const char* path, tern_model** out);
+void tern_model_free(tern_model* model);
+
+tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes);
+
+/* arena: caller memory of at least tern_required_arena_bytes() bytes, valid until
+ * tern_session_free. The model must outlive the session. */
+tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
+                                size_t arena_bytes, tern_session** out);
+void tern_session_free(tern_session* session);
+
+/* One sentence of source ids (EOS included). Writes at most out_capacity ids (no start token,
+ * no EOS); out_capacity must be >= the effective max length. */
+tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
+                               const tern_translate_options* options, int32_t* out,
+                               size_t out_capacity, size_t* out_length);
+
+/* A batch: sentence b is src[b * src_stride + i], i < src_lengths[b]; output row b at
+ * out[b * out_stride], its length in out_lengths[b]. */
+tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
+                                     const int32_t* src_lengths, int32_t batch,
+                                     const tern_translate_options* options, int32_t* out,
+                                     size_t out_stride, int32_t* out_lengths);
+
+/* UTF-8 text in, UTF-8 text out (NUL-terminated, truncated to out_capacity - 1 bytes with
+ * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file. */
+tern_status tern_translate_text(tern_session* session, const char* text,
+                                const tern_translate_options* options, char* out, size_t out_capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_TERN_H_ */

@@ -1,0 +1,91 @@
+#include "runtime/tokenizer/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+namespace tern {
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+
+int64_t FindInvalidUtf8(const char* text, size_t size) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text);
+  size_t i = 0;
+  while (i < size) {
+    const unsigned char c = s[i];
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return static_cast<int64_t>(i);
+    }
+    if (i + n >= size) return static_cast<int64_t>(i);  // truncated sequence
+    for (size_t k = 1; k <= n; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return static_cast<int64_t>(i);
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return static_cast<int64_t>(i);
+    i += n + 1;
+  }
+  return -1;
+}
+
+Status Tokenizer::Load(Span<const uint8_t> serialized_model) {
+  if (serialized_model.empty()) {
+    return Status::Error(StatusCode::kFailedPrecondition, "the model file has no tokenizer");
+  }
+  auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = processor->LoadFromSerializedProto(
+      absl::string_view(reinterpret_cast<const char*>(serialized_model.data()), serialized_model.size()));
+  if (!status.ok()) {
+    return Status::Error(StatusCode::kInvalidModel, "tokenizer: %s", status.ToString().c_str());
+  }
+  processor_ = std::move(processor);
+  return Status::Ok();
+}
+
+Status Tokenizer::Encode(const std::string& text, bool append_eos, int32_t eos_id,
+                         std::vector<int32_t>* ids) const {
+  if (!processor_) return Status::Error(StatusCode::kFailedPrecondition, "tokenizer not loaded");
+  const int64_t bad = FindInvalidUtf8(text.data(), text.size());
+  if (bad >= 0) {
+    return Status::Error(StatusCode::kInvalidArgument, "input is not valid UTF-8 (byte %lld)",
+                         static_cast<long long>(bad));
+  }
+  std::vector<int> pieces;
+  const auto status = processor_->Encode(text, &pieces);
+  if (!status.ok()) return Status::Error(StatusCode::kInvalidArgument, "tokenizer: %s", status.ToString().c_str());
+  ids->assign(pieces.begin(), pieces.end());
+  if (append_eos) ids->push_back(eos_id);
+  return Status::Ok();
+}
+
+Status Tokenizer::Decode(const int32_t* ids, size_t count, std::string* text) const {
+  if (!processor_) return Status::Error(StatusCode::kFailedPrecondition, "tokenizer not loaded");
+  std::vector<int> pieces(ids, ids + count);
+  for (int id : pieces) {
+    if (id < 0 || id >= processor_->GetPieceSize()) {
+      return Status::Error(StatusCode::kOutOfRange, "id %d is outside the tokenizer's vocabulary", id);
+    }
+  }
+  const auto status = processor_->Decode(pieces, text);
+  if (!status.ok()) return Status::Error(StatusCode::kInternal, "tokenizer: %s", status.ToString().c_str());
+  return Status::Ok();
+}
+
+int32_t Tokenizer::vocab_size() const { return processor_ ? processor_->GetPieceSize() : 0; }
+
+}  // namespace tern

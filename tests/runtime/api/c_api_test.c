@@ -1,0 +1,162 @@
+/* The C API from C99: load, size, create, translate ids and text, every error path, and
+ * several threads translating at once with one shared model (results equal the
+ * single-threaded ones). usage: c_api_test MODEL.tern (pre_gelu fixture with tokenizers). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tern/tern.h"
+
+static int failures = 0;
+static int passes = 0;
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (cond) {                                                       \
+      ++passes;                                                       \
+    } else {                                                          \
+      ++failures;                                                     \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+              tern_last_error());                                     \
+    }                                                                 \
+  } while (0)
+
+/* PyTorch's greedy ids for the fixture's first sentence (tests/fixtures/parity/pre_gelu). */
+static const int32_t kSource[] = {22, 10, 24, 29, 28, 26, 2};
+static const int32_t kExpected[] = {35, 30, 26, 30, 35, 30};
+
+typedef struct {
+  const tern_model* model;
+  int ok;
+  char text[256];
+} worker_args;
+
+static void* worker(void* p) {
+  worker_args* args = (worker_args*)p;
+  tern_limits limits = tern_default_limits();
+  limits.max_source_length = 32;
+  limits.max_target_length = 12;
+  size_t bytes = 0;
+  args->ok = 0;
+  if (tern_required_arena_bytes(args->model, &limits, &bytes) != TERN_OK) return NULL;
+  void* arena = malloc(bytes);
+  tern_session* session = NULL;
+  if (tern_session_create(args->model, &limits, arena, bytes, &session) == TERN_OK) {
+    int all = 1;
+    for (int round = 0; round < 20; ++round) {
+      int32_t out[12];
+      size_t n = 0;
+      all &= tern_translate_ids(session, kSource, 7, NULL, out, 12, &n) == TERN_OK;
+      all &= n == 6 && memcmp(out, kExpected, sizeof kExpected) == 0;
+      all &= tern_translate_text(session, "hello tern", NULL, args->text, sizeof args->text) == TERN_OK;
+    }
+    args->ok = all;
+    tern_session_free(session);
+  }
+  free(arena);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s MODEL.tern\n", argv[0]);
+    return 2;
+  }
+  CHECK(strlen(tern_version()) > 0);
+  CHECK(strcmp(tern_status_string(TERN_ARENA_TOO_SMALL), "arena too small") == 0);
+
+  tern_model* model = NULL;
+  CHECK(tern_model_load_from_file("/nonexistent.tern", &model) == TERN_IO_ERROR);
+  CHECK(model == NULL);
+  CHECK(strstr(tern_last_error(), "/nonexistent.tern") != NULL);
+  CHECK(tern_model_load_from_file(argv[1], &model) == TERN_OK);
+  if (model == NULL) return 1;
+
+  /* Memory loading: a copy in an aligned buffer. */
+  FILE* f = fopen(argv[1], "rb");
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void* bytes = aligned_alloc(64, ((size_t)size + 63) / 64 * 64);
+  CHECK(fread(bytes, 1, (size_t)size, f) == (size_t)size);
+  fclose(f);
+  tern_model* from_memory = NULL;
+  CHECK(tern_model_load_from_memory(bytes, (size_t)size, &from_memory) == TERN_OK);
+  CHECK(tern_model_load_from_memory(bytes, (size_t)size / 2, &from_memory) == TERN_INVALID_MODEL);
+  CHECK(strstr(tern_last_error(), "truncated") != NULL);
+
+  tern_limits limits = tern_default_limits();
+  limits.max_source_length = 16;
+  limits.max_target_length = 12;
+  size_t need = 0;
+  CHECK(tern_required_arena_bytes(model, &limits, &need) == TERN_OK);
+  CHECK(need > 0);
+  void* arena = malloc(need);
+  tern_session* session = NULL;
+  CHECK(tern_session_create(model, &limits, arena, need - 1, &session) == TERN_ARENA_TOO_SMALL);
+  CHECK(session == NULL);
+  CHECK(tern_session_create(model, &limits, arena, need, &session) == TERN_OK);
+
+  int32_t out[12];
+  size_t n = 0;
+  CHECK(tern_translate_ids(session, kSource, 7, NULL, out, 12, &n) == TERN_OK);
+  CHECK(n == 6 && memcmp(out, kExpected, sizeof kExpected) == 0);
+  const int32_t bad[] = {22, 999, 2};
+  CHECK(tern_translate_ids(session, bad, 3, NULL, out, 12, &n) == TERN_OUT_OF_RANGE);
+  CHECK(strstr(tern_last_error(), "999") != NULL);
+  CHECK(tern_translate_ids(session, kSource, 7, NULL, out, 5, &n) == TERN_INVALID_ARGUMENT);
+
+  /* Batch with padding equals one by one. */
+  const int32_t batch_src[2 * 7] = {22, 10, 24, 29, 28, 26, 2, 9, 5, 26, 2, 0, 0, 0};
+  const int32_t batch_len[2] = {7, 4};
+  int32_t batch_out[2 * 12];
+  int32_t batch_out_len[2];
+  tern_limits batch_limits = limits;
+  batch_limits.max_batch = 2;
+  size_t batch_need = 0;
+  CHECK(tern_required_arena_bytes(model, &batch_limits, &batch_need) == TERN_OK);
+  void* batch_arena = malloc(batch_need);
+  tern_session* batch_session = NULL;
+  CHECK(tern_session_create(model, &batch_limits, batch_arena, batch_need, &batch_session) == TERN_OK);
+  CHECK(tern_translate_ids_batch(batch_session, batch_src, 7, batch_len, 2, NULL, batch_out, 12, batch_out_len) ==
+        TERN_OK);
+  CHECK(batch_out_len[0] == 6 && memcmp(batch_out, kExpected, sizeof kExpected) == 0);
+  tern_session_free(batch_session);
+  free(batch_arena);
+
+  /* Text: the tokenizers embedded in the file. */
+  char text[256];
+  CHECK(tern_translate_text(session, "hello tern", NULL, text, sizeof text) == TERN_OK);
+  char again[256];
+  CHECK(tern_translate_text(session, "hello tern", NULL, again, sizeof again) == TERN_OK);
+  CHECK(strcmp(text, again) == 0);
+  CHECK(tern_translate_text(session, "", NULL, text, sizeof text) == TERN_OK);
+  CHECK(text[0] == '\0');
+  CHECK(tern_translate_text(session, "bad \xC3\x28 utf8", NULL, text, sizeof text) == TERN_INVALID_ARGUMENT);
+  CHECK(strstr(tern_last_error(), "UTF-8") != NULL);
+  char tiny[2];
+  tern_status fit = tern_translate_text(session, "hello tern", NULL, tiny, sizeof tiny);
+  CHECK(fit == TERN_OUT_OF_RANGE || (fit == TERN_OK && strlen(again) < 2));
+
+  /* Threads: one model, a session each, same answers as the single-threaded run. */
+  enum { kThreads = 4 };
+  pthread_t threads[kThreads];
+  worker_args args[kThreads];
+  for (int i = 0; i < kThreads; ++i) {
+    args[i].model = model;
+    pthread_create(&threads[i], NULL, worker, &args[i]);
+  }
+  for (int i = 0; i < kThreads; ++i) {
+    pthread_join(threads[i], NULL);
+    CHECK(args[i].ok);
+    CHECK(strcmp(args[i].text, again) == 0);
+  }
+
+  tern_session_free(session);
+  free(arena);
+  tern_model_free(from_memory);
+  tern_model_free(model);
+  free(bytes);
+  printf("%d passed, %d failed\n", passes, failures);
+  return failures == 0 ? 0 : 1;
+}
