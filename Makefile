@@ -27,7 +27,7 @@ arch_armv7        := armhf
 
 BUILD_DIR := build/$(TARGET)
 
-.PHONY: all test demo build setup clean format format-check FORCE
+.PHONY: all test demo build setup install clean format format-check FORCE
 all: build
 
 # Host packages (+ ARM cross tools when the target is not x86_64) and the sysroot(s).
@@ -53,6 +53,11 @@ test: $(BUILD_DIR)
 
 demo: $(BUILD_DIR)
 	tools/demo.sh $(BUILD_DIR)
+
+# make install [PREFIX=/usr/local]: libtern.so, tern.h, the tern tool, CMake and pkg-config files.
+PREFIX ?= /usr/local
+install: $(BUILD_DIR)
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
 	rm -rf build

@@ -24,6 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__GNUC__)
+#define TERN_API __attribute__((visibility("default")))
+#else
+#define TERN_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -61,44 +67,44 @@ typedef struct tern_translate_options {
   int32_t max_length; /* generated tokens incl. EOS; 0: the session's max_target_length */
 } tern_translate_options;
 
-const char* tern_version(void);
-const char* tern_status_string(tern_status status);
+TERN_API const char* tern_version(void);
+TERN_API const char* tern_status_string(tern_status status);
 /* Message of the calling thread's most recent failed call ("" if none). */
-const char* tern_last_error(void);
+TERN_API const char* tern_last_error(void);
 
-tern_limits tern_default_limits(void);
-tern_translate_options tern_default_translate_options(void);
+TERN_API tern_limits tern_default_limits(void);
+TERN_API tern_translate_options tern_default_translate_options(void);
 
 /* data must stay valid and unchanged until tern_model_free; at least 16-byte aligned. */
-tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out);
+TERN_API tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out);
 /* Maps the file read-only (POSIX). */
-tern_status tern_model_load_from_file(const char* path, tern_model** out);
-void tern_model_free(tern_model* model);
+TERN_API tern_status tern_model_load_from_file(const char* path, tern_model** out);
+TERN_API void tern_model_free(tern_model* model);
 
-tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes);
+TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes);
 
 /* arena: caller memory of at least tern_required_arena_bytes() bytes, valid until
  * tern_session_free. The model must outlive the session. */
-tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
+TERN_API tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
                                 size_t arena_bytes, tern_session** out);
-void tern_session_free(tern_session* session);
+TERN_API void tern_session_free(tern_session* session);
 
 /* One sentence of source ids (EOS included). Writes at most out_capacity ids (no start token,
  * no EOS); out_capacity must be >= the effective max length. */
-tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
+TERN_API tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
                                const tern_translate_options* options, int32_t* out,
                                size_t out_capacity, size_t* out_length);
 
 /* A batch: sentence b is src[b * src_stride + i], i < src_lengths[b]; output row b at
  * out[b * out_stride], its length in out_lengths[b]. */
-tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
+TERN_API tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
                                      const int32_t* src_lengths, int32_t batch,
                                      const tern_translate_options* options, int32_t* out,
                                      size_t out_stride, int32_t* out_lengths);
 
 /* UTF-8 text in, UTF-8 text out (NUL-terminated, truncated to out_capacity - 1 bytes with
  * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file. */
-tern_status tern_translate_text(tern_session* session, const char* text,
+TERN_API tern_status tern_translate_text(tern_session* session, const char* text,
                                 const tern_translate_options* options, char* out, size_t out_capacity);
 
 #ifdef __cplusplus

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, then builds a consumer against it twice: with
+# find_package(tern) and with pkg-config, and runs both.
+# usage: install_test.sh BUILD_DIR SOURCE_DIR TOOLCHAIN_FILE C_COMPILER [EMULATOR;ARGS]
+set -euo pipefail
+build=$1 source=$2 toolchain=$3
+IFS=';' read -ra emulator <<<"${5:-}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+test -f "$work/prefix/include/tern/tern.h"
+pcdir=$(dirname "$(find "$work/prefix" -name tern.pc)")
+cmake -S "$source/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+  -Dtern_DIR="$(dirname "$(find "$work/prefix" -name ternConfig.cmake)")" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/consumer" >/dev/null
+"${emulator[@]}" "$work/consumer/consumer" | grep -q '^tern '
+PKG_CONFIG_PATH="$pcdir" cmake -S "$source/tests/install" -B "$work/pc-consumer" -G Ninja \
+  -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DUSE_PKG_CONFIG=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/pc-consumer" >/dev/null
+"${emulator[@]}" "$work/pc-consumer/consumer" | grep -q '^tern '
+echo "1 passed, 0 failed"
