@@ -15,14 +15,14 @@ Status Session::Prepare(const Model& model, const Limits& limits, void* arena,
 
 Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride,
                              const int32_t* src_lengths, int32_t batch,
-                             const GreedyOptions& options, int32_t* out_ids, int64_t out_stride,
-                             int32_t* out_lengths) {
+                             const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
+                             int32_t* out_lengths, float* out_scores) {
   TERN_RETURN_IF_ERROR(model_.Encode(src_ids, src_stride, src_lengths, batch));
-  return GreedyDecode(model_, options, out_ids, out_stride, out_lengths);
+  return GreedyDecode(model_, options, out_ids, out_stride, out_lengths, out_scores);
 }
 
 Status Session::TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,
-                             const GreedyOptions& options) {
+                             const DecodingOptions& options) {
   if (out_length == nullptr) return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
   const int32_t length = static_cast<int32_t>(src.size());
   if (src.size() > static_cast<size_t>(INT32_MAX)) {

@@ -1,26 +1,37 @@
 #include "runtime/decoding/greedy.h"
 
+#include <cmath>
+
 #include "runtime/models/encoder_decoder.h"
 
 namespace tern {
 
-int32_t ArgMax(const float* values, int32_t count) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < count; ++i) {
-    if (values[i] > values[best] || (values[best] != values[best] && values[i] == values[i])) {
-      best = i;
-    }
+int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit, int32_t source_length) {
+  int32_t limit = options.max_length > 0 ? options.max_length : session_limit;
+  if (options.max_length_ratio > 0.0f) {
+    const double by_ratio = std::ceil(static_cast<double>(options.max_length_ratio) * source_length) +
+                            options.max_length_extra;
+    if (by_ratio < limit) limit = by_ratio < 1.0 ? 1 : static_cast<int32_t>(by_ratio);
   }
-  return best;
+  return limit;
 }
 
-Status GreedyDecode(EncoderDecoder& model, const GreedyOptions& options, int32_t* out_ids,
-                    int64_t out_stride, int32_t* out_lengths) {
+Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
+                    int64_t out_stride, int32_t* out_lengths, float* out_scores) {
   const ModelConfig& c = model.config();
   const int32_t limit = model.limits().max_target_length;
   if (options.max_length < 0 || options.max_length > limit) {
     return Status::Error(StatusCode::kInvalidArgument, "max_length = %d; 0 to the session's %d allowed",
                          options.max_length, limit);
+  }
+  if (options.beam_size != 1) {
+    return Status::Error(StatusCode::kInvalidArgument, "greedy decoding with beam_size %d", options.beam_size);
+  }
+  if (options.min_length < 0 || options.no_repeat_ngram_size < 0 || options.max_length_ratio < 0.0f ||
+      !(options.repetition_penalty > 0.0f)) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "min_length, no_repeat_ngram_size and max_length_ratio must be >= 0, "
+                         "repetition_penalty > 0");
   }
   const int32_t max_length = options.max_length > 0 ? options.max_length : limit;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
@@ -33,6 +44,7 @@ Status GreedyDecode(EncoderDecoder& model, const GreedyOptions& options, int32_t
   for (int32_t b = 0; b < batch; ++b) {
     tokens[b] = c.decoder_start_id;
     out_lengths[b] = 0;
+    if (out_scores) out_scores[b] = 0.0f;
   }
   // out_lengths[b] < 0 marks a finished sentence while decoding (restored at the end).
   for (int32_t step = 0; step < max_length && active > 0; ++step) {
@@ -43,14 +55,25 @@ Status GreedyDecode(EncoderDecoder& model, const GreedyOptions& options, int32_t
         tokens[b] = c.eos_id;  // Finished: keep the batch shape, ignore the result.
         continue;
       }
-      const int32_t next = ArgMax(logits + static_cast<int64_t>(b) * c.tgt_vocab_size, c.tgt_vocab_size);
+      int32_t* history = out_ids + b * out_stride;
+      // The logits are this session's scratch, rewritten by the next DecodeStep.
+      float* row = const_cast<float*>(logits) + static_cast<int64_t>(b) * c.tgt_vocab_size;
+      ProcessLogits(options, c.eos_id, history, out_lengths[b], row, c.tgt_vocab_size);
+      const int32_t cap = EffectiveMaxLength(options, max_length, model.source_length(b));
+      int32_t next = ArgMax(row, c.tgt_vocab_size);
+      if (out_scores) out_scores[b] += LogProbability(row, c.tgt_vocab_size, next);
       tokens[b] = next;
-      if (next == c.eos_id) {
+      const bool ended = next == c.eos_id || out_lengths[b] + 1 >= cap;
+      if (next != c.eos_id) {
+        history[out_lengths[b]] = next;
+        ++out_lengths[b];
+        if (options.on_token && !options.on_token(options.user, b, step, next)) {
+          return Status::Error(StatusCode::kCancelled, "decoding cancelled by the token callback at step %d", step);
+        }
+      }
+      if (ended) {
         out_lengths[b] = -1 - out_lengths[b];
         --active;
-      } else {
-        out_ids[b * out_stride + out_lengths[b]] = next;
-        ++out_lengths[b];
       }
     }
   }

@@ -1,27 +1,26 @@
-// Greedy decoding: at each step pick the most likely next token (lowest id on ties), feed it
-// back as the next decoder input (paper section 3.4's "shifted right"), stop at EOS or at the
-// length limit.
+// Greedy decoding: at each step pick the most likely next token (lowest id on ties) after the
+// options' logits processing, feed it back as the next decoder input (the paper's "shifted
+// right"), stop at EOS or at the length limit.
 #pragma once
 
 #include <cstdint>
 
 #include "runtime/core/status.h"
+#include "runtime/decoding/logits_processing.h"
+#include "runtime/decoding/options.h"
 
 namespace tern {
 
 class EncoderDecoder;
 
-struct GreedyOptions {
-  int32_t max_length = 0;  // generated tokens per sentence incl. EOS; 0: the session's limit
-};
-
-// Index of the largest value; the lowest index wins ties. NaN never wins.
-int32_t ArgMax(const float* values, int32_t count);
-
 // Decodes the batch encoded last. Writes sentence b's ids (without start token and EOS) to
 // out_ids[b * out_stride ...] and their count to out_lengths[b]; out_stride must be at least
-// the effective max length.
-Status GreedyDecode(EncoderDecoder& model, const GreedyOptions& options, int32_t* out_ids,
-                    int64_t out_stride, int32_t* out_lengths);
+// the effective max length. out_scores (optional): the sum of log-probabilities of each
+// sentence's tokens, EOS included when it was generated.
+Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
+                    int64_t out_stride, int32_t* out_lengths, float* out_scores = nullptr);
+
+// The max length sentence b may reach under options (shared by greedy and beam search).
+int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit, int32_t source_length);
 
 }  // namespace tern

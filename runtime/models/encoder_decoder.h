@@ -41,6 +41,8 @@ class EncoderDecoder {
   // The encoder's output of the last Encode: [batch, src_seq, d_model].
   const float* encoder_output() const { return enc_x_; }
   int64_t source_stride() const { return src_seq_; }
+  // Real tokens of sentence b of the last Encode.
+  int32_t source_length(int32_t b) const { return src_lengths_[b]; }
   size_t arena_used_bytes() const { return arena_used_; }
   int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch] for decoders
 

@@ -42,12 +42,13 @@ class Session {
 
   // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
   // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
+  // out_scores (optional, [batch]): sum of the log-probabilities of each output.
   Status TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
-                      int32_t batch, const GreedyOptions& options, int32_t* out_ids,
-                      int64_t out_stride, int32_t* out_lengths);
+                      int32_t batch, const DecodingOptions& options, int32_t* out_ids,
+                      int64_t out_stride, int32_t* out_lengths, float* out_scores = nullptr);
   // One sentence.
   Status TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,
-                      const GreedyOptions& options = GreedyOptions());
+                      const DecodingOptions& options = DecodingOptions());
 
   // Lower-level access (scoring, custom decoders, tests).
   EncoderDecoder& encoder_decoder() { return model_; }

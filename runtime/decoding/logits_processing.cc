@@ -1,0 +1,53 @@
+#include "runtime/decoding/logits_processing.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tern {
+
+void ProcessLogits(const DecodingOptions& options, int32_t eos_id, const int32_t* history,
+                   int32_t length, float* logits, int32_t vocab) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (length < options.min_length && eos_id >= 0 && eos_id < vocab) logits[eos_id] = neg_inf;
+  if (options.repetition_penalty != 1.0f && options.repetition_penalty > 0.0f) {
+    // Each distinct earlier token once: divide positive logits, multiply negative ones.
+    for (int32_t i = 0; i < length; ++i) {
+      bool seen = false;
+      for (int32_t j = 0; j < i && !seen; ++j) seen = history[j] == history[i];
+      if (seen) continue;
+      float& v = logits[history[i]];
+      v = v > 0.0f ? v / options.repetition_penalty : v * options.repetition_penalty;
+    }
+  }
+  const int32_t n = options.no_repeat_ngram_size;
+  if (n > 0 && length >= n - 1) {
+    // The last n-1 tokens are the prefix; any earlier occurrence of that prefix bans the token
+    // that followed it.
+    const int32_t* prefix = history + length - (n - 1);
+    for (int32_t start = 0; start + n - 1 < length; ++start) {
+      bool match = true;
+      for (int32_t k = 0; k < n - 1 && match; ++k) match = history[start + k] == prefix[k];
+      if (match) logits[history[start + n - 1]] = neg_inf;
+    }
+  }
+}
+
+float LogProbability(const float* logits, int32_t vocab, int32_t token) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < vocab; ++i) max = logits[i] > max ? logits[i] : max;
+  double sum = 0.0;
+  for (int32_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  return static_cast<float>(logits[token] - max - std::log(sum));
+}
+
+int32_t ArgMax(const float* values, int32_t count) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < count; ++i) {
+    if (values[i] > values[best] || (values[best] != values[best] && values[i] == values[i])) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+}  // namespace tern

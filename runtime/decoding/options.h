@@ -1,0 +1,33 @@
+// What a user can ask of decoding (CTranslate2's decoding options in spirit). Everything here
+// is applied inside the arena: no option makes decoding allocate.
+#pragma once
+
+#include <cstdint>
+
+namespace tern {
+
+// Called once per new token of each sentence (streaming). Return false to cancel: decoding
+// stops and the call returns StatusCode::kCancelled. Another thread can cancel by setting a
+// flag that the callback reads.
+using TokenCallback = bool (*)(void* user, int32_t sentence, int32_t step, int32_t token);
+
+struct DecodingOptions {
+  int32_t beam_size = 1;  // 1: greedy
+  // Generated tokens per sentence incl. EOS. 0: the session's max_target_length. With
+  // max_length_ratio > 0 a sentence also stops at ceil(ratio * source_length) + max_length_extra.
+  int32_t max_length = 0;
+  float max_length_ratio = 0.0f;
+  int32_t max_length_extra = 0;
+  int32_t min_length = 0;            // EOS is not allowed before this many tokens
+  float length_penalty = 1.0f;       // beam: score / length^penalty (0: raw sum of log-probs)
+  float repetition_penalty = 1.0f;   // > 1 discourages tokens already generated (CTRL style)
+  int32_t no_repeat_ngram_size = 0;  // > 0: never generate an n-gram twice
+  int32_t n_best = 1;                // beam: hypotheses returned per sentence (<= beam_size)
+  TokenCallback on_token = nullptr;
+  void* user = nullptr;
+};
+
+// Greedy search is decoding with beam_size 1; the old name stays for callers.
+using GreedyOptions = DecodingOptions;
+
+}  // namespace tern
