@@ -18,6 +18,10 @@ Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride,
                              const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
                              int32_t* out_lengths, float* out_scores) {
   TERN_RETURN_IF_ERROR(model_.Encode(src_ids, src_stride, src_lengths, batch));
+  if (options.beam_size > 1) return BeamSearch(model_, options, out_ids, out_stride, out_lengths, out_scores);
+  if (options.n_best != 1) {
+    return Status::Error(StatusCode::kInvalidArgument, "n_best = %d needs beam search (beam_size > 1)", options.n_best);
+  }
   return GreedyDecode(model_, options, out_ids, out_stride, out_lengths, out_scores);
 }
 

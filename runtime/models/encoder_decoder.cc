@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/decoding/beam_search.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/models/architectures.h"
 #include "runtime/nn/residual.h"
@@ -155,7 +156,7 @@ struct EncoderDecoder::BufferIds {
   int encoder_layers, decoder_layers, positions, src_lengths;
   int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
   int cross_kv, self_kv;
-  int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens;
+  int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
 };
 
 Status ValidateArchitecture(const Model& model) {
@@ -204,8 +205,8 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
                          limits.max_batch);
   }
-  if (limits.beam_size != 1) {
-    return Status::Error(StatusCode::kNotSupported, "limits.beam_size = %d; only 1 (greedy) is supported",
+  if (limits.beam_size < 1 || limits.beam_size > 256) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.beam_size = %d; 1 to 256 allowed",
                          limits.beam_size);
   }
   if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
@@ -226,6 +227,8 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, GreedyPl
   const size_t f = sizeof(float);
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t b = static_cast<size_t>(limits.max_batch);
+  const size_t k = static_cast<size_t>(limits.beam_size);
+  const size_t rows = b * k;  // decoder rows: every beam hypothesis of every sentence
   const size_t s = static_cast<size_t>(limits.max_source_length);
   const size_t t = static_cast<size_t>(limits.max_target_length);
   const size_t ff = static_cast<size_t>(c.d_ff);
@@ -247,14 +250,17 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, GreedyPl
   ids->enc_hidden = p->Add("enc_hidden", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
   ids->enc_scores = p->Add("enc_scores", CheckedMul(s, s, f), kEncoder, kEncoder);
   ids->cross_kv = p->Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d, f)), kCrossKeysValues, kDecoder);
-  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(t, d, f)), kDecoder, kDecoder);
-  ids->dec_x = p->Add("dec_x", CheckedMul(b, d, f), kDecoder, kDecoder);
-  ids->dec_q = p->Add("dec_q", CheckedMul(b, d, f), kDecoder, kDecoder);
-  ids->dec_attn = p->Add("dec_attn", CheckedMul(b, d, f), kDecoder, kDecoder);
-  ids->dec_hidden = p->Add("dec_hidden", CheckedMul(b, ff, f), kDecoder, kDecoder);
+  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(ld, 2, rows), CheckedMul(t, d, f)), kDecoder, kDecoder);
+  ids->dec_x = p->Add("dec_x", CheckedMul(rows, d, f), kDecoder, kDecoder);
+  ids->dec_q = p->Add("dec_q", CheckedMul(rows, d, f), kDecoder, kDecoder);
+  ids->dec_attn = p->Add("dec_attn", CheckedMul(rows, d, f), kDecoder, kDecoder);
+  ids->dec_hidden = p->Add("dec_hidden", CheckedMul(rows, ff, f), kDecoder, kDecoder);
   ids->dec_scores = p->Add("dec_scores", CheckedMul(keys, f), kDecoder, kDecoder);
-  ids->logits = p->Add("logits", CheckedMul(b, static_cast<size_t>(c.tgt_vocab_size), f), kDecoder, kDecoder);
-  ids->tokens = p->Add("tokens", CheckedMul(b, sizeof(int32_t)), kDecoder, kDecoder);
+  ids->logits = p->Add("logits", CheckedMul(rows, static_cast<size_t>(c.tgt_vocab_size), f), kDecoder, kDecoder);
+  ids->tokens = p->Add("tokens", CheckedMul(rows, sizeof(int32_t)), kDecoder, kDecoder);
+  ids->beam_scratch = -1;
+  if (k > 1) ids->beam_scratch = p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d, f)), kDecoder, kDecoder);
+  ids->decoder_state = p->Add("decoder_state", DecoderStateBytes(c, limits), kDecoder, kDecoder);
   return p->Plan();
 }
 
@@ -329,6 +335,8 @@ Status EncoderDecoder::Prepare(const Model& model, const Limits& limits, void* a
   dec_scratch_.scores = reinterpret_cast<float*>(at(ids.dec_scores));
   logits_ = reinterpret_cast<float*>(at(ids.logits));
   tokens_ = reinterpret_cast<int32_t*>(at(ids.tokens));
+  beam_scratch_ = ids.beam_scratch >= 0 ? reinterpret_cast<float*>(at(ids.beam_scratch)) : nullptr;
+  decoder_state_ = at(ids.decoder_state);
   return Status::Ok();
 }
 
@@ -387,7 +395,52 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     ComputeCrossKeysValues(config_, decoder_layers_[i], enc_x_, batch, seq, cache);
   }
   position_ = 0;
+  rows_per_sentence_ = 1;
   encoded_ = true;
+  return Status::Ok();
+}
+
+Status EncoderDecoder::SetRowsPerSentence(int32_t rows) {
+  if (!encoded_ || position_ != 0) {
+    return Status::Error(StatusCode::kFailedPrecondition, "SetRowsPerSentence must follow Encode");
+  }
+  if (rows < 1 || rows > limits_.beam_size) {
+    return Status::Error(StatusCode::kInvalidArgument, "%d rows per sentence; the session allows 1 to %d",
+                         rows, limits_.beam_size);
+  }
+  rows_per_sentence_ = rows;
+  return Status::Ok();
+}
+
+Status EncoderDecoder::ReorderRows(const int32_t* parents) {
+  if (!encoded_) return Status::Error(StatusCode::kFailedPrecondition, "ReorderRows before Encode");
+  const int32_t k = rows_per_sentence_;
+  for (int32_t r = 0; r < decoder_rows(); ++r) {
+    if (parents[r] / k != r / k || parents[r] < 0) {
+      return Status::Error(StatusCode::kInvalidArgument, "row %d cannot continue row %d of another sentence", r,
+                           parents[r]);
+    }
+  }
+  if (k == 1 || position_ == 0) return Status::Ok();
+  // Per layer, K then V: gather each sentence's k rows through the scratch (rows may swap).
+  const int64_t d = config_.d_model;
+  const int64_t capacity = limits_.max_target_length;
+  const size_t used = static_cast<size_t>(position_ * d) * sizeof(float);
+  const size_t self_kv = static_cast<size_t>(decoder_rows()) * capacity * d;
+  for (int64_t half = 0; half < 2LL * config_.decoder_layers; ++half) {
+    float* cache = self_kv_ + half * self_kv;
+    for (int32_t sentence = 0; sentence < batch_; ++sentence) {
+      bool identity = true;
+      for (int32_t j = 0; j < k; ++j) identity = identity && parents[sentence * k + j] == sentence * k + j;
+      if (identity) continue;
+      for (int32_t j = 0; j < k; ++j) {
+        std::memcpy(beam_scratch_ + j * capacity * d, cache + parents[sentence * k + j] * capacity * d, used);
+      }
+      for (int32_t j = 0; j < k; ++j) {
+        std::memcpy(cache + (sentence * k + j) * capacity * d, beam_scratch_ + j * capacity * d, used);
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -399,7 +452,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     return Status::Error(StatusCode::kOutOfRange, "decoder reached the session's max_target_length (%d)",
                          limits_.max_target_length);
   }
-  for (int32_t b = 0; b < batch_; ++b) {
+  const int32_t rows = decoder_rows();
+  for (int32_t b = 0; b < rows; ++b) {
     if (tokens[b] < 0 || tokens[b] >= config_.tgt_vocab_size) {
       return Status::Error(StatusCode::kOutOfRange,
                            "decoder token id %d is outside the vocabulary [0, %d)", tokens[b],
@@ -407,17 +461,18 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     }
   }
   const int64_t d = config_.d_model;
-  ops::Embedding(tgt_embed_, tokens, batch_, config_.embedding_scale, dec_x_);
-  for (int32_t b = 0; b < batch_; ++b) ops::AddRows(dec_x_ + b * d, positions_ + position_ * d, 1, d);
+  ops::Embedding(tgt_embed_, tokens, rows, config_.embedding_scale, dec_x_);
+  for (int32_t b = 0; b < rows; ++b) ops::AddRows(dec_x_ + b * d, positions_ + position_ * d, 1, d);
 
   DecoderStepShape shape{};
-  shape.batch = batch_;
+  shape.batch = rows;
+  shape.rows_per_sentence = rows_per_sentence_;
   shape.position = position_;
   shape.self_capacity = limits_.max_target_length;
   shape.src_seq = src_seq_;
   shape.src_lengths = src_lengths_;
   const size_t cross_kv = static_cast<size_t>(batch_) * src_seq_ * d;
-  const size_t self_kv = static_cast<size_t>(batch_) * limits_.max_target_length * d;
+  const size_t self_kv = static_cast<size_t>(rows) * limits_.max_target_length * d;
   for (int i = 0; i < config_.decoder_layers; ++i) {
     DecoderLayerCache cache;
     cache.self_k = self_kv_ + (2 * i) * self_kv;
@@ -426,8 +481,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     cache.cross_v = cross_kv_ + (2 * i + 1) * cross_kv;
     DecoderLayerStep(config_, decoder_layers_[i], dec_x_, shape, cache, dec_scratch_);
   }
-  FinalNorm(config_, decoder_norm_, dec_x_, batch_);
-  ops::Linear(dec_x_, batch_, d, output_.weight, output_.bias, logits_, config_.tgt_vocab_size);
+  FinalNorm(config_, decoder_norm_, dec_x_, rows);
+  ops::Linear(dec_x_, rows, d, output_.weight, output_.bias, logits_, config_.tgt_vocab_size);
   ++position_;
   *logits = logits_;
   return Status::Ok();

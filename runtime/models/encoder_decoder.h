@@ -30,9 +30,19 @@ class EncoderDecoder {
   // Runs the encoder over `batch` sentences src_ids[b * src_stride + i], i < lengths[b], then
   // computes every decoder layer's cross-attention K/V. Resets the decoder to position 0.
   Status Encode(const int32_t* src_ids, int64_t src_stride, const int32_t* lengths, int32_t batch);
-  // One decoder step for every sentence of the encoded batch: tokens[b] is the decoder input at
-  // the current position. Returns logits [batch, tgt_vocab] (valid until the next call).
+  // One decoder step for every decoder row: tokens[r] is the decoder input of row r at the
+  // current position. Rows are the encoded sentences times rows_per_sentence (1 for greedy, the
+  // beam width for beam search). Returns logits [rows, tgt_vocab] (valid until the next call).
   Status DecodeStep(const int32_t* tokens, const float** logits);
+  // Before the first DecodeStep after Encode: decoder rows per sentence (1..limits.beam_size).
+  Status SetRowsPerSentence(int32_t rows);
+  int32_t rows_per_sentence() const { return rows_per_sentence_; }
+  int32_t decoder_rows() const { return batch_ * rows_per_sentence_; }
+  // Beam search: row r continues the hypothesis of row parents[r] (same sentence). Reorders the
+  // self-attention K/V cache of every layer accordingly.
+  Status ReorderRows(const int32_t* parents);
+  // Arena scratch for the decoding algorithm (DecoderStateBytes(limits) bytes, 64-aligned).
+  void* decoder_state() const { return decoder_state_; }
 
   const ModelConfig& config() const { return config_; }
   int32_t batch() const { return batch_; }
@@ -44,7 +54,7 @@ class EncoderDecoder {
   // Real tokens of sentence b of the last Encode.
   int32_t source_length(int32_t b) const { return src_lengths_[b]; }
   size_t arena_used_bytes() const { return arena_used_; }
-  int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch] for decoders
+  int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch * beam] for decoders
 
  private:
   struct BufferIds;
@@ -71,7 +81,10 @@ class EncoderDecoder {
   DecoderScratch dec_scratch_{};
   float* logits_ = nullptr;
   int32_t* tokens_ = nullptr;
+  float* beam_scratch_ = nullptr;  // [beam_size * max_target_length * d_model]
+  void* decoder_state_ = nullptr;
   int32_t batch_ = 0;
+  int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;
   int64_t position_ = 0;
   bool encoded_ = false;

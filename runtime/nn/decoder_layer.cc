@@ -46,10 +46,12 @@ void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, f
   ops::Linear(in, batch, d, w.cross_attn.q.weight, w.cross_attn.q.bias, s.q, d);
   const int64_t src_stride = shape.src_seq * d;
   for (int64_t b = 0; b < batch; ++b) {
+    // Beam hypotheses of one sentence share that sentence's encoder K/V.
+    const int64_t sentence = b / shape.rows_per_sentence;
     ref::AttentionMask cross_mask;
-    cross_mask.key_length = shape.src_lengths[b];
-    ops::MultiHeadAttention(s.q + b * d, d, cache.cross_k + b * src_stride, d,
-                            cache.cross_v + b * src_stride, d, 1, shape.src_seq, config.heads,
+    cross_mask.key_length = shape.src_lengths[sentence];
+    ops::MultiHeadAttention(s.q + b * d, d, cache.cross_k + sentence * src_stride, d,
+                            cache.cross_v + sentence * src_stride, d, 1, shape.src_seq, config.heads,
                             config.d_head(), cross_mask, s.scores, s.attn + b * d, d);
   }
   ops::Linear(s.attn, batch, d, w.cross_attn.out.weight, w.cross_attn.out.bias, s.q, d);

@@ -26,7 +26,8 @@ struct DecoderScratch {
 };
 
 struct DecoderStepShape {
-  int64_t batch;
+  int64_t batch;            // decoder rows: sentences x rows_per_sentence (beam hypotheses)
+  int64_t rows_per_sentence;  // row r attends to sentence r / rows_per_sentence of the source
   int64_t position;         // index of this step's token; self-attention sees 0..position
   int64_t self_capacity;    // rows per sentence in self_k / self_v
   int64_t src_seq;          // rows per sentence in cross_k / cross_v

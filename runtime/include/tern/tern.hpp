@@ -22,6 +22,7 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/core/status.h"
+#include "runtime/decoding/beam_search.h"
 #include "runtime/decoding/greedy.h"
 #include "runtime/model/model.h"
 #include "runtime/models/encoder_decoder.h"
@@ -42,7 +43,9 @@ class Session {
 
   // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
   // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
-  // out_scores (optional, [batch]): sum of the log-probabilities of each output.
+  // options.beam_size > 1 runs beam search (the session's Limits::beam_size must allow it) and
+  // writes options.n_best hypotheses per sentence (rows b * n_best + j, best first).
+  // out_scores (optional): greedy: sum of log-probabilities; beam: that sum / length^penalty.
   Status TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
                       int32_t batch, const DecodingOptions& options, int32_t* out_ids,
                       int64_t out_stride, int32_t* out_lengths, float* out_scores = nullptr);
