@@ -55,7 +55,7 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
     throw Error(label + ": header is not valid JSON (" + e.what() + ")");
   }
   if (!header.is_object()) throw Error(label + ": header is not a JSON object");
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& name = it.key();
     const auto& v = it.value();
@@ -102,12 +102,15 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
       throw Error(where + ": has " + std::to_string(e.end - e.begin) + " bytes, but " + e.dtype +
                   " with its shape needs " + std::to_string(count * elem));
     }
-    ranges.emplace_back(e.begin, e.end);
+    ranges.push_back({{e.begin, e.end}, name});
     file.entries_[name] = std::move(e);
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) throw Error(label + ": tensor data ranges overlap");
+    if (ranges[i].first.first < ranges[i - 1].first.second) {
+      throw Error(label + ": data of tensors \"" + ranges[i - 1].second + "\" and \"" + ranges[i].second +
+                  "\" overlap");
+    }
   }
   return file;
 }

@@ -49,9 +49,35 @@ tern::Limits ToLimits(const tern_limits* limits) {
   return out;
 }
 
-tern::GreedyOptions ToOptions(const tern_translate_options* options) {
-  tern::GreedyOptions out;
-  if (options) out.max_length = options->max_length;
+// C callbacks return int; the C++ one returns bool. The C function pointer travels in the
+// user slot through this trampoline.
+struct CallbackBridge {
+  tern_token_callback callback;
+  void* user;
+};
+
+bool Trampoline(void* user, int32_t sentence, int32_t step, int32_t token) {
+  const auto* bridge = static_cast<const CallbackBridge*>(user);
+  return bridge->callback(bridge->user, sentence, step, token) != 0;
+}
+
+tern::DecodingOptions ToOptions(const tern_translate_options* options, CallbackBridge* bridge) {
+  tern::DecodingOptions out;
+  if (options == nullptr) return out;
+  out.max_length = options->max_length;
+  out.max_length_ratio = options->max_length_ratio;
+  out.max_length_extra = options->max_length_extra;
+  out.min_length = options->min_length;
+  out.beam_size = options->beam_size;
+  out.n_best = options->n_best;
+  out.length_penalty = options->length_penalty;
+  out.repetition_penalty = options->repetition_penalty;
+  out.no_repeat_ngram_size = options->no_repeat_ngram_size;
+  if (options->on_token) {
+    *bridge = CallbackBridge{options->on_token, options->user};
+    out.on_token = Trampoline;
+    out.user = bridge;
+  }
   return out;
 }
 
@@ -72,7 +98,22 @@ tern_limits tern_default_limits(void) {
   return tern_limits{d.max_batch, d.max_source_length, d.max_target_length, d.beam_size};
 }
 
-tern_translate_options tern_default_translate_options(void) { return tern_translate_options{0}; }
+tern_translate_options tern_default_translate_options(void) {
+  const tern::DecodingOptions d;
+  tern_translate_options o;
+  o.max_length = d.max_length;
+  o.max_length_ratio = d.max_length_ratio;
+  o.max_length_extra = d.max_length_extra;
+  o.min_length = d.min_length;
+  o.beam_size = d.beam_size;
+  o.n_best = d.n_best;
+  o.length_penalty = d.length_penalty;
+  o.repetition_penalty = d.repetition_penalty;
+  o.no_repeat_ngram_size = d.no_repeat_ngram_size;
+  o.on_token = nullptr;
+  o.user = nullptr;
+  return o;
+}
 
 tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out) {
   if (out == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "out is null");
@@ -135,9 +176,13 @@ tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t
   if (session == nullptr || src == nullptr || out == nullptr || out_length == nullptr) {
     return Fail(tern::StatusCode::kInvalidArgument, "session, src, out or out_length is null");
   }
+  if (options && options->n_best > 1) {
+    return Fail(tern::StatusCode::kInvalidArgument, "n_best > 1 needs tern_translate_ids_batch");
+  }
+  CallbackBridge bridge;
   return Report(session->session.TranslateIds(tern::Span<const int32_t>(src, src_length),
                                               tern::Span<int32_t>(out, out_capacity), out_length,
-                                              ToOptions(options)));
+                                              ToOptions(options, &bridge)));
 }
 
 tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
@@ -145,8 +190,9 @@ tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, 
                                      const tern_translate_options* options, int32_t* out, size_t out_stride,
                                      int32_t* out_lengths) {
   if (session == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "session is null");
+  CallbackBridge bridge;
   return Report(session->session.TranslateIds(src, static_cast<int64_t>(src_stride), src_lengths, batch,
-                                              ToOptions(options), out, static_cast<int64_t>(out_stride),
+                                              ToOptions(options, &bridge), out, static_cast<int64_t>(out_stride),
                                               out_lengths));
 }
 
@@ -173,8 +219,13 @@ tern_status tern_translate_text(tern_session* session, const char* text, const t
   const tern::Limits& limits = session->session.encoder_decoder().limits();
   std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
   size_t produced = 0;
+  if (options && options->n_best > 1) {
+    return Fail(tern::StatusCode::kInvalidArgument, "tern_translate_text returns one translation (n_best 1)");
+  }
+  CallbackBridge bridge;
   s = session->session.TranslateIds(tern::Span<const int32_t>(ids.data(), ids.size()),
-                                    tern::Span<int32_t>(result.data(), result.size()), &produced, ToOptions(options));
+                                    tern::Span<int32_t>(result.data(), result.size()), &produced,
+                                    ToOptions(options, &bridge));
   if (!s.ok()) return Report(s);
   std::string translation;
   s = session->target_tokenizer.Decode(result.data(), produced, &translation);

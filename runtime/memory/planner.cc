@@ -16,18 +16,21 @@ size_t CheckedAdd(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a +
 namespace {
 
 size_t AlignUp(size_t value, size_t alignment) {
-  return CheckedAdd(value, alignment - 1) / alignment * alignment;
+  // Saturated stays saturated: rounding SIZE_MAX down would turn an overflow into a size.
+  const size_t padded = CheckedAdd(value, alignment - 1);
+  return padded == SIZE_MAX ? SIZE_MAX : padded / alignment * alignment;
 }
 
 }  // namespace
 
 int GreedyPlanner::Add(const char* name, size_t bytes, int first_use, int last_use) {
-  if (count_ >= kMaxBuffers || first_use > last_use || bytes == SIZE_MAX) {
+  const size_t padded = AlignUp(CheckedAdd(bytes, kTailPadding), kAlignment);
+  if (count_ >= kMaxBuffers || first_use > last_use || padded == SIZE_MAX) {
     failed_ = true;
     return -1;
   }
   names_[count_] = name;
-  sizes_[count_] = AlignUp(CheckedAdd(bytes, kTailPadding), kAlignment);
+  sizes_[count_] = padded;
   first_[count_] = first_use;
   last_[count_] = last_use;
   return count_++;

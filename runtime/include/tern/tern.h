@@ -63,8 +63,23 @@ typedef struct tern_limits {
   int32_t beam_size;         /* default 1 */
 } tern_limits;
 
+/* Called for each new token of each sentence (greedy: as generated; beam search: the best
+ * hypothesis once its sentence is finished). Return 0 to cancel (the call returns
+ * TERN_CANCELLED); another thread may cancel by setting a flag the callback reads. */
+typedef int (*tern_token_callback)(void* user, int32_t sentence, int32_t step, int32_t token);
+
 typedef struct tern_translate_options {
-  int32_t max_length; /* generated tokens incl. EOS; 0: the session's max_target_length */
+  int32_t max_length;           /* generated tokens incl. EOS; 0: the session's max_target_length */
+  float max_length_ratio;       /* > 0: also stop at ceil(ratio * source length) + max_length_extra */
+  int32_t max_length_extra;
+  int32_t min_length;           /* no EOS before this many tokens */
+  int32_t beam_size;            /* 1: greedy; <= the session's limits.beam_size */
+  int32_t n_best;               /* hypotheses per sentence (beam search), rows b * n_best + j */
+  float length_penalty;         /* beam: score / length^penalty */
+  float repetition_penalty;     /* > 1 discourages repeated tokens */
+  int32_t no_repeat_ngram_size; /* > 0: never repeat an n-gram */
+  tern_token_callback on_token; /* optional streaming / cancellation */
+  void* user;
 } tern_translate_options;
 
 TERN_API const char* tern_version(void);

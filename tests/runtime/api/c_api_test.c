@@ -25,6 +25,14 @@ static int passes = 0;
 static const int32_t kSource[] = {22, 10, 24, 29, 28, 26, 2};
 static const int32_t kExpected[] = {35, 30, 26, 30, 35, 30};
 
+static int stop_after_two(void* user, int32_t sentence, int32_t step, int32_t token) {
+  int* seen = (int*)user;
+  (void)sentence;
+  (void)step;
+  (void)token;
+  return ++*seen < 2;
+}
+
 typedef struct {
   const tern_model* model;
   int ok;
@@ -105,6 +113,35 @@ int main(int argc, char** argv) {
   CHECK(tern_translate_ids(session, bad, 3, NULL, out, 12, &n) == TERN_OUT_OF_RANGE);
   CHECK(strstr(tern_last_error(), "999") != NULL);
   CHECK(tern_translate_ids(session, kSource, 7, NULL, out, 5, &n) == TERN_INVALID_ARGUMENT);
+
+  /* Options: streaming callback cancels; beam search needs a session planned for it. */
+  tern_translate_options options = tern_default_translate_options();
+  int seen = 0;
+  options.on_token = stop_after_two;
+  options.user = &seen;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_CANCELLED);
+  CHECK(seen == 2);
+  options = tern_default_translate_options();
+  options.beam_size = 3;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);
+  tern_limits beam_limits = limits;
+  beam_limits.beam_size = 3;
+  size_t beam_need = 0;
+  CHECK(tern_required_arena_bytes(model, &beam_limits, &beam_need) == TERN_OK);
+  CHECK(beam_need > need);
+  void* beam_arena = malloc(beam_need);
+  tern_session* beam_session = NULL;
+  CHECK(tern_session_create(model, &beam_limits, beam_arena, beam_need, &beam_session) == TERN_OK);
+  CHECK(tern_translate_ids(beam_session, kSource, 7, &options, out, 12, &n) == TERN_OK);
+  CHECK(n >= 1);
+  options.n_best = 2;
+  int32_t nbest_out[2 * 12];
+  int32_t nbest_len[2];
+  const int32_t one_len = 7;
+  CHECK(tern_translate_ids_batch(beam_session, kSource, 7, &one_len, 1, &options, nbest_out, 12, nbest_len) == TERN_OK);
+  CHECK(nbest_len[0] == (int32_t)n && memcmp(nbest_out, out, n * sizeof(int32_t)) == 0);
+  tern_session_free(beam_session);
+  free(beam_arena);
 
   /* Batch with padding equals one by one. */
   const int32_t batch_src[2 * 7] = {22, 10, 24, 29, 28, 26, 2, 9, 5, 26, 2, 0, 0, 0};
