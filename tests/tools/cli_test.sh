@@ -31,6 +31,11 @@ check "translate --ids gives PyTorch's greedy ids (empty line passes through)" t
 out_batch=$(printf '22 10 24 29 28 26 2\n\n9 5 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --batch 2)
 check "batched translate equals one by one" test "$out_batch" == "$expected"
 
+beam=$(printf '22 10 24 29 28 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --beam 4 --n-best 3)
+check "--n-best 3 prints three hypotheses" test "$(grep -o ' ||| ' <<<"$beam" | wc -l)" -eq 2
+json=$(printf '22 10 24 29 28 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --json)
+check "--json carries the ids and a score" grep -q '"ids": \[35, 30, 26, 30, 35, 30\], "score": -' <<<"$json"
+
 inspect=$(tern inspect "$work/m.tern")
 check "inspect shows the config" grep -q '"d_model" *24\|d_model *24' <<<"$inspect"
 check "inspect shows a tensor" grep -q 'decoder.layers.2.fc2.weight' <<<"$inspect"
@@ -63,9 +68,10 @@ expect_error "missing model file" "cannot open" tern inspect "$work/none.tern"
 expect_error "bad id in input" "line 1" sh -c "echo '1 x 2' | \"\$0\" \"\$@\"" "${emulator[@]}" "$tern_bin" translate -m "$work/m.tern" --ids
 expect_error "out-of-vocabulary id" "outside the vocabulary" sh -c "echo '1 999 2' | \"\$0\" \"\$@\"" "${emulator[@]}" "$tern_bin" translate -m "$work/m.tern" --ids
 expect_error "unknown option" "unknown option" tern translate -m "$work/m.tern" --idz
+expect_error "--n-best above --beam is a usage error" "n-best" tern translate -m "$work/m.tern" --ids --n-best 2
 expect_error "unknown command" "unknown command" tern frobnicate
-check "--help exits 0" tern translate --help
-check "--version exits 0" tern --version
+check "--help exits 0" eval 'tern translate --help >/dev/null'
+check "--version exits 0" eval 'tern --version >/dev/null'
 
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]

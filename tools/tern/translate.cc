@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,15 @@ const char kHelp[] =
     "  --max-length N        longest output in tokens incl. EOS (default min(256, max_positions))\n"
     "  --long error|split    a source longer than --max-source is an error (default) or is\n"
     "                        split into pieces translated one after the other\n"
+    "  --beam N              beam search with N hypotheses (default 1: greedy)\n"
+    "  --n-best K            print the K best translations per line (needs --beam >= K);\n"
+    "                        plain output separates them with \" ||| \"\n"
+    "  --length-penalty A    beam: rank by score / length^A (default 1.0)\n"
+    "  --min-length N        no EOS before N tokens\n"
+    "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
+    "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
+    "  --repetition-penalty P  > 1 discourages repeated tokens\n"
+    "  --json                one JSON object per line: source, translations, ids, scores\n"
     "\n"
     "exit status: 0 when every line was translated; 1 when any line failed (each failure is\n"
     "one line on stderr naming the input line); 2 for usage errors.\n";
@@ -60,15 +70,41 @@ std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
 
 struct Pending {
   size_t line_number = 0;
+  std::string source;
   std::vector<std::vector<int32_t>> pieces;  // source pieces (split long input), empty for an empty line
-  std::vector<int32_t> output;
+  std::vector<std::vector<int32_t>> outputs;  // [n_best]: concatenated over pieces
+  std::vector<float> scores;                  // [n_best]: summed over pieces
 };
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
 
 }  // namespace
 
 int Translate(int argc, char** argv) {
-  Args args(argc, argv, {"model", "batch", "max-source", "max-length", "long"}, {"ids", "help"},
-            {{"-m", "--model"}});
+  Args args(argc, argv,
+            {"model", "batch", "max-source", "max-length", "long", "beam", "n-best", "length-penalty", "min-length",
+             "max-length-ratio", "no-repeat-ngram", "repetition-penalty"},
+            {"ids", "json", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -77,6 +113,28 @@ int Translate(int argc, char** argv) {
   const std::string long_mode = args.get("long", "error");
   if (long_mode != "error" && long_mode != "split") throw UsageError("--long must be error or split");
   const bool ids_mode = args.has("ids");
+  const bool json = args.has("json");
+  DecodingOptions options;
+  options.beam_size = static_cast<int32_t>(args.get_int("beam", 1));
+  options.n_best = static_cast<int32_t>(args.get_int("n-best", 1));
+  options.min_length = static_cast<int32_t>(args.get_int("min-length", 0));
+  options.no_repeat_ngram_size = static_cast<int32_t>(args.get_int("no-repeat-ngram", 0));
+  auto real = [&](const char* name, float fallback) {
+    const std::string v = args.get(name);
+    if (v.empty()) return fallback;
+    char* end = nullptr;
+    const float f = std::strtof(v.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(f)) throw UsageError(std::string("--") + name + " needs a number");
+    return f;
+  };
+  options.length_penalty = real("length-penalty", 1.0f);
+  options.repetition_penalty = real("repetition-penalty", 1.0f);
+  options.max_length_ratio = real("max-length-ratio", 0.0f);
+  if (options.max_length_ratio > 0.0f) options.max_length_extra = 5;
+  if (options.beam_size < 1) throw UsageError("--beam must be >= 1");
+  if (options.n_best < 1 || options.n_best > options.beam_size) {
+    throw UsageError("--n-best must be between 1 and --beam");
+  }
   LoadedModel loaded = LoadModel(args.get("model"));
   const ModelConfig& config = loaded.model.config();
   Tokenizer source_tokenizer, target_tokenizer;
@@ -90,6 +148,7 @@ int Translate(int argc, char** argv) {
   limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
   limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", default_length));
   limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", default_length));
+  limits.beam_size = options.beam_size;
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
   std::vector<uint8_t> arena(need.value());
@@ -102,8 +161,10 @@ int Translate(int argc, char** argv) {
   const int64_t out_stride = limits.max_target_length;
   std::vector<int32_t> src(static_cast<size_t>(limits.max_batch * stride));
   std::vector<int32_t> lengths(static_cast<size_t>(limits.max_batch));
-  std::vector<int32_t> out(static_cast<size_t>(limits.max_batch * out_stride));
-  std::vector<int32_t> out_lengths(static_cast<size_t>(limits.max_batch));
+  const int32_t n_best = options.n_best;
+  std::vector<int32_t> out(static_cast<size_t>(limits.max_batch * n_best * out_stride));
+  std::vector<int32_t> out_lengths(static_cast<size_t>(limits.max_batch * n_best));
+  std::vector<float> out_scores(static_cast<size_t>(limits.max_batch * n_best));
   int failures = 0;
 
   // Translates every piece of the pending lines, max_batch pieces at a time.
@@ -111,15 +172,21 @@ int Translate(int argc, char** argv) {
     std::vector<std::pair<size_t, size_t>> slots;  // (pending index, piece index)
     auto flush = [&]() {
       if (slots.empty()) return;
-      GreedyOptions options;
       Status s = session.TranslateIds(src.data(), stride, lengths.data(), static_cast<int32_t>(slots.size()),
-                                      options, out.data(), out_stride, out_lengths.data());
+                                      options, out.data(), out_stride, out_lengths.data(), out_scores.data());
       if (!s.ok()) throw std::runtime_error("line " + std::to_string(pending[slots[0].first].line_number) + ": " +
                                             s.message());
       for (size_t k = 0; k < slots.size(); ++k) {
-        auto& o = pending[slots[k].first].output;
-        o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(k * out_stride),
-                 out.begin() + static_cast<std::ptrdiff_t>(k * out_stride + out_lengths[k]));
+        Pending& p = pending[slots[k].first];
+        p.outputs.resize(static_cast<size_t>(n_best));
+        p.scores.resize(static_cast<size_t>(n_best), 0.0f);
+        for (int32_t j = 0; j < n_best; ++j) {
+          const size_t row = k * static_cast<size_t>(n_best) + static_cast<size_t>(j);
+          auto& o = p.outputs[static_cast<size_t>(j)];
+          o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(row * out_stride),
+                   out.begin() + static_cast<std::ptrdiff_t>(row * out_stride + out_lengths[row]));
+          p.scores[static_cast<size_t>(j)] += out_scores[row];
+        }
       }
       slots.clear();
     };
@@ -134,13 +201,27 @@ int Translate(int argc, char** argv) {
     }
     flush();
     for (const auto& p : pending) {
-      if (ids_mode) {
-        for (size_t k = 0; k < p.output.size(); ++k) std::cout << (k ? " " : "") << p.output[k];
-      } else if (!p.pieces.empty()) {
-        std::string text;
-        Status s = target_tokenizer.Decode(p.output.data(), p.output.size(), &text);
-        if (!s.ok()) throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
-        std::cout << text;
+      std::vector<std::string> texts(p.outputs.size());
+      for (size_t j = 0; j < p.outputs.size(); ++j) {
+        const auto& o = p.outputs[j];
+        if (ids_mode) {
+          for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
+        } else {
+          Status s = target_tokenizer.Decode(o.data(), o.size(), &texts[j]);
+          if (!s.ok()) throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
+        }
+      }
+      if (json) {
+        std::cout << "{\"line\": " << p.line_number << ", \"source\": " << JsonString(p.source)
+                  << ", \"translations\": [";
+        for (size_t j = 0; j < p.outputs.size(); ++j) {
+          std::cout << (j ? ", " : "") << "{\"text\": " << JsonString(texts[j]) << ", \"ids\": [";
+          for (size_t k = 0; k < p.outputs[j].size(); ++k) std::cout << (k ? ", " : "") << p.outputs[j][k];
+          std::cout << "], \"score\": " << p.scores[j] << "}";
+        }
+        std::cout << "]}";
+      } else {
+        for (size_t j = 0; j < texts.size(); ++j) std::cout << (j ? " ||| " : "") << texts[j];
       }
       std::cout << '\n';
     }
@@ -156,6 +237,7 @@ int Translate(int argc, char** argv) {
     ++line_number;
     Pending p;
     p.line_number = line_number;
+    p.source = line;
     std::vector<int32_t> ids;
     if (ids_mode) {
       ids = ParseIds(line, line_number);
