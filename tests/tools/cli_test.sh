@@ -73,5 +73,21 @@ expect_error "unknown command" "unknown command" tern frobnicate
 check "--help exits 0" eval 'tern translate --help >/dev/null'
 check "--version exits 0" eval 'tern --version >/dev/null'
 
+# Text mode with the tokenizers embedded at conversion.
+tern convert "$fixture" -o "$work/t.tern" --skip-prefix expected. --quiet \
+  --tokenizer "$fixtures/tokenizer/src37.model" --target-tokenizer "$fixtures/tokenizer/tgt41.model"
+text=$(printf 'hello\n\nabc\n' | tern translate -m "$work/t.tern" --max-length 12)
+check "text mode: one output line per input line" test "$(wc -l <<<"$text")" -eq 3
+check "text mode: the empty line stays empty" test -z "$(sed -n 2p <<<"$text")"
+bad_utf8=$(printf 'abc\n\xc3\x28\nabc\n' | tern translate -m "$work/t.tern" --max-length 12 2>"$work/err"; echo "rc=$?")
+check "invalid UTF-8: exit 1, other lines still translated" grep -q 'rc=1' <<<"$bad_utf8"
+check "invalid UTF-8: the message names the line and byte" grep -q 'line 2: input is not valid UTF-8 (byte 0)' "$work/err"
+check "invalid UTF-8: outputs stay aligned" test "$(sed -n 1p <<<"$bad_utf8")" == "$(sed -n 3p <<<"$bad_utf8")"
+long=$(printf 'abcdefghijklmnopqrstuvwxyz\n' | tern translate -m "$work/t.tern" --max-source 8 --max-length 6 2>&1; echo "rc=$?")
+check "a long line is an error by default" grep -q 'line 1: [0-9]* tokens; --max-source is 8' <<<"$long"
+split=$(printf 'abcdefghijklmnopqrstuvwxyz\n' | tern translate -m "$work/t.tern" --max-source 8 --max-length 6 --long split 2>&1; echo "rc=$?")
+check "--long split translates it in pieces" grep -q 'rc=0' <<<"$split"
+expect_error "text mode without a tokenizer says how to fix it" "convert with --tokenizer" sh -c "echo hi | \"\$0\" \"\$@\"" "${emulator[@]}" "$tern_bin" translate -m "$work/m.tern"
+
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]
