@@ -13,6 +13,25 @@ tern=$build/tools/tern
 out=$build/demo
 mkdir -p "$out"
 
+demo_model=$root/examples/translation/model.safetensors
+if [ -f "$demo_model" ]; then
+  echo "== tern demo: German -> English (examples/translation, trained from Debian package data)"
+  "$tern" convert "$demo_model" -o "$out/de-en.int8.tern" --dtype int8 \
+    --tokenizer "$root/examples/translation/spm.model" --force --quiet
+  "$tern" inspect "$out/de-en.int8.tern" | sed -n '1p;/^arena/p'
+  echo
+  samples=$root/examples/translation/samples.de
+  start=$(date +%s%N)
+  translations=$("$tern" translate -m "$out/de-en.int8.tern" --beam 4 --max-length 64 <"$samples")
+  end=$(date +%s%N)
+  paste -d'\n' "$samples" <(sed 's/^/    -> /' <<<"$translations")
+  echo
+  echo "$(wc -l <"$samples") sentences, int8, beam 4, one thread: $(((end - start) / 1000000)) ms" \
+    "(process start, load and prepare included)"
+  echo "Try it yourself: $tern translate -m $out/de-en.int8.tern"
+  exit 0
+fi
+
 fixture=$root/tests/fixtures/parity/pre_gelu.safetensors
 echo "== tern demo: a small random encoder-decoder (pre-LN, GELU, 1+3 layers, d_model 24)"
 echo "   checkpoint: ${fixture#$root/}"
