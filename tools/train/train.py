@@ -45,7 +45,8 @@ DEFAULT_MODEL = dict(
 
 def log(fh, msg):
     line = time.strftime("%Y-%m-%d %H:%M:%S ") + msg
-    print(line, flush=True)
+    if fh is None or sys.stdout.isatty():
+        print(line, flush=True)
     if fh:
         fh.write(line + "\n")
         fh.flush()
