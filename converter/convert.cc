@@ -6,40 +6,77 @@
 #include <map>
 #include <set>
 
+#include "converter/architectures/architecture.h"
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/error.h"
-#include "converter/model_config_json.h"
-#include "converter/readers/safetensors.h"
+#include "converter/precision.h"
+#include "converter/readers/checkpoint.h"
 #include "converter/sha256.h"
-#include "runtime/core/tensor.h"
 
 namespace tern::convert {
 
 namespace {
 
-constexpr const char* kConverterVersion = "tern-convert 0.1.0";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+constexpr const char* kConverterVersion = "tern-convert 0.2.0";
 
 std::vector<uint8_t> ReadBytes(const std::string& path) {
-  const std::string text = ReadText(path);
-  return std::vector<uint8_t>(text.begin(), text.end());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string DirName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  HostTensor t;
+  t.shape = shape;
+  return t.shape_string();
 }
 
-bool Skipped(const std::string& name, const std::vector<std::string>& prefixes) {
-  for (const auto& p : prefixes) {
-    if (name.compare(0, p.size(), p) == 0) return true;
+// "source" or "source" (canonical) when they differ.
+std::string Describe(const std::string& source, const std::string& canonical) {
+  return "\"" + source + "\"" + (source == canonical ? "" : " (" + canonical + ")");
+}
+
+// After mapping: a decoder table equal to the encoder's becomes shared, an output projection
+// equal to the decoder's table becomes tied (the runtime then stores it once).
+void DetectSharing(MappedCheckpoint* m) {
+  ModelConfig& c = m->config;
+  auto& t = m->tensors;
+  const std::string enc = "encoder.embed_tokens.weight", dec = "decoder.embed_tokens.weight",
+                    out = "output_projection.weight";
+  if (!c.shared_embeddings && c.src_vocab_size == c.tgt_vocab_size && t.count(enc) &&
+      t.count(dec)) {
+    const HostTensor a = t[enc].load(), b = t[dec].load();
+    if (a.shape == b.shape && a.values == b.values) {
+      c.shared_embeddings = true;
+      m->notes.push_back("shared embeddings: " + t[dec].source + " equals " + t[enc].source);
+      t.erase(dec);
+    }
   }
-  return false;
+  const std::string table = c.shared_embeddings ? enc : dec;
+  if (!c.tied_output && t.count(out) && t.count(table)) {
+    const HostTensor a = t[out].load(), b = t[table].load();
+    if (a.shape == b.shape && a.values == b.values) {
+      c.tied_output = true;
+      m->notes.push_back("tied output projection: " + t[out].source + " equals " + t[table].source);
+      t.erase(out);
+    }
+  }
+}
+
+std::string Digest(const std::vector<std::string>& files) {
+  if (files.size() == 1) return "sha256:" + Sha256File(files[0]);
+  // Sharded: the digest of the index file and each shard, in order.
+  Sha256 sha;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw Error(f + ": cannot open");
+    char buf[1 << 16];
+    while (in) {
+      in.read(buf, sizeof buf);
+      sha.Update(buf, static_cast<size_t>(in.gcount()));
+    }
+  }
+  return "sha256:" + sha.HexDigest();
 }
 
 }  // namespace
@@ -53,69 +90,96 @@ DType ParseDType(const std::string& name) {
 }
 
 TernContents BuildContents(const ConvertOptions& options) {
-  const SafetensorsFile file = SafetensorsFile::Read(options.checkpoint);
-  std::string config_text;
-  std::string config_label;
-  if (!options.config.empty()) {
-    config_text = ReadText(options.config);
-    config_label = options.config;
-  } else if (file.metadata().count("config")) {
-    config_text = file.metadata().at("config");
-    config_label = options.checkpoint + " (metadata \"config\")";
-  } else {
-    config_label = DirName(options.checkpoint) + "/config.json";
-    std::ifstream probe(config_label);
-    if (!probe) {
-      throw Error(options.checkpoint + ": no config: pass --config, or put config.json beside the checkpoint");
-    }
-    config_text = ReadText(config_label);
-  }
+  CheckpointOptions read_options;
+  read_options.state_key = options.state_key;
+  const Checkpoint ckpt = Checkpoint::Open(options.checkpoint, read_options);
+
+  ArchitectureOptions arch;
+  arch.arch = options.arch;
+  arch.checkpoint = options.checkpoint;
+  arch.config = options.config;
+  arch.map = options.map;
+  arch.overrides_json = options.overrides_json;
+  arch.skip_prefixes = options.skip_prefixes;
+  arch.ignore_position_mismatch = options.ignore_position_mismatch;
+  MappedCheckpoint mapped = MapCheckpoint(ckpt, arch);
+  if (options.arch != "tern") DetectSharing(&mapped);
+
   TernContents out;
-  out.config = ParseModelConfig(config_text, config_label);
+  out.config = mapped.config;
   if (out.config.architecture != Architecture::kEncoderDecoder) {
-    throw Error(config_label + ": only architecture \"encoder_decoder\" can be converted by this version");
+    throw Error(mapped.config_label +
+                ": only architecture \"encoder_decoder\" can be converted by this version");
+  }
+  if (out.config.heads <= 0 || out.config.d_model <= 0 ||
+      out.config.d_model % out.config.heads != 0) {
+    throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
+                " does not divide d_model = " + std::to_string(out.config.d_model));
+  }
+  const std::vector<ExpectedTensor> layout = EncoderDecoderLayout(out.config);
+  std::set<std::string> in_layout;
+  for (const auto& e : layout) in_layout.insert(e.name);
+  for (const auto& kv : mapped.tensors) {
+    if (!in_layout.count(kv.first)) {
+      throw Error(ckpt.label() + ": tensor " + Describe(kv.second.source, kv.first) +
+                  " is not part of the model the config describes (" + mapped.config_label + ")");
+    }
+  }
+  std::vector<ExpectedTensor> present;
+  for (const auto& e : layout) {
+    if (mapped.tensors.count(e.name)) {
+      present.push_back(e);
+    } else if (e.required) {
+      auto src = mapped.source_names.find(e.name);
+      throw Error(ckpt.label() + ": required tensor " +
+                  Describe(src == mapped.source_names.end() ? e.name : src->second, e.name) +
+                  " is missing");
+    }
   }
 
-  const std::vector<ExpectedTensor> layout = EncoderDecoderLayout(out.config);
-  std::map<std::string, const ExpectedTensor*> expected;
-  for (const auto& e : layout) expected[e.name] = &e;
-  for (const auto& entry : file.entries()) {
-    if (Skipped(entry.first, options.skip_prefixes)) continue;
-    if (!expected.count(entry.first)) {
-      throw Error(options.checkpoint + ": unexpected tensor \"" + entry.first +
-                  "\" (not part of this architecture/config; wrong config or name map?)");
-    }
+  PrecisionRequest precision;
+  precision.dtype = options.dtype;
+  precision.group_size = options.group_size;
+  for (const auto& k : options.keep) precision.keep.push_back(ParseKeepRule(k));
+  precision.budget = options.auto_budget;
+  std::string tied_note;
+  if (out.config.tied_output) {
+    tied_note = std::string(" (output_projection.weight is tied to ") +
+                (out.config.shared_embeddings ? "encoder" : "decoder") +
+                ".embed_tokens.weight here)";
+  }
+  auto load = [&](const std::string& name) { return mapped.tensors.at(name).load(); };
+  const PrecisionPlan plan = PlanPrecision(present, precision, load, tied_note);
+
+  if (options.note) {
+    for (const auto& n : mapped.notes) options.note(n);
+    for (const auto& n : plan.notes) options.note(n);
   }
   size_t done = 0;
-  for (const auto& e : layout) {
-    if (!file.has(e.name)) {
-      if (e.required) throw Error(options.checkpoint + ": required tensor \"" + e.name + "\" is missing");
-      continue;
-    }
-    HostTensor t = file.Float(e.name);
+  for (const auto& e : present) {
+    const MappedTensor& source = mapped.tensors.at(e.name);
+    HostTensor t = source.load();
+    t.name = e.name;
     if (t.shape != e.shape) {
-      HostTensor want;
-      want.shape = e.shape;
-      throw Error(options.checkpoint + ": tensor \"" + e.name + "\" has shape " + t.shape_string() +
-                  ", expected " + want.shape_string() + " from the config");
+      throw Error(ckpt.label() + ": tensor " + Describe(source.source, e.name) + " has shape " +
+                  t.shape_string() + ", expected " + ShapeString(e.shape) + " from the config" +
+                  (options.arch == "tern" ? std::string() : " (" + mapped.config_label + ")"));
     }
     for (size_t i = 0; i < t.values.size(); ++i) {
       if (!std::isfinite(t.values[i])) {
-        throw Error(options.checkpoint + ": tensor \"" + e.name + "\" has a non-finite value at index " +
-                    std::to_string(i));
+        throw Error(ckpt.label() + ": tensor " + Describe(source.source, e.name) +
+                    " has a non-finite value at index " + std::to_string(i) + " (" +
+                    (std::isnan(t.values[i]) ? "nan" : "inf") + ")");
       }
     }
-    DType dtype = e.role == TensorRole::kVector ? DType::kF32 : options.dtype;
-    // Embeddings are looked up row by row: int4 would cost quality for little; keep them int8.
-    if (e.role == TensorRole::kEmbedding && dtype == DType::kI4) dtype = DType::kI8;
-    out.tensors.push_back(Encode(t, dtype, options.group_size));
-    if (options.progress) options.progress(++done, layout.size());
+    out.tensors.push_back(Encode(t, plan.dtype.at(e.name), options.group_size));
+    if (options.progress) options.progress(++done, present.size());
   }
   if (!options.tokenizer.empty()) out.source_tokenizer = ReadBytes(options.tokenizer);
   if (!options.target_tokenizer.empty()) out.target_tokenizer = ReadBytes(options.target_tokenizer);
   out.converter_version = kConverterVersion;
-  out.source_digest = "sha256:" + Sha256File(options.checkpoint);
-  out.source_format = "safetensors";
+  out.source_digest = Digest(ckpt.files());
+  out.source_format = ckpt.format() + (options.arch == "tern" ? "" : "/" + options.arch);
   out.creation_options = options.command_line;
   return out;
 }

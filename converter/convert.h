@@ -1,11 +1,16 @@
 // `tern convert`: a checkpoint in, a verified .tern file out.
 //
-//   1. read the checkpoint (safetensors) and its config (--config, the safetensors metadata key
-//      "config", or config.json next to the checkpoint);
-//   2. check it against the architecture's layout: every required tensor present with the right
-//      shape, no unexpected tensor, every value finite;
-//   3. encode each tensor in the requested dtype (matrices and embeddings; vectors stay f32);
-//   4. embed the tokenizer, record metadata, write atomically after loading the result back.
+//   1. read the checkpoint (converter/readers: safetensors, sharded safetensors, torch.save zip,
+//      numpy .npz) without executing anything in it;
+//   2. map its names and config onto tern's canonical layout (converter/architectures: tern,
+//      marian, nn_transformer, annotated), verifying and dropping what the runtime computes
+//      itself (sinusoidal tables, tied copies);
+//   3. check it against the layout: every required tensor present with the right shape, no
+//      unexpected tensor, every value finite;
+//   4. encode each tensor in its planned dtype (converter/precision.h: --dtype, --keep,
+//      --auto-budget);
+//   5. embed the tokenizer, record metadata; WriteModelFile then writes atomically after loading
+//      the result back with the runtime.
 #pragma once
 
 #include <functional>
@@ -19,17 +24,26 @@ namespace tern::convert {
 
 struct ConvertOptions {
   std::string checkpoint;
-  std::string config;           // optional path to config.json
-  std::string tokenizer;        // optional SentencePiece model (source, or shared)
-  std::string target_tokenizer; // optional, when the target side has its own
+  std::string arch = "tern";   // tern | marian | nn_transformer | annotated
+  std::string config;          // optional: config.json (tern: full; marian: HF config.json;
+                               // annotated: partial tern config)
+  std::string map;             // nn_transformer: JSON name map
+  std::string overrides_json;  // --set key=value pairs as a JSON object ("" = none)
+  std::string state_key;       // torch.save files: descend into this entry (e.g. "model")
+  bool ignore_position_mismatch = false;
+  std::string tokenizer;         // optional SentencePiece model (source, or shared)
+  std::string target_tokenizer;  // optional, when the target side has its own
   DType dtype = DType::kF32;
-  int64_t group_size = 32;      // int4 block size along the input dimension
+  int64_t group_size = 32;                 // int4 block size along the input dimension
+  std::vector<std::string> keep;           // "DTYPE:GLOB" rules
+  std::string auto_budget;                 // "" or bytes / "N%" (converter/precision.h)
   std::vector<std::string> skip_prefixes;  // checkpoint tensors to ignore (e.g. "expected.")
-  std::string command_line;     // recorded in the metadata
+  std::string command_line;                // recorded in the metadata
   std::function<void(size_t done, size_t total)> progress;
+  std::function<void(const std::string& note)> note;  // what was verified, dropped, planned
 };
 
-// Steps 1-3 (and the tokenizer); throws convert::Error naming what is wrong.
+// Steps 1-4 (and the tokenizer); throws convert::Error naming what is wrong.
 TernContents BuildContents(const ConvertOptions& options);
 
 DType ParseDType(const std::string& name);  // fp32|f32, fp16|f16, int8|i8, int4|i4

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "converter/error.h"
 
@@ -43,7 +44,8 @@ const Choice<ref::Activation> kActivations[] = {{"relu", ref::Activation::kReLU}
                                                 {"gelu", ref::Activation::kGELU},
                                                 {"swish", ref::Activation::kSwish},
                                                 {"gelu_tanh", ref::Activation::kGELUTanh}};
-const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost}, {"pre", NormPlacement::kPre}};
+const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost},
+                                        {"pre", NormPlacement::kPre}};
 const Choice<ref::NormKind> kNormKinds[] = {{"layer_norm", ref::NormKind::kLayerNorm},
                                             {"layer_norm_std_eps", ref::NormKind::kLayerNormStdEps},
                                             {"rms_norm", ref::NormKind::kRMSNorm}};
@@ -52,61 +54,87 @@ const Choice<PositionKind> kPositions[] = {{"sinusoidal", PositionKind::kSinusoi
                                            {"relative", PositionKind::kRelative},
                                            {"rotary", PositionKind::kRotary},
                                            {"none", PositionKind::kNone}};
-const Choice<ref::SinusoidLayout> kLayouts[] = {{"interleaved", ref::SinusoidLayout::kInterleaved},
-                                                {"concatenated", ref::SinusoidLayout::kConcatenated}};
+const Choice<ref::SinusoidLayout> kLayouts[] = {
+    {"interleaved", ref::SinusoidLayout::kInterleaved},
+    {"concatenated", ref::SinusoidLayout::kConcatenated}};
 
 }  // namespace
 
-ModelConfig ParseModelConfig(const std::string& json_text, const std::string& label) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(label + ": config is not valid JSON (" + e.what() + ")");
-  }
+namespace {
+
+// Sets the fields of `c` named by the keys of `j`. Full mode (a whole config.json): the shape
+// keys are required and missing ids/limits take their defaults. Partial mode (overrides on top
+// of a config inferred from the weights): only the keys present change anything.
+std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, bool partial,
+                            ModelConfig* out) {
   if (!j.is_object()) throw Error(label + ": config is not a JSON object");
-  ModelConfig c;
-  auto integer = [&](const std::string& key, int32_t* out, bool required) {
+  ModelConfig& c = *out;
+  auto integer = [&](const std::string& key, int32_t* field, bool required) {
     if (!j.contains(key)) {
-      if (required) throw Error(label + ": config lacks \"" + key + "\"");
+      if (required && !partial) throw Error(label + ": config lacks \"" + key + "\"");
       return;
     }
     const auto& v = j[key];
     if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
       throw Error(label + ": config \"" + key + "\" must be a 32-bit integer");
     }
-    *out = static_cast<int32_t>(v.get<int64_t>());
+    *field = static_cast<int32_t>(v.get<int64_t>());
   };
-  auto number = [&](const std::string& key, float* out) {
+  auto number = [&](const std::string& key, float* field) {
     if (!j.contains(key)) return;
     if (!j[key].is_number() || !std::isfinite(j[key].get<double>())) {
       throw Error(label + ": config \"" + key + "\" must be a finite number");
     }
-    *out = j[key].get<float>();
+    *field = j[key].get<float>();
   };
-  auto boolean = [&](const std::string& key, bool* out) {
+  auto boolean = [&](const std::string& key, bool* field) {
     if (!j.contains(key)) return;
     if (!j[key].is_boolean()) throw Error(label + ": config \"" + key + "\" must be true or false");
-    *out = j[key].get<bool>();
+    *field = j[key].get<bool>();
   };
-  static const char* const kKnown[] = {
-      "architecture", "d_model", "heads", "encoder_layers", "decoder_layers", "d_ff", "activation",
-      "norm", "norm_kind", "layer_norm_eps", "position", "sinusoid_layout", "embedding_scale",
-      "shared_embeddings", "tied_output", "src_vocab_size", "tgt_vocab_size", "vocab_size",
-      "pad_id", "bos_id", "eos_id", "unk_id", "decoder_start_id", "max_positions",
-      "universal_steps", "dropout", "comment"};
+  static const char* const kKnown[] = {"architecture",
+                                       "d_model",
+                                       "heads",
+                                       "encoder_layers",
+                                       "decoder_layers",
+                                       "d_ff",
+                                       "activation",
+                                       "norm",
+                                       "norm_kind",
+                                       "layer_norm_eps",
+                                       "position",
+                                       "sinusoid_layout",
+                                       "embedding_scale",
+                                       "shared_embeddings",
+                                       "tied_output",
+                                       "src_vocab_size",
+                                       "tgt_vocab_size",
+                                       "vocab_size",
+                                       "pad_id",
+                                       "bos_id",
+                                       "eos_id",
+                                       "unk_id",
+                                       "decoder_start_id",
+                                       "max_positions",
+                                       "universal_steps",
+                                       "dropout",
+                                       "comment"};
+  std::set<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
     if (!known) throw Error(label + ": config has unknown key \"" + it.key() + "\"");
+    keys.insert(it.key());
   }
-  if (j.contains("architecture")) c.architecture = Pick(j["architecture"], "architecture", kArchitectures, label);
+  if (j.contains("architecture"))
+    c.architecture = Pick(j["architecture"], "architecture", kArchitectures, label);
   integer("d_model", &c.d_model, true);
   integer("heads", &c.heads, true);
   integer("encoder_layers", &c.encoder_layers, false);
   integer("decoder_layers", &c.decoder_layers, false);
   integer("d_ff", &c.d_ff, true);
-  if (j.contains("activation")) c.activation = Pick(j["activation"], "activation", kActivations, label);
+  if (j.contains("activation"))
+    c.activation = Pick(j["activation"], "activation", kActivations, label);
   if (j.contains("norm")) c.norm_placement = Pick(j["norm"], "norm", kNorms, label);
   if (j.contains("norm_kind")) c.norm_kind = Pick(j["norm_kind"], "norm_kind", kNormKinds, label);
   number("layer_norm_eps", &c.layer_norm_eps);
@@ -117,20 +145,43 @@ ModelConfig ParseModelConfig(const std::string& json_text, const std::string& la
   number("embedding_scale", &c.embedding_scale);
   boolean("shared_embeddings", &c.shared_embeddings);
   boolean("tied_output", &c.tied_output);
-  integer("vocab_size", &c.src_vocab_size, false);
-  c.tgt_vocab_size = c.src_vocab_size;
+  if (j.contains("vocab_size") || !partial) {
+    integer("vocab_size", &c.src_vocab_size, false);
+    c.tgt_vocab_size = c.src_vocab_size;
+  }
   integer("src_vocab_size", &c.src_vocab_size, c.src_vocab_size == 0);
   integer("tgt_vocab_size", &c.tgt_vocab_size, c.tgt_vocab_size == 0);
   integer("pad_id", &c.pad_id, false);
   integer("bos_id", &c.bos_id, false);
   integer("eos_id", &c.eos_id, false);
   integer("unk_id", &c.unk_id, false);
-  c.decoder_start_id = c.bos_id;
+  if (!partial || j.contains("bos_id")) c.decoder_start_id = c.bos_id;
   integer("decoder_start_id", &c.decoder_start_id, false);
   integer("max_positions", &c.max_positions, false);
-  if (c.max_positions == 0) c.max_positions = 1024;
+  if (c.max_positions == 0 && !partial) c.max_positions = 1024;
   integer("universal_steps", &c.universal_steps, false);
+  return keys;
+}
+
+nlohmann::json ParseJson(const std::string& json_text, const std::string& label) {
+  try {
+    return nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(label + ": config is not valid JSON (" + e.what() + ")");
+  }
+}
+
+}  // namespace
+
+ModelConfig ParseModelConfig(const std::string& json_text, const std::string& label) {
+  ModelConfig c;
+  Apply(ParseJson(json_text, label), label, false, &c);
   return c;
+}
+
+std::set<std::string> ApplyConfigOverrides(const nlohmann::json& j, const std::string& label,
+                                           ModelConfig* config) {
+  return Apply(j, label, true, config);
 }
 
 std::string ModelConfigToJson(const ModelConfig& c) {

@@ -34,6 +34,9 @@ class SafetensorsFile {
   HostTensor Float(const std::string& name, bool allow_int = false) const;
   // Integer tensors (I32/I64) as int64.
   std::vector<int64_t> Ints(const std::string& name) const;
+  // Start of the data section; an entry's bytes are [begin, end) from here.
+  const uint8_t* data_section() const { return bytes_.data() + data_start_; }
+  const std::string& label() const { return label_; }
 
  private:
   std::string label_;

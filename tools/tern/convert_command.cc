@@ -1,8 +1,15 @@
 // tern convert: checkpoint -> .tern (converter/convert.h does the work).
+#include <unistd.h>
+
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "converter/convert.h"
+#include "converter/error.h"
+#include "converter/precision.h"
+#include "converter/quality.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 
@@ -13,56 +20,194 @@ namespace {
 const char kHelp[] =
     "usage: tern convert CHECKPOINT -o OUTPUT.tern [options]\n"
     "\n"
-    "Converts a safetensors checkpoint with canonical tensor names (docs/CONVENTIONS.md) into a\n"
-    "verified .tern model. The output is written to a temporary file, loaded back with the\n"
-    "runtime, then renamed: a failed conversion never leaves a partial file.\n"
+    "Converts a checkpoint into a verified .tern model. The output is written to a temporary\n"
+    "file, loaded back with the runtime, then renamed: a failed conversion never leaves a\n"
+    "partial file. Nothing in the checkpoint is executed (torch.save pickles are read by a\n"
+    "restricted reader). See docs/converter.md.\n"
     "\n"
-    "options:\n"
-    "  -o, --output PATH         the .tern file to write\n"
-    "  --config PATH             config.json (default: the checkpoint's metadata \"config\",\n"
-    "                            else config.json beside the checkpoint)\n"
+    "input:\n"
+    "  CHECKPOINT                *.safetensors, *.safetensors.index.json (sharded), torch.save\n"
+    "                            zip (*.pt, *.pth, *.bin) or numpy *.npz\n"
+    "  --arch NAME               tern (canonical names, default), marian (Hugging Face MarianMT),\n"
+    "                            nn_transformer (torch.nn.Transformer + --map), annotated\n"
+    "                            (The Annotated Transformer's make_model)\n"
+    "  --config PATH             tern: config.json (default: the safetensors metadata \"config\",\n"
+    "                            else config.json beside the checkpoint); marian: the HF\n"
+    "                            config.json (default: beside the checkpoint); annotated: a\n"
+    "                            partial tern config (e.g. {\"heads\": 8})\n"
+    "  --map PATH                nn_transformer: JSON name map for the parts outside "
+    "nn.Transformer\n"
+    "  --set KEY=VALUE           override a config key (tern config.json names), repeatable,\n"
+    "                            e.g. --set heads=8 --set norm=pre --set eos_id=1\n"
+    "  --state-key KEY           torch.save files: the entry holding the state dict (a.b for "
+    "nested)\n"
+    "  --skip-prefix P           ignore checkpoint tensors whose name starts with P (repeatable)\n"
+    "  --ignore-position-table   drop a stored sinusoidal table even if it differs from the\n"
+    "                            runtime's (a warning instead of an error)\n"
+    "\n"
+    "precision:\n"
     "  --dtype fp32|fp16|int8|int4  weight type (default fp32); vectors stay fp32, embeddings\n"
     "                            are int8 when int4 is asked\n"
-    "  --group-size N            int4 block size along the input dimension (default 32)\n"
+    "  --group-size N            int4 block size along the input dimension (default 32, 0: per "
+    "row)\n"
+    "  --keep DTYPE:GLOB         store tensors matching GLOB (canonical names, * and ?) in DTYPE,\n"
+    "                            repeatable, e.g. --keep fp16:decoder.layers.*.fc2.weight\n"
+    "  --auto-budget SIZE        raise the precision of the most sensitive matrices while the\n"
+    "                            weights fit SIZE (bytes, K/M/G, or N% of the fp32 size); --dtype\n"
+    "                            is the lowest precision used\n"
+    "\n"
+    "quality report (printed on stdout after writing):\n"
+    "  --report FILE             source ids, one sentence per line: compare the fp32 and the\n"
+    "                            converted model (token agreement, logit error)\n"
+    "  --references FILE         reference ids per line: BLEU-4 of both models too\n"
+    "  --max-length N            decoder steps per sentence (default min(256, max_positions))\n"
+    "\n"
+    "output:\n"
+    "  -o, --output PATH         the .tern file to write\n"
     "  --tokenizer PATH          SentencePiece model to embed (shared or source side)\n"
     "  --target-tokenizer PATH   SentencePiece model of the target side, if different\n"
-    "  --skip-prefix P           ignore checkpoint tensors whose name starts with P\n"
     "  --force                   overwrite OUTPUT if it exists\n"
-    "  --quiet                   no progress on stderr\n";
+    "  --quiet                   no progress bar and no notes on stderr\n";
+
+// Options that may be given more than once are taken out of argv before Args sees it.
+std::vector<std::string> TakeRepeated(int* argc, char** argv, const std::string& name) {
+  std::vector<std::string> values;
+  int out = 0;
+  const std::string flag = "--" + name;
+  for (int i = 0; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag) {
+      if (i + 1 >= *argc) throw UsageError("option " + flag + " needs a value");
+      values.push_back(argv[++i]);
+    } else if (arg.compare(0, flag.size() + 1, flag + "=") == 0) {
+      values.push_back(arg.substr(flag.size() + 1));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return values;
+}
+
+std::string OverridesJson(const std::vector<std::string>& sets) {
+  if (sets.empty()) return "";
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& s : sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--set \"" + s + "\": expected KEY=VALUE");
+    const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    try {
+      j[key] = nlohmann::json::parse(value);
+    } catch (const nlohmann::json::exception&) {
+      j[key] = value;  // a bare word: a string (e.g. norm=pre)
+    }
+  }
+  return j.dump();
+}
+
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool live) : live_(live) {}
+  void Update(size_t done, size_t total) {
+    if (!live_ || total == 0) return;
+    const int width = 30;
+    const int filled = static_cast<int>(done * width / total);
+    std::fprintf(stderr, "\rconverting [%.*s%.*s] %zu/%zu tensors", filled,
+                 "##############################", width - filled, "..............................",
+                 done, total);
+    if (done == total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool live_;
+};
 
 }  // namespace
 
 int Convert(int argc, char** argv) {
+  const std::vector<std::string> keep = TakeRepeated(&argc, argv, "keep");
+  const std::vector<std::string> sets = TakeRepeated(&argc, argv, "set");
+  const std::vector<std::string> skips = TakeRepeated(&argc, argv, "skip-prefix");
   Args args(argc, argv,
-            {"output", "config", "dtype", "group-size", "tokenizer", "target-tokenizer", "skip-prefix"},
-            {"force", "quiet", "help"}, {{"-o", "--output"}});
+            {"output", "arch", "config", "map", "state-key", "dtype", "group-size", "auto-budget",
+             "tokenizer", "target-tokenizer", "report", "references", "max-length"},
+            {"force", "quiet", "help", "ignore-position-table"}, {{"-o", "--output"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (args.positional().size() != 1) throw UsageError("expected exactly one CHECKPOINT");
   if (!args.has("output")) throw UsageError("--output is required");
+  if (args.has("references") && !args.has("report"))
+    throw UsageError("--references needs --report");
   convert::ConvertOptions options;
   options.checkpoint = args.positional()[0];
+  options.arch = args.get("arch", "tern");
   options.config = args.get("config");
+  options.map = args.get("map");
+  options.overrides_json = OverridesJson(sets);
+  options.state_key = args.get("state-key");
+  options.ignore_position_mismatch = args.has("ignore-position-table");
   options.tokenizer = args.get("tokenizer");
   options.target_tokenizer = args.get("target-tokenizer");
   options.dtype = convert::ParseDType(args.get("dtype", "fp32"));
   options.group_size = args.get_int("group-size", 32);
   if (options.group_size < 0) throw UsageError("--group-size must be >= 0");
-  if (args.has("skip-prefix")) options.skip_prefixes.push_back(args.get("skip-prefix"));
+  options.keep = keep;
+  options.auto_budget = args.get("auto-budget");
+  try {  // malformed values are usage errors; whether a rule matches is checked on the model
+    for (const auto& k : keep) convert::ParseKeepRule(k);
+    if (!options.auto_budget.empty()) convert::ParseBudget(options.auto_budget);
+  } catch (const convert::Error& e) {
+    throw UsageError(e.what());
+  }
+  if (!options.auto_budget.empty() && options.dtype == DType::kF32) {
+    throw UsageError("--auto-budget needs the lowest precision to use: --dtype fp16, int8 or int4");
+  }
+  options.skip_prefixes = skips;
+  const long long max_length = args.get_int("max-length", 0);
+  if (max_length < 0 || max_length > 1 << 20)
+    throw UsageError("--max-length must be between 0 and 1048576");
   for (int i = 0; i < argc; ++i) options.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (const auto& k : keep) options.command_line += " --keep " + k;
+  for (const auto& s : sets) options.command_line += " --set " + s;
+  for (const auto& s : skips) options.command_line += " --skip-prefix " + s;
   const bool quiet = args.has("quiet");
+  ProgressBar bar(!quiet && ::isatty(2));
   if (!quiet) {
-    options.progress = [](size_t done, size_t total) {
-      std::fprintf(stderr, "\rconverting tensors: %zu/%zu", done, total);
-      if (done == total) std::fputc('\n', stderr);
+    options.progress = [&bar](size_t done, size_t total) { bar.Update(done, total); };
+    options.note = [](const std::string& note) {
+      std::fprintf(stderr, "note: %s\n", note.c_str());
     };
   }
   const convert::TernContents contents = convert::BuildContents(options);
   const std::string output = args.get("output");
   convert::WriteModelFile(output, contents, args.has("force"));
-  if (!quiet) std::fprintf(stderr, "wrote %s\n", output.c_str());
+  if (!quiet) {
+    size_t bytes = 0;
+    for (const auto& t : contents.tensors) bytes += t.data.size() + 4 * t.scales.size();
+    std::fprintf(stderr, "wrote %s (%zu tensors, %zu bytes of weights)\n", output.c_str(),
+                 contents.tensors.size(), bytes);
+  }
+  if (args.has("report")) {
+    convert::ConvertOptions reference = options;
+    reference.dtype = DType::kF32;
+    reference.keep.clear();
+    reference.auto_budget.clear();
+    reference.progress = nullptr;
+    reference.note = nullptr;
+    const convert::TernContents fp32 = convert::BuildContents(reference);
+    const auto sources = convert::ReadIdLines(args.get("report"));
+    std::vector<convert::IdSequence> refs;
+    if (args.has("references")) refs = convert::ReadIdLines(args.get("references"));
+    convert::QualityReport report =
+        convert::CompareModels(fp32, contents, sources, refs, static_cast<int32_t>(max_length));
+    report.label = std::string(DTypeName(options.dtype)) +
+                   (keep.empty() && options.auto_budget.empty() ? "" : " (mixed precision)");
+    std::fputs(report.Format().c_str(), stdout);
+  }
   return 0;
 }
 

@@ -1,0 +1,310 @@
+#include "converter/architectures/architecture.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "converter/architectures/architecture_util.h"
+#include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/error.h"
+#include "converter/model_config_json.h"
+
+namespace tern::convert {
+
+namespace arch {
+
+bool Sources::Skipped(const std::string& name) const {
+  for (const auto& p : skip_) {
+    if (name.compare(0, p.size(), p) == 0) return true;
+  }
+  return false;
+}
+
+void Sources::Direct(MappedCheckpoint* out, const std::string& canonical,
+                     const std::string& source) {
+  out->source_names[canonical] = source;
+  if (!Has(source)) return;
+  Use(source);
+  const Checkpoint* ckpt = &ckpt_;
+  out->tensors[canonical] = MappedTensor{source, [ckpt, source] { return ckpt->Float(source); }};
+}
+
+void Sources::Rows(MappedCheckpoint* out, const std::string& canonical, const std::string& source,
+                   int64_t begin, int64_t count, int64_t total) {
+  const std::string label =
+      source + " rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ")";
+  out->source_names[canonical] = label;
+  if (!Has(source)) return;
+  Use(source);
+  const Checkpoint* ckpt = &ckpt_;
+  out->tensors[canonical] =
+      MappedTensor{label, [ckpt, source, begin, count, total] {
+                     HostTensor full = ckpt->Float(source);
+                     if (full.shape.empty() || full.shape[0] != total) {
+                       throw Error(ckpt->at(source).where + ": tensor \"" + source +
+                                   "\" has shape " + full.shape_string() + ", expected " +
+                                   std::to_string(total) + " rows (3 x d_model: q, k, v)");
+                     }
+                     const int64_t row = full.elements() / total;
+                     HostTensor t;
+                     t.name = source;
+                     t.shape = full.shape;
+                     t.shape[0] = count;
+                     t.values.assign(full.values.begin() + begin * row,
+                                     full.values.begin() + (begin + count) * row);
+                     return t;
+                   }};
+}
+
+void Sources::Squeeze(MappedCheckpoint* out, const std::string& canonical,
+                      const std::string& source) {
+  out->source_names[canonical] = source;
+  if (!Has(source)) return;
+  Use(source);
+  const Checkpoint* ckpt = &ckpt_;
+  out->tensors[canonical] = MappedTensor{source, [ckpt, source] {
+                                           HostTensor t = ckpt->Float(source);
+                                           while (t.shape.size() > 1 && t.shape[0] == 1)
+                                             t.shape.erase(t.shape.begin());
+                                           return t;
+                                         }};
+}
+
+void Sources::CheckAllUsed(const std::string& hint) const {
+  for (const auto& kv : ckpt_.tensors()) {
+    if (used_.count(kv.first) || Skipped(kv.first)) continue;
+    throw Error(ckpt_.label() + ": unexpected tensor \"" + kv.first + "\" " + hint);
+  }
+}
+
+bool SameValues(const Checkpoint& ckpt, const std::string& a, const std::string& b) {
+  const CheckpointTensor& ta = ckpt.at(a);
+  const CheckpointTensor& tb = ckpt.at(b);
+  if (ta.shape != tb.shape) return false;
+  if (!ta.storage_id.empty() && ta.storage_id == tb.storage_id && ta.offset == tb.offset &&
+      ta.strides == tb.strides && ta.dtype == tb.dtype) {
+    return true;  // the same view of the same storage (torch.save keeps tied weights shared)
+  }
+  const HostTensor va = ckpt.Float(a);
+  const HostTensor vb = ckpt.Float(b);
+  return va.values == vb.values;
+}
+
+namespace {
+
+// Hugging Face's MarianSinusoidalPositionalEmbedding: the paper's frequencies 1/10000^(2i/d)
+// in the concatenated layout (sin in the first half, cos in the second).
+void HfMarianTable(int64_t rows, int64_t d, float* out) {
+  const int64_t half = d / 2;
+  for (int64_t p = 0; p < rows; ++p) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) /
+                           std::pow(10000.0, 2.0 * static_cast<double>(i) / static_cast<double>(d));
+      out[p * d + i] = static_cast<float>(std::sin(angle));
+      out[p * d + half + i] = static_cast<float>(std::cos(angle));
+    }
+  }
+}
+
+struct Mismatch {
+  bool ok = true;
+  int64_t row = 0, col = 0;
+  float got = 0, want = 0;
+};
+
+// Tolerance: the storage dtype's rounding (f16 / bf16 checkpoints), plus the angle error of a
+// table computed in float32 (torch), which grows with the position.
+Mismatch Compare(const std::vector<float>& got, const std::vector<float>& want, int64_t d,
+                 double base_tol) {
+  Mismatch m;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i) / d;
+    const double tol = base_tol + 4e-7 * static_cast<double>(row);
+    if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol)) {
+      m.ok = false;
+      m.row = row;
+      m.col = static_cast<int64_t>(i) % d;
+      m.got = got[i];
+      m.want = want[i];
+      return m;
+    }
+  }
+  return m;
+}
+
+const char* LayoutName(ref::SinusoidLayout layout) {
+  return layout == ref::SinusoidLayout::kInterleaved ? "interleaved" : "concatenated";
+}
+
+}  // namespace
+
+int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int64_t d_model,
+                            ref::SinusoidLayout layout, bool ignore,
+                            std::vector<std::string>* notes) {
+  HostTensor t = ckpt.Float(name);
+  const std::string where = ckpt.at(name).where + ": position table \"" + name + "\"";
+  std::vector<int64_t> dims;
+  for (int64_t d : t.shape) {
+    if (d != 1) dims.push_back(d);
+  }
+  if (t.shape.empty() || t.shape.back() != d_model || dims.size() > 2) {
+    throw Error(where + " has shape " + t.shape_string() + ", expected [positions, " +
+                std::to_string(d_model) + "]");
+  }
+  const int64_t rows = t.elements() / d_model;
+  std::vector<float> want(static_cast<size_t>(rows * d_model));
+  ref::SinusoidalPositions(0, rows, d_model, layout, want.data());
+  const SourceDType stored = ckpt.at(name).dtype;
+  const double tol = stored == SourceDType::kF16    ? 1e-3
+                     : stored == SourceDType::kBF16 ? 8e-3
+                                                    : 1e-5;
+  const Mismatch m = Compare(t.values, want, d_model, tol);
+  if (m.ok) {
+    notes->push_back("verified and dropped " + name + ": equals the runtime's " +
+                     LayoutName(layout) + " sinusoidal table (" + std::to_string(rows) +
+                     " positions)");
+    return rows;
+  }
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "row %lld, column %lld: %.7g stored, %.7g computed",
+                static_cast<long long>(m.row), static_cast<long long>(m.col),
+                static_cast<double>(m.got), static_cast<double>(m.want));
+  std::string matches;
+  const ref::SinusoidLayout other = layout == ref::SinusoidLayout::kInterleaved
+                                        ? ref::SinusoidLayout::kConcatenated
+                                        : ref::SinusoidLayout::kInterleaved;
+  std::vector<float> alt(want.size());
+  ref::SinusoidalPositions(0, rows, d_model, other, alt.data());
+  if (Compare(t.values, alt, d_model, tol).ok) {
+    matches = "; it is the " + std::string(LayoutName(other)) + " layout instead";
+  } else if (d_model % 2 == 0) {
+    HfMarianTable(rows, d_model, alt.data());
+    if (Compare(t.values, alt, d_model, tol).ok) {
+      matches =
+          "; it is Hugging Face's MarianSinusoidalPositionalEmbedding table (frequencies "
+          "1/10000^(2i/d) in the "
+          "concatenated layout, not Marian's 1/10000^(i/(d/2-1))), for which the runtime has no "
+          "sinusoid_layout yet";
+    }
+  }
+  const std::string message =
+      where + " is not the sinusoidal table the runtime computes for sinusoid_layout=" +
+      LayoutName(layout) + " (" + detail + ")" + matches;
+  if (!ignore) {
+    throw Error(
+        message +
+        "; --ignore-position-table drops it and uses the runtime's table (outputs will differ)");
+  }
+  notes->push_back("warning: " + message + "; dropped anyway (--ignore-position-table)");
+  return rows;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+nlohmann::json ParseJsonText(const std::string& text, const std::string& label) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(label + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void ApplyOverrides(const ArchitectureOptions& options, MappedCheckpoint* out) {
+  if (options.overrides_json.empty()) return;
+  const nlohmann::json j = ParseJsonText(options.overrides_json, "--set");
+  for (const auto& key : ApplyConfigOverrides(j, "--set", &out->config)) {
+    out->notes.push_back("config " + key + " = " + j[key].dump() + " (--set)");
+  }
+}
+
+int32_t CountLayers(const Sources& src, const std::string& prefix) {
+  std::set<int64_t> seen;
+  for (const auto& kv : src.ckpt().tensors()) {
+    const std::string& name = kv.first;
+    if (name.compare(0, prefix.size(), prefix) != 0 || src.Skipped(name)) continue;
+    size_t i = prefix.size();
+    int64_t v = 0;
+    size_t digits = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 6)
+      v = v * 10 + (name[i++] - '0'), ++digits;
+    if (digits == 0 || i >= name.size() || name[i] != '.') continue;
+    seen.insert(v);
+  }
+  if (seen.empty()) return 0;
+  const int64_t n = *seen.rbegin() + 1;
+  if (static_cast<int64_t>(seen.size()) != n) {
+    for (int64_t k = 0; k < n; ++k) {
+      if (!seen.count(k)) {
+        throw Error(src.ckpt().label() + ": layer " + prefix + std::to_string(k) +
+                    " is missing (layers up to " + std::to_string(n - 1) + " exist)");
+      }
+    }
+  }
+  return static_cast<int32_t>(n);
+}
+
+// The project's own layout: names are canonical already.
+MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& options) {
+  MappedCheckpoint out;
+  std::string text;
+  if (!options.config.empty()) {
+    text = ReadTextFile(options.config);
+    out.config_label = options.config;
+  } else if (ckpt.metadata().count("config")) {
+    text = ckpt.metadata().at("config");
+    out.config_label = ckpt.label() + " (metadata \"config\")";
+  } else {
+    out.config_label = DirName(options.checkpoint) + "/config.json";
+    if (!FileExists(out.config_label)) {
+      throw Error(ckpt.label() +
+                  ": no config: pass --config, or put config.json beside the checkpoint");
+    }
+    text = ReadTextFile(out.config_label);
+  }
+  out.config = ParseModelConfig(text, out.config_label);
+  ApplyOverrides(options, &out);
+  if (out.config.architecture != Architecture::kEncoderDecoder) {
+    throw Error(out.config_label +
+                ": only architecture \"encoder_decoder\" can be converted by this version");
+  }
+  Sources src(ckpt, options.skip_prefixes);
+  for (const auto& e : EncoderDecoderLayout(out.config)) src.Direct(&out, e.name, e.name);
+  src.CheckAllUsed("(not part of this architecture/config; wrong config or name map?)");
+  return out;
+}
+
+}  // namespace arch
+
+const std::vector<std::string>& ArchitectureNames() {
+  static const std::vector<std::string> names = {"tern", "marian", "nn_transformer", "annotated"};
+  return names;
+}
+
+MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions& options) {
+  if (options.arch == "tern") return arch::MapTern(ckpt, options);
+  if (options.arch == "marian") return arch::MapMarian(ckpt, options);
+  if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
+  if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
+  std::string names;
+  for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
+  throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,62 @@
+// Architecture name maps: a checkpoint's own tensor names and config -> tern's canonical
+// tensors (docs/CONVENTIONS.md) and ModelConfig. One function per layout:
+//
+//   tern            canonical names already (the project's own checkpoints, safetensors/npz/pt);
+//                   config from --config, the safetensors metadata "config" or config.json
+//   marian          Hugging Face MarianMT (OPUS-MT): model.encoder.layers.N.self_attn.q_proj, ...;
+//                   config from the HF config.json
+//   nn_transformer  torch.nn.Transformer (in_proj_weight, linear1/2, norm1/2/3, encoder.norm) plus
+//                   a JSON name map (--map) for the embeddings, generator and position buffers
+//   annotated       The Annotated Transformer's make_model state_dict (linears.0..3,
+//                   feed_forward.w_1/w_2, sublayer.N.norm.a_2/b_2, src_embed.0.lut, generator.proj)
+//
+// Every source tensor must be used, verified-and-dropped (position tables, tied copies) or
+// skipped by the user; anything else is an "unexpected tensor" error naming it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "converter/host_tensor.h"
+#include "converter/readers/checkpoint.h"
+#include "runtime/model/config.h"
+
+namespace tern::convert {
+
+struct ArchitectureOptions {
+  std::string arch = "tern";
+  std::string checkpoint;      // path, for locating config.json
+  std::string config;          // --config path (HF config.json for marian; tern config otherwise)
+  std::string map;             // --map path (nn_transformer)
+  std::string overrides_json;  // --set key=value pairs as a JSON object text ("" = none)
+  std::vector<std::string> skip_prefixes;
+  // Accept a stored sinusoidal table that differs from what the runtime computes (drop it with a
+  // warning instead of failing).
+  bool ignore_position_mismatch = false;
+};
+
+// One canonical tensor: where it comes from and how to produce its values.
+struct MappedTensor {
+  std::string source;                // source name(s), for messages
+  std::function<HostTensor()> load;  // values with the canonical name, in the source's shape
+};
+
+struct MappedCheckpoint {
+  ModelConfig config;
+  std::string config_label;                     // where the config came from, for messages
+  std::map<std::string, MappedTensor> tensors;  // canonical name -> source
+  // Canonical -> source name for every tensor the layout may need (present or not), so errors
+  // about a missing tensor name what the checkpoint should have held.
+  std::map<std::string, std::string> source_names;
+  std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
+};
+
+// Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.
+MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions& options);
+
+// The names --arch accepts.
+const std::vector<std::string>& ArchitectureNames();
+
+}  // namespace tern::convert

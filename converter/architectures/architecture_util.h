@@ -1,0 +1,69 @@
+// Helpers shared by the architecture name maps (internal to converter/architectures).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "converter/architectures/architecture.h"
+#include "runtime/kernels/reference/positions.h"
+
+namespace tern::convert::arch {
+
+// Tracks which source tensors a map has used; the rest must be skipped or are unexpected.
+class Sources {
+ public:
+  Sources(const Checkpoint& ckpt, const std::vector<std::string>& skip_prefixes)
+      : ckpt_(ckpt), skip_(skip_prefixes) {}
+
+  const Checkpoint& ckpt() const { return ckpt_; }
+  bool Has(const std::string& name) const { return ckpt_.has(name) && !Skipped(name); }
+  bool Skipped(const std::string& name) const;
+  void Use(const std::string& name) { used_.insert(name); }
+
+  // canonical <- source, unchanged (a no-op for a missing source: the layout check reports it).
+  void Direct(MappedCheckpoint* out, const std::string& canonical, const std::string& source);
+  // canonical <- rows [begin, begin + count) of a source whose first dimension is `total`
+  // (nn.MultiheadAttention's packed in_proj_weight / in_proj_bias).
+  void Rows(MappedCheckpoint* out, const std::string& canonical, const std::string& source,
+            int64_t begin, int64_t count, int64_t total);
+  // canonical <- source with its leading size-1 dimensions removed ([1, V] -> [V]).
+  void Squeeze(MappedCheckpoint* out, const std::string& canonical, const std::string& source);
+  // Throws "unexpected tensor" for the first source tensor not used nor skipped.
+  void CheckAllUsed(const std::string& hint) const;
+
+ private:
+  const Checkpoint& ckpt_;
+  std::vector<std::string> skip_;
+  std::set<std::string> used_;
+};
+
+// True when two source tensors hold the same values (same shape; bitwise equal as float32).
+bool SameValues(const Checkpoint& ckpt, const std::string& a, const std::string& b);
+
+// Verifies that a stored sinusoidal table equals the runtime's table for `layout` (rows x
+// d_model after removing size-1 dimensions, within float32 rounding of the writer), so it can be
+// dropped. Returns the number of rows. On a mismatch: an error saying which layout (if any) the
+// table does match, or, with `ignore`, a note.
+int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int64_t d_model,
+                            ref::SinusoidLayout layout, bool ignore,
+                            std::vector<std::string>* notes);
+
+std::string ReadTextFile(const std::string& path);
+std::string DirName(const std::string& path);
+bool FileExists(const std::string& path);
+nlohmann::json ParseJsonText(const std::string& text, const std::string& label);
+
+// Applies `--set`/--config overrides (partial tern config JSON) onto the mapped config.
+void ApplyOverrides(const ArchitectureOptions& options, MappedCheckpoint* out);
+
+// Largest N + 1 such that "<prefix>N." starts some source tensor name; checks 0..N-1 all exist.
+int32_t CountLayers(const Sources& src, const std::string& prefix);
+
+MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
+
+}  // namespace tern::convert::arch

@@ -1,0 +1,73 @@
+// A restricted unpickler for what torch.save writes for a state_dict (pickle protocol 2, also
+// the protocol-4 framing opcodes). It never imports or calls anything: GLOBAL is accepted only
+// for a fixed list of names (collections.OrderedDict, torch._utils._rebuild_tensor_v2 and
+// _rebuild_tensor / _rebuild_parameter, the torch.*Storage types), REDUCE only on those, and
+// persistent ids only in torch's ('storage', type, key, location, numel) form. Any other opcode
+// is an error "unsupported pickle opcode 0xNN at offset N"; any other global is an error that
+// names it. Values are plain data: None, bool, int, float, str, tuple, list, dict, storage,
+// tensor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tern::convert {
+
+struct PickleValue;
+using PickleRef = std::shared_ptr<PickleValue>;
+
+struct PickleStorage {
+  std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::string key;    // the archive's data/<key> entry
+  std::string location;
+  int64_t numel = 0;
+};
+
+struct PickleTensor {
+  std::shared_ptr<PickleStorage> storage;
+  int64_t offset = 0;  // in elements
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements
+};
+
+struct PickleValue {
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kTuple,
+    kList,
+    kDict,
+    kGlobal,
+    kStorage,
+    kTensor
+  };
+  Kind kind = Kind::kNone;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0.0;
+  std::string s;                                        // kString; kGlobal: "module.name"
+  std::vector<PickleRef> items;                         // kTuple, kList
+  std::vector<std::pair<PickleRef, PickleRef>> dict;    // kDict, in insertion order
+  std::unordered_map<std::string, size_t> string_keys;  // kDict: str key -> index in dict
+  std::shared_ptr<PickleStorage> storage;
+  PickleTensor tensor;
+  // Nesting depth (1 for a leaf), and whether the value is already an item of another container:
+  // a contained container may not change any more, so no value can contain itself (no cycles)
+  // and depths stay exact (bounded, so destruction cannot recurse deeply).
+  int depth = 1;
+  bool contained = false;
+};
+
+const char* PickleKindName(PickleValue::Kind kind);
+
+// Runs the pickle program. `label` prefixes every error (e.g. "model.pt: archive/data.pkl").
+PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label);
+
+}  // namespace tern::convert

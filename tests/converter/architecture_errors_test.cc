@@ -1,0 +1,293 @@
+// Bad input for the architecture maps: every case is an error that names the tensor (in the
+// checkpoint's own naming, and the canonical name) or the config field, and what was expected.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+
+#include "converter/convert.h"
+#include "converter/readers/checkpoint.h"
+#include "runtime/core/fp16.h"
+#include "tests/converter/architecture_fixture.h"
+#include "tests/converter/checkpoint_files.h"
+
+namespace tern::convert {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+using testing::CheckpointFixture;
+using testing::ScratchDir;
+
+// The Marian fixture's tensors as float32 safetensors, edited, with an edited config.json.
+struct MarianCopy {
+  ScratchDir dir;
+  std::map<std::string, testing::RawTensor> tensors;
+  nlohmann::json config;
+
+  MarianCopy() {
+    const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("marian/pytorch_model.bin"));
+    for (const auto& kv : ckpt.tensors()) {
+      const HostTensor t = ckpt.Float(kv.first);
+      tensors[kv.first] = {"F32", t.shape, testing::Floats(t.values)};
+    }
+    config = nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("marian/config.json")));
+  }
+  ConvertOptions Write() {
+    testing::WriteRawSafetensors(dir / "model.safetensors", tensors);
+    testing::WriteBytes(dir / "config.json", config.dump(2));
+    ConvertOptions o;
+    o.checkpoint = dir / "model.safetensors";
+    o.arch = "marian";
+    return o;
+  }
+};
+
+TEST_CASE("Marian: a copy of the fixture in safetensors still converts",
+          "[architectures][errors][marian]") {
+  MarianCopy m;
+  const TernContents c = BuildContents(m.Write());
+  CHECK(c.source_format == "safetensors/marian");
+}
+
+TEST_CASE("Marian: a float16 checkpoint (as transformers' converter saves them) converts",
+          "[architectures][marian]") {
+  MarianCopy m;
+  for (auto& kv : m.tensors) {
+    const float* f = reinterpret_cast<const float*>(kv.second.bytes.data());
+    std::string half;
+    for (size_t i = 0; i < kv.second.bytes.size() / 4; ++i) {
+      const uint16_t h = Fp32ToFp16(f[i]);
+      half.append(reinterpret_cast<const char*>(&h), 2);
+    }
+    kv.second = {"F16", kv.second.shape, half};
+  }
+  std::vector<std::string> notes;
+  ConvertOptions o = m.Write();
+  o.note = [&](const std::string& n) { notes.push_back(n); };
+  const TernContents c = BuildContents(o);  // the f16 position tables verify within f16 rounding
+  bool verified = false;
+  for (const auto& n : notes)
+    verified = verified || n.find("verified and dropped model.encoder.embed_positions") == 0;
+  CHECK(verified);
+  CHECK(c.tensors.front().dtype == DType::kF32);
+}
+
+TEST_CASE("Marian: Hugging Face's own position table is refused unless asked",
+          "[architectures][errors][marian]") {
+  MarianCopy m;
+  // transformers' MarianSinusoidalPositionalEmbedding: sin/cos halves, frequencies 1/10000^(2i/d).
+  const int64_t rows = 64, d = 16;
+  std::vector<float> table(rows * d);
+  for (int64_t p = 0; p < rows; ++p) {
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double angle =
+          static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+      table[p * d + i] = static_cast<float>(std::sin(angle));
+      table[p * d + d / 2 + i] = static_cast<float>(std::cos(angle));
+    }
+  }
+  for (const char* name :
+       {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
+    m.tensors[name] = {"F32", {rows, d}, testing::Floats(table)};
+  }
+  ConvertOptions o = m.Write();
+  REQUIRE_THROWS_WITH(
+      BuildContents(o),
+      ContainsSubstring(
+          "position table \"model.encoder.embed_positions.weight\" is not the sinusoidal "
+          "table the runtime computes for sinusoid_layout=concatenated (row 1, column 1") &&
+          ContainsSubstring("it is Hugging Face's MarianSinusoidalPositionalEmbedding table") &&
+          ContainsSubstring("--ignore-position-table"));
+  o.ignore_position_mismatch = true;
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& n) { notes.push_back(n); };
+  CHECK_NOTHROW(BuildContents(o));
+  bool warned = false;
+  for (const auto& n : notes) warned = warned || n.find("warning: ") == 0;
+  CHECK(warned);
+  // An interleaved table (the wrong layout) is named as such.
+  std::vector<float> interleaved(rows * d);
+  ref::SinusoidalPositions(0, rows, d, ref::SinusoidLayout::kInterleaved, interleaved.data());
+  m.tensors["model.encoder.embed_positions.weight"] = {
+      "F32", {rows, d}, testing::Floats(interleaved)};
+  REQUIRE_THROWS_WITH(BuildContents(m.Write()),
+                      ContainsSubstring("it is the interleaved layout instead"));
+}
+
+TEST_CASE("Marian: missing, unexpected and mis-shaped tensors name the HF tensor",
+          "[architectures][errors][marian]") {
+  MarianCopy m;
+  SECTION("missing") {
+    m.tensors.erase("model.decoder.layers.1.fc2.weight");
+    REQUIRE_THROWS_WITH(BuildContents(m.Write()),
+                        ContainsSubstring("required tensor \"model.decoder.layers.1.fc2.weight\" "
+                                          "(decoder.layers.1.fc2.weight) is missing"));
+  }
+  SECTION("unexpected") {
+    m.tensors["model.encoder.layers.0.adapter.weight"] = {"F32", {2}, testing::Floats({1, 2})};
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring(
+            "unexpected tensor \"model.encoder.layers.0.adapter.weight\" (not part of a "
+            "MarianMT model with this config.json)"));
+  }
+  SECTION("config disagreeing with the weights") {
+    m.config["encoder_ffn_dim"] = 48;
+    m.config["decoder_ffn_dim"] = 48;
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring(
+            "tensor \"model.encoder.layers.0.fc1.weight\" (encoder.layers.0.fc1.weight) has "
+            "shape [32, 16], expected [48, 16] from the config") &&
+            ContainsSubstring("config.json"));
+  }
+  SECTION("layer count disagreeing") {
+    m.config["decoder_layers"] = 1;
+    REQUIRE_THROWS_WITH(BuildContents(m.Write()),
+                        ContainsSubstring("unexpected tensor \"model.decoder.layers.1."));
+  }
+  SECTION("an int64 weight") {
+    const std::vector<int64_t> ints(32 * 16, 1);
+    m.tensors["model.encoder.layers.0.fc1.weight"] = {
+        "I64", {32, 16}, std::string(reinterpret_cast<const char*>(ints.data()), ints.size() * 8)};
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring(
+            "tensor \"model.encoder.layers.0.fc1.weight\" has dtype I64; expected a float "
+            "type"));
+  }
+  SECTION("a NaN") {
+    HostTensor t;
+    std::vector<float> v(16, 0.5f);
+    v[5] = std::nanf("");
+    m.tensors["model.decoder.layers.0.self_attn_layer_norm.weight"] = {
+        "F32", {16}, testing::Floats(v)};
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring(
+            "tensor \"model.decoder.layers.0.self_attn_layer_norm.weight\" "
+            "(decoder.layers.0.self_attn_layer_norm.weight) has a non-finite value at "
+            "index 5 (nan)"));
+  }
+  SECTION("an untied lm_head under tie_word_embeddings") {
+    std::vector<float> v(24 * 16, 0.25f);
+    m.tensors["lm_head.weight"] = {"F32", {24, 16}, testing::Floats(v)};
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring("tensor \"lm_head.weight\" differs from \"model.shared.weight\" although "
+                          "config tie_word_embeddings is true"));
+  }
+  SECTION("config fields the runtime cannot honour") {
+    m.config["decoder_attention_heads"] = 4;
+    REQUIRE_THROWS_WITH(
+        BuildContents(m.Write()),
+        ContainsSubstring("encoder_attention_heads 2 != decoder_attention_heads 4"));
+  }
+  SECTION("another model type") {
+    m.config["model_type"] = "bart";
+    REQUIRE_THROWS_WITH(BuildContents(m.Write()),
+                        ContainsSubstring("\"model_type\" is \"bart\", not \"marian\""));
+  }
+  SECTION("no config.json") {
+    ConvertOptions o = m.Write();
+    std::remove((m.dir / "config.json").c_str());
+    REQUIRE_THROWS_WITH(
+        BuildContents(o),
+        ContainsSubstring("--arch marian needs the model's Hugging Face config.json"));
+  }
+}
+
+TEST_CASE("nn.Transformer: what the weights cannot say must be in the map",
+          "[architectures][errors][nn_transformer]") {
+  ScratchDir dir;
+  nlohmann::json map =
+      nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("nn_transformer/map.json")));
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("nn_transformer/model.pt");
+  o.arch = "nn_transformer";
+  o.map = dir / "map.json";
+  SECTION("no head count") {
+    map["config"].erase("heads");
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(BuildContents(o),
+                        ContainsSubstring("the head count is not in the weights: set \"heads\""));
+    o.overrides_json = "{\"heads\": 2}";  // --set heads=2 is enough
+    CHECK_NOTHROW(BuildContents(o));
+  }
+  SECTION("post-LN with nn.Transformer's final norms") {
+    map["config"]["norm"] = "post";
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(
+        BuildContents(o),
+        ContainsSubstring(
+            "\"transformer.encoder.norm\" / \"transformer.decoder.norm\" are final "
+            "LayerNorms after post-LN layers (nn.Transformer's default, "
+            "norm_first=False); the runtime applies final norms only to pre-LN models"));
+  }
+  SECTION("a tensor outside nn.Transformer and the map") {
+    map.erase("positions");
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(
+        BuildContents(o),
+        ContainsSubstring(
+            "unexpected tensor \"positional_encoding.pos_embedding\" (not nn.Transformer's "
+            "nor named in the map"));
+    map["ignore"] = {"positional_encoding."};
+    testing::WriteBytes(o.map, map.dump());
+    CHECK_NOTHROW(BuildContents(o));
+  }
+  SECTION("a wrong position layout") {
+    map["positions"][0]["layout"] = "concatenated";
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(BuildContents(o),
+                        ContainsSubstring("it is the interleaved layout instead"));
+  }
+  SECTION("a misspelled key and a missing embedding") {
+    map["generatr"] = "generator";
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(BuildContents(o), ContainsSubstring("unknown map key \"generatr\""));
+    map.erase("generatr");
+    map["src_embedding"] = "src_emb.weight";
+    testing::WriteBytes(o.map, map.dump());
+    REQUIRE_THROWS_WITH(
+        BuildContents(o),
+        ContainsSubstring("map src_embedding \"src_emb.weight\" is not in the checkpoint"));
+  }
+  SECTION("no map") {
+    o.map.clear();
+    REQUIRE_THROWS_WITH(BuildContents(o),
+                        ContainsSubstring("--arch nn_transformer needs --map MAP.json"));
+  }
+  SECTION("the wrong head count changes the outputs") {
+    testing::WriteBytes(o.map, map.dump());
+    o.overrides_json = "{\"heads\": 4}";
+    const testing::ParityResult r = testing::RunParity(
+        o, testing::LoadExpected(CheckpointFixture("nn_transformer/expected.safetensors")));
+    CHECK(r.logit_error > 1e-3f);
+  }
+}
+
+TEST_CASE("Annotated Transformer: the head count is required",
+          "[architectures][errors][annotated]") {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("annotated/model.pt");
+  o.arch = "annotated";
+  REQUIRE_THROWS_WITH(
+      BuildContents(o),
+      ContainsSubstring("the head count is not in the weights: pass --set heads=N"));
+  o.overrides_json = "{\"heads\": 3}";
+  REQUIRE_THROWS_WITH(BuildContents(o),
+                      ContainsSubstring("heads = 3 does not divide d_model = 16"));
+}
+
+TEST_CASE("unknown --arch", "[architectures][errors]") {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("annotated/model.pt");
+  o.arch = "t5";
+  REQUIRE_THROWS_WITH(
+      BuildContents(o),
+      ContainsSubstring(
+          "unknown --arch \"t5\"; expected one of tern, marian, nn_transformer, annotated"));
+}
+
+}  // namespace
+}  // namespace tern::convert

@@ -1,0 +1,129 @@
+// Test support for the architecture fixtures (tests/fixtures/checkpoints/<arch>/, made by
+// tools/fixtures/make_<arch>_fixture.py): convert a checkpoint, run it with the runtime, and
+// compare with the outputs the generator's own PyTorch forward computed. Header-only: the
+// converter tests are the *_test.cc files of this directory.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "converter/readers/safetensors.h"
+#include "tests/support/tiny_model.h"
+
+namespace tern::testing {
+
+struct ExpectedOutputs {
+  int64_t batch = 0, src_seq = 0, tgt_seq = 0, max_len = 0;
+  std::vector<int32_t> src_ids, src_lengths, tgt_in, greedy_ids, greedy_lengths;
+  std::vector<float> encoder_out, logits;
+};
+
+struct ParityResult {
+  float encoder_error = 0;   // max |runtime - expected| over unpadded encoder rows
+  float logit_error = 0;     // max over teacher-forced logits
+  bool greedy_equal = true;  // every sentence's greedy ids identical
+  std::string greedy_detail;
+};
+
+// tests/fixtures/checkpoints/<relative>; LoadExpected reads a generator's expected.safetensors;
+// RunParity converts with `options`, runs the model through Session / EncoderDecoder and
+// compares with `expected`.
+inline std::string CheckpointFixture(const std::string& relative) {
+  return std::string(TERN_FIXTURES) + "/checkpoints/" + relative;
+}
+
+inline ExpectedOutputs LoadExpected(const std::string& path) {
+  const convert::SafetensorsFile f = convert::SafetensorsFile::Read(path);
+  auto ints = [&](const std::string& name) {
+    std::vector<int32_t> out;
+    for (int64_t v : f.Ints(name)) out.push_back(static_cast<int32_t>(v));
+    return out;
+  };
+  ExpectedOutputs e;
+  e.src_ids = ints("src_ids");
+  e.src_lengths = ints("src_lengths");
+  e.tgt_in = ints("tgt_in");
+  e.greedy_ids = ints("greedy_ids");
+  e.greedy_lengths = ints("greedy_lengths");
+  e.encoder_out = f.Float("encoder_out").values;
+  e.logits = f.Float("logits").values;
+  e.batch = f.entries().at("src_ids").shape[0];
+  e.src_seq = f.entries().at("src_ids").shape[1];
+  e.tgt_seq = f.entries().at("tgt_in").shape[1];
+  e.max_len = f.entries().at("greedy_ids").shape[1];
+  return e;
+}
+
+inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e) {
+  const convert::TernContents contents = convert::BuildContents(options);
+  AlignedBytes bytes(convert::SerializeModel(contents));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  if (!model.ok()) throw std::runtime_error(model.status().message());
+  Limits limits;
+  limits.max_batch = static_cast<int32_t>(e.batch);
+  limits.max_source_length = static_cast<int32_t>(e.src_seq);
+  limits.max_target_length = static_cast<int32_t>(std::max(e.tgt_seq, e.max_len));
+  auto need = Session::RequiredArenaBytes(model.value(), limits);
+  if (!need.ok()) throw std::runtime_error(need.status().message());
+  std::vector<uint8_t> arena(need.value());
+  Session session;
+  Status s = session.Prepare(model.value(), limits, arena.data(), arena.size());
+  if (!s.ok()) throw std::runtime_error(s.message());
+  const ModelConfig& c = model->config();
+  const int64_t d = c.d_model, vocab = c.tgt_vocab_size;
+  EncoderDecoder& ed = session.encoder_decoder();
+  ParityResult r;
+  s = ed.Encode(e.src_ids.data(), e.src_seq, e.src_lengths.data(), static_cast<int32_t>(e.batch));
+  if (!s.ok()) throw std::runtime_error(s.message());
+  for (int64_t b = 0; b < e.batch; ++b) {
+    for (int64_t i = 0; i < e.src_lengths[b]; ++i) {
+      for (int64_t k = 0; k < d; ++k) {
+        const float got = ed.encoder_output()[(b * ed.source_stride() + i) * d + k];
+        r.encoder_error =
+            std::max(r.encoder_error, std::fabs(got - e.encoder_out[(b * e.src_seq + i) * d + k]));
+      }
+    }
+  }
+  std::vector<int32_t> tokens(static_cast<size_t>(e.batch));
+  for (int64_t t = 0; t < e.tgt_seq; ++t) {
+    for (int64_t b = 0; b < e.batch; ++b) tokens[b] = e.tgt_in[b * e.tgt_seq + t];
+    const float* logits = nullptr;
+    s = ed.DecodeStep(tokens.data(), &logits);
+    if (!s.ok()) throw std::runtime_error(s.message());
+    for (int64_t b = 0; b < e.batch; ++b) {
+      for (int64_t v = 0; v < vocab; ++v) {
+        r.logit_error =
+            std::max(r.logit_error,
+                     std::fabs(logits[b * vocab + v] - e.logits[(b * e.tgt_seq + t) * vocab + v]));
+      }
+    }
+  }
+  GreedyOptions greedy;
+  greedy.max_length = static_cast<int32_t>(e.max_len);
+  std::vector<int32_t> out(static_cast<size_t>(e.max_len));
+  for (int64_t b = 0; b < e.batch; ++b) {
+    size_t produced = 0;
+    Span<const int32_t> src(e.src_ids.data() + b * e.src_seq,
+                            static_cast<size_t>(e.src_lengths[b]));
+    s = session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, greedy);
+    if (!s.ok()) throw std::runtime_error(s.message());
+    std::vector<int32_t> got(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+    std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
+                              e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
+    if (got != want) {
+      r.greedy_equal = false;
+      r.greedy_detail += "sentence " + std::to_string(b) + ": got";
+      for (int32_t v : got) r.greedy_detail += " " + std::to_string(v);
+      r.greedy_detail += ", want";
+      for (int32_t v : want) r.greedy_detail += " " + std::to_string(v);
+      r.greedy_detail += "; ";
+    }
+  }
+  return r;
+}
+
+}  // namespace tern::testing

@@ -1,0 +1,373 @@
+// The checkpoint readers: torch.save zip (restricted unpickler, strided views, dtypes), numpy
+// .npz, sharded safetensors; and every malformed input they must refuse with an error naming
+// the file and what is wrong.
+#include <sys/stat.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <random>
+
+#include "converter/error.h"
+#include "converter/readers/checkpoint.h"
+#include "converter/readers/pickle.h"
+#include "converter/readers/safetensors.h"
+#include "converter/readers/zip.h"
+#include "tests/converter/checkpoint_files.h"
+
+namespace tern::convert {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+using testing::ScratchDir;
+
+std::string Fixture(const std::string& name) {
+  return std::string(TERN_FIXTURES) + "/checkpoints/readers/" + name;
+}
+
+void ExpectSameValues(const Checkpoint& ckpt, const std::string& expected_path) {
+  const SafetensorsFile expected = SafetensorsFile::Read(expected_path);
+  for (const auto& kv : expected.entries()) {
+    INFO("tensor " << kv.first);
+    REQUIRE(ckpt.has(kv.first));
+    CHECK(ckpt.at(kv.first).shape == kv.second.shape);
+    if (kv.second.dtype == "I64") {
+      CHECK(ckpt.Ints(kv.first) == expected.Ints(kv.first));
+    } else {
+      CHECK(ckpt.Float(kv.first).values == expected.Float(kv.first).values);
+    }
+  }
+}
+
+TEST_CASE("torch.save files: views, offsets, strides and dtypes", "[readers][torch]") {
+  for (const char* name : {"views.pt", "views_protocol4.pt"}) {
+    INFO(name);
+    const Checkpoint ckpt = Checkpoint::Open(Fixture(name));
+    CHECK(ckpt.format() == "torch-zip");
+    CHECK(ckpt.tensors().size() == 11);
+    ExpectSameValues(ckpt, Fixture("views_expected.safetensors"));
+    CHECK_FALSE(ckpt.at("transposed").contiguous());
+    CHECK(ckpt.at("sliced").offset == 8);
+    CHECK(ckpt.at("tied_a").storage_id == ckpt.at("tied_b").storage_id);
+    CHECK(ckpt.at("transposed").storage_id == ckpt.at("contiguous").storage_id);
+    CHECK(ckpt.at("scalar").shape.empty());
+    REQUIRE_THROWS_WITH(ckpt.Float("int64"),
+                        ContainsSubstring("tensor \"int64\" has dtype I64; expected a float type"));
+  }
+}
+
+TEST_CASE("numpy .npz: <f4, <f2, Fortran order, integers", "[readers][npz]") {
+  const Checkpoint ckpt = Checkpoint::Open(Fixture("arrays.npz"));
+  CHECK(ckpt.format() == "npz");
+  ExpectSameValues(ckpt, Fixture("arrays_expected.safetensors"));
+  CHECK(ckpt.Ints("u1") == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK_FALSE(ckpt.at("fortran").contiguous());
+}
+
+TEST_CASE("a training checkpoint needs --state-key", "[readers][torch]") {
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(Fixture("training.pt")),
+      ContainsSubstring("not a state dict of tensors: entries \"epoch\", \"lr\", \"model\", "
+                        "\"optimizer\" are not tensors; if the weights are under \"model\", pass "
+                        "--state-key model"));
+  CheckpointOptions options;
+  options.state_key = "model";
+  const Checkpoint ckpt = Checkpoint::Open(Fixture("training.pt"), options);
+  CHECK(ckpt.tensors().size() == 2);
+  CHECK(ckpt.Float("b").values == std::vector<float>{0.0f, 0.0f});
+  options.state_key = "optimizer";
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(Fixture("training.pt"), options),
+      ContainsSubstring("[\"optimizer\"]: not a state dict of tensors: entries \"state\", "
+                        "\"param_groups\" are not tensors"));
+  options.state_key = "epoch";
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), options),
+                      ContainsSubstring("entry \"epoch\" is a int, not a dict"));
+}
+
+TEST_CASE("a pickle that calls os.system is refused and nothing runs",
+          "[readers][torch][security]") {
+  // Made by pickle.dumps of an object whose __reduce__ returns (os.system, (...)): posix.system.
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("evil.pt")),
+                      ContainsSubstring("pickle global \"posix.system\" at offset") &&
+                          ContainsSubstring("is not allowed"));
+  // The same by hand with os.system, and a command that would leave a trace.
+  ScratchDir dir;
+  const std::string marker = dir / "pwned";
+  const std::string pickle = std::string("\x80\x02") + "cos\nsystem\n" +
+                             testing::PickleString("touch " + marker) + "\x85R.";
+  testing::WriteBytes(dir / "evil.pt", testing::TorchArchive(pickle));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(dir / "evil.pt"),
+      ContainsSubstring(dir /
+                        "evil.pt: archive/data.pkl: pickle global \"os.system\" at offset 2 is "
+                        "not allowed"));
+  struct stat st;
+  CHECK(::stat(marker.c_str(), &st) != 0);
+  // Protocol 4 spelling (STACK_GLOBAL) is held to the same list.
+  const std::string p4 = std::string("\x80\x04") + "\x8c\x02os\x8c\x06system\x93" +
+                         testing::PickleString("true") + "\x85R.";
+  testing::WriteBytes(dir / "evil4.pt", testing::TorchArchive(p4));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "evil4.pt"),
+                      ContainsSubstring("pickle global \"os.system\""));
+  // builtins.eval, and REDUCE on an allowed but non-callable global.
+  testing::WriteBytes(dir / "eval.pt",
+                      testing::TorchArchive(std::string("\x80\x02") + "cbuiltins\neval\n."));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "eval.pt"),
+                      ContainsSubstring("pickle global \"builtins.eval\""));
+  testing::WriteBytes(dir / "reduce.pt",
+                      testing::TorchArchive(std::string("\x80\x02") + "ctorch\nFloatStorage\n)R."));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(dir / "reduce.pt"),
+      ContainsSubstring(
+          "REDUCE may only call OrderedDict or torch's tensor rebuild functions, not a "
+          "\"torch.FloatStorage\""));
+}
+
+TEST_CASE("unsupported pickle opcodes are named with their offset", "[readers][torch]") {
+  ScratchDir dir;
+  // INST (0x69) builds an object from a class by name: not in the subset.
+  testing::WriteBytes(dir / "inst.pt",
+                      testing::TorchArchive(std::string("\x80\x02") + "ios\nsystem\n."));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "inst.pt"),
+                      ContainsSubstring("unsupported pickle opcode 0x69 at offset 2"));
+  // BINSTRING (0x54) after a MARK.
+  testing::WriteBytes(dir / "binstring.pt",
+                      testing::TorchArchive(std::string("\x80\x02(T\x01\x00\x00\x00x.", 10)));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "binstring.pt"),
+                      ContainsSubstring("unsupported pickle opcode 0x54 at offset 3"));
+  // A pickle that stops early.
+  testing::WriteBytes(dir / "short.pt",
+                      testing::TorchArchive(std::string("\x80\x02}X\x10\x00\x00\x00"
+                                                        "ab",
+                                                        10)));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "short.pt"),
+                      ContainsSubstring("runs past the pickle"));
+  // Not a dict at the top.
+  testing::WriteBytes(dir / "list.pt", testing::TorchArchive(std::string("\x80\x02]."), {}));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "list.pt"),
+                      ContainsSubstring("the saved object is a list, expected a state dict"));
+}
+
+TEST_CASE("hand-written torch archives: views checked against their storage", "[readers][torch]") {
+  ScratchDir dir;
+  const std::string storage = testing::Floats({1, 2, 3, 4, 5, 6});
+  // A transposed [3, 2] view of a [2, 3] storage.
+  std::string p = testing::PickleStateDict(
+      {testing::PickleTensor("w", "FloatStorage", "0", 6, 0, {3, 2}, {1, 3})});
+  testing::WriteBytes(dir / "ok.pt", testing::TorchArchive(p, {{"0", storage}}));
+  const Checkpoint ckpt = Checkpoint::Open(dir / "ok.pt");
+  CHECK(ckpt.Float("w").values == std::vector<float>{1, 4, 2, 5, 3, 6});
+  // A view reaching past its storage.
+  p = testing::PickleStateDict(
+      {testing::PickleTensor("w", "FloatStorage", "0", 6, 2, {3, 2}, {2, 1})});
+  testing::WriteBytes(dir / "oob.pt", testing::TorchArchive(p, {{"0", storage}}));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(dir / "oob.pt"),
+      ContainsSubstring(
+          "tensor \"w\" with shape [3, 2], strides [2, 1] and offset 2 reaches element 7 "
+          "of a storage of 6 elements"));
+  // Storage entry shorter than numel says.
+  p = testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 6, 0, {6}, {1})});
+  testing::WriteBytes(dir / "short.pt", testing::TorchArchive(p, {{"0", storage.substr(0, 20)}}));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(dir / "short.pt"),
+      ContainsSubstring(
+          "archive/data/0: storage of tensor \"w\" has 20 bytes; 6 F32 elements need 24"));
+  // Storage entry missing.
+  testing::WriteBytes(dir / "missing.pt", testing::TorchArchive(p));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "missing.pt"),
+                      ContainsSubstring("tensor \"w\": storage entry archive/data/0 is missing"));
+}
+
+TEST_CASE("corrupted and truncated zip archives", "[readers][zip]") {
+  ScratchDir dir;
+  const std::string good = testing::ReadBytes(Fixture("views.pt"));
+  SECTION("a flipped byte in a storage fails its CRC-32") {
+    const ZipArchive zip = ZipArchive::Open(FileBytes::Open(Fixture("views.pt")));
+    const ZipEntry* entry = zip.Find("views/data/0");
+    REQUIRE(entry != nullptr);
+    std::string bad = good;
+    bad[entry->data_offset + 1] ^= 0x40;
+    testing::WriteBytes(dir / "crc.pt", bad);
+    REQUIRE_THROWS_WITH(
+        Checkpoint::Open(dir / "crc.pt"),
+        ContainsSubstring("corrupted zip archive: entry \"views/data/0\" fails its CRC-32 check"));
+  }
+  SECTION("cut in half") {
+    testing::WriteBytes(dir / "cut.pt", good.substr(0, good.size() / 2));
+    REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "cut.pt"),
+                        ContainsSubstring("no end-of-central-directory record (truncated file?)"));
+  }
+  SECTION("central directory pointing past the file") {
+    std::string bad = good;
+    bad[bad.size() - 6] = '\x7f';  // cd offset's low byte... make the offset huge
+    bad[bad.size() - 3] = '\x7f';
+    testing::WriteBytes(dir / "cd.pt", bad);
+    REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "cd.pt"),
+                        ContainsSubstring("lies outside the file (truncated file?)"));
+  }
+  SECTION("an entry claiming deflate") {
+    testing::WriteBytes(dir / "deflate.pt", testing::MakeZip({{"archive/data.pkl", "x"}}, 8));
+    REQUIRE_THROWS_WITH(
+        Checkpoint::Open(dir / "deflate.pt"),
+        ContainsSubstring("zip entry \"archive/data.pkl\" is compressed (method 8, deflate); only "
+                          "stored entries are supported"));
+  }
+  SECTION("not a zip at all") {
+    testing::WriteBytes(dir / "junk.pt", "hello, I am not a checkpoint");
+    REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "junk.pt"),
+                        ContainsSubstring("not a torch.save zip archive"));
+  }
+  SECTION("a zip without data.pkl") {
+    testing::WriteBytes(dir / "other.pt", testing::MakeZip({{"readme.txt", "hi"}}));
+    REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "other.pt"),
+                        ContainsSubstring("no <archive>/data.pkl entry"));
+  }
+}
+
+TEST_CASE("formats the converter refuses with advice", "[readers]") {
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(Fixture("legacy.pt")),
+      ContainsSubstring("legacy (pre-1.6, non-zip) torch.save format is not supported"));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("compressed.npz")),
+                      ContainsSubstring("is compressed (method 8, deflate)") &&
+                          ContainsSubstring("re-save with numpy.savez"));
+}
+
+TEST_CASE("truncated and malformed .npz / .npy", "[readers][npz]") {
+  ScratchDir dir;
+  const std::string good = testing::ReadBytes(Fixture("arrays.npz"));
+  testing::WriteBytes(dir / "cut.npz", good.substr(0, good.size() * 3 / 5));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "cut.npz"), ContainsSubstring("(truncated file?)"));
+  auto npy = [](const std::string& header, const std::string& data) {
+    std::string h = header;
+    while ((10 + h.size() + 1) % 64) h.push_back(' ');
+    h.push_back('\n');
+    std::string out("\x93NUMPY\x01\x00", 8);
+    testing::Put16(&out, static_cast<uint32_t>(h.size()));
+    return out + h + data;
+  };
+  testing::WriteBytes(
+      dir / "short.npz",
+      testing::MakeZip({{"w.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }",
+                                      testing::Floats({1, 2}))}}));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(dir / "short.npz"),
+      ContainsSubstring("w.npy: array [100] of F32 needs 400 bytes, the entry has 8 (truncated?)"));
+  testing::WriteBytes(dir / "be.npz",
+                      testing::MakeZip({{"w.npy", npy("{'descr': '>f4', 'fortran_order': False, "
+                                                      "'shape': (2,), }",
+                                                      testing::Floats({1, 2}))}}));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "be.npz"),
+                      ContainsSubstring(".npy dtype '>f4' is not supported (big-endian)"));
+  testing::WriteBytes(
+      dir / "struct.npz",
+      testing::MakeZip(
+          {{"w.npy", npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
+                         testing::Floats({1, 2}))}}));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "struct.npz"),
+                      ContainsSubstring("structured arrays are not supported"));
+  testing::WriteBytes(dir / "magic.npz", testing::MakeZip({{"w.npy", "NOTNUMPY"}}));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "magic.npz"),
+                      ContainsSubstring("w.npy: not a .npy array (bad magic)"));
+}
+
+TEST_CASE("sharded safetensors: the index and the shards must agree", "[readers][safetensors]") {
+  ScratchDir dir;
+  const std::string a = testing::Floats({1, 2}), b = testing::Floats({3, 4, 5});
+  testing::WriteRawSafetensors(dir / "s1.safetensors", {{"a", {"F32", {2}, a}}});
+  testing::WriteRawSafetensors(dir / "s2.safetensors", {{"b", {"F32", {3}, b}}});
+  auto index = [&](const std::string& map) {
+    testing::WriteBytes(dir / "m.safetensors.index.json",
+                        "{\"metadata\": {\"total_size\": 20}, \"weight_map\": " + map + "}");
+    return dir / "m.safetensors.index.json";
+  };
+  const Checkpoint ok =
+      Checkpoint::Open(index("{\"a\": \"s1.safetensors\", \"b\": \"s2.safetensors\"}"));
+  CHECK(ok.format() == "safetensors-sharded");
+  CHECK(ok.files().size() == 3);
+  CHECK(ok.Float("b").values == std::vector<float>{3, 4, 5});
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(index("{\"a\": \"s1.safetensors\", \"b\": \"s1.safetensors\"}")),
+      ContainsSubstring("tensor \"b\" is listed for s1.safetensors but is not in it"));
+  testing::WriteRawSafetensors(dir / "s3.safetensors",
+                               {{"a", {"F32", {2}, a}}, {"c", {"F32", {2}, a}}});
+  REQUIRE_THROWS_WITH(Checkpoint::Open(index("{\"a\": \"s3.safetensors\"}")),
+                      ContainsSubstring("s3.safetensors: tensor \"c\" is not in the index"));
+  REQUIRE_THROWS_WITH(
+      Checkpoint::Open(index("{\"a\": \"../s1.safetensors\"}")),
+      ContainsSubstring(
+          "shard \"../s1.safetensors\" must be a file name in the index's directory"));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(index("{\"a\": \"gone.safetensors\"}")),
+                      ContainsSubstring("gone.safetensors: cannot open"));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(index("[1, 2]")),
+                      ContainsSubstring("index needs an object \"weight_map\""));
+}
+
+}  // namespace
+}  // namespace tern::convert
+
+namespace tern::convert {
+namespace {
+
+// Mutated inputs must read or fail with convert::Error: never crash, hang or read out of bounds
+// (run under -DTERN_SANITIZE=ON to check the last).
+TEST_CASE("mutated torch.save pickles and zip headers fail cleanly", "[readers][robustness]") {
+  const auto file = FileBytes::Open(Fixture("views.pt"));
+  const ZipArchive zip = ZipArchive::Open(file);
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::string pickle;
+  for (const auto& e : zip.entries()) {
+    std::string bytes(reinterpret_cast<const char*>(zip.Data(e)), static_cast<size_t>(e.size));
+    if (e.name == "views/data.pkl") pickle = bytes;
+    entries.emplace_back(e.name, bytes);
+  }
+  REQUIRE_FALSE(pickle.empty());
+  std::mt19937 rng(1234);
+  ScratchDir dir;
+  size_t read = 0, refused = 0;
+  for (int i = 0; i < 500; ++i) {
+    std::string mutated = pickle;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k)
+      mutated[rng() % mutated.size()] = static_cast<char>(rng() & 0xFF);
+    if (rng() % 8 == 0) mutated.resize(rng() % mutated.size());
+    auto with = entries;
+    for (auto& e : with) {
+      if (e.first == "views/data.pkl") e.second = mutated;
+    }
+    testing::WriteBytes(dir / "m.pt", testing::MakeZip(with));
+    try {
+      const Checkpoint ckpt = Checkpoint::Open(dir / "m.pt");
+      for (const auto& kv : ckpt.tensors()) {
+        if (SourceDTypeIsFloat(kv.second.dtype)) {
+          (void)ckpt.Float(kv.first);
+        } else {
+          (void)ckpt.Ints(kv.first);
+        }
+      }
+      ++read;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  CHECK(read + refused == 500);
+  CHECK(refused > 0);
+  // Zip structure: mutate the headers (the central directory and local headers).
+  const std::string good = testing::ReadBytes(Fixture("views.pt"));
+  for (int i = 0; i < 3000; ++i) {
+    std::string bad = good;
+    const size_t start = rng() % 2 ? bad.size() * 3 / 4 : 0;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < flips; ++k)
+      bad[start + rng() % (bad.size() - start)] = static_cast<char>(rng() & 0xFF);
+    try {
+      const ZipArchive z = ZipArchive::Open(FileBytes::FromMemory(bad, "mutated.pt"));
+      for (const auto& e : z.entries()) (void)z.Data(e);
+    } catch (const Error&) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::convert
