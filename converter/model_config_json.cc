@@ -56,7 +56,8 @@ const Choice<PositionKind> kPositions[] = {{"sinusoidal", PositionKind::kSinusoi
                                            {"none", PositionKind::kNone}};
 const Choice<ref::SinusoidLayout> kLayouts[] = {
     {"interleaved", ref::SinusoidLayout::kInterleaved},
-    {"concatenated", ref::SinusoidLayout::kConcatenated}};
+    {"concatenated", ref::SinusoidLayout::kConcatenated},
+    {"split_halves", ref::SinusoidLayout::kSplitHalves}};
 
 }  // namespace
 

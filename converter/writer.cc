@@ -76,7 +76,7 @@ std::vector<uint8_t> BuildDescription(const TernContents& c, const std::vector<c
                                          fbb.CreateString(c.source_digest), fbb.CreateString(c.source_format),
                                          fbb.CreateString(c.creation_options));
   auto config = BuildConfig(fbb, c.config);
-  auto model = schema::CreateModel(fbb, 1, 0, config, tensor_vec, tokenizer, metadata);
+  auto model = schema::CreateModel(fbb, 1, 1, config, tensor_vec, tokenizer, metadata);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

@@ -95,20 +95,6 @@ bool SameValues(const Checkpoint& ckpt, const std::string& a, const std::string&
 
 namespace {
 
-// Hugging Face's MarianSinusoidalPositionalEmbedding: the paper's frequencies 1/10000^(2i/d)
-// in the concatenated layout (sin in the first half, cos in the second).
-void HfMarianTable(int64_t rows, int64_t d, float* out) {
-  const int64_t half = d / 2;
-  for (int64_t p = 0; p < rows; ++p) {
-    for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) /
-                           std::pow(10000.0, 2.0 * static_cast<double>(i) / static_cast<double>(d));
-      out[p * d + i] = static_cast<float>(std::sin(angle));
-      out[p * d + half + i] = static_cast<float>(std::cos(angle));
-    }
-  }
-}
-
 struct Mismatch {
   bool ok = true;
   int64_t row = 0, col = 0;
@@ -136,7 +122,12 @@ Mismatch Compare(const std::vector<float>& got, const std::vector<float>& want, 
 }
 
 const char* LayoutName(ref::SinusoidLayout layout) {
-  return layout == ref::SinusoidLayout::kInterleaved ? "interleaved" : "concatenated";
+  switch (layout) {
+    case ref::SinusoidLayout::kInterleaved: return "interleaved";
+    case ref::SinusoidLayout::kConcatenated: return "concatenated";
+    case ref::SinusoidLayout::kSplitHalves: return "split_halves";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -173,21 +164,13 @@ int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int
                 static_cast<long long>(m.row), static_cast<long long>(m.col),
                 static_cast<double>(m.got), static_cast<double>(m.want));
   std::string matches;
-  const ref::SinusoidLayout other = layout == ref::SinusoidLayout::kInterleaved
-                                        ? ref::SinusoidLayout::kConcatenated
-                                        : ref::SinusoidLayout::kInterleaved;
   std::vector<float> alt(want.size());
-  ref::SinusoidalPositions(0, rows, d_model, other, alt.data());
-  if (Compare(t.values, alt, d_model, tol).ok) {
-    matches = "; it is the " + std::string(LayoutName(other)) + " layout instead";
-  } else if (d_model % 2 == 0) {
-    HfMarianTable(rows, d_model, alt.data());
+  for (ref::SinusoidLayout other : {ref::SinusoidLayout::kInterleaved, ref::SinusoidLayout::kConcatenated,
+                                    ref::SinusoidLayout::kSplitHalves}) {
+    if (other == layout || !matches.empty()) continue;
+    ref::SinusoidalPositions(0, rows, d_model, other, alt.data());
     if (Compare(t.values, alt, d_model, tol).ok) {
-      matches =
-          "; it is Hugging Face's MarianSinusoidalPositionalEmbedding table (frequencies "
-          "1/10000^(2i/d) in the "
-          "concatenated layout, not Marian's 1/10000^(i/(d/2-1))), for which the runtime has no "
-          "sinusoid_layout yet";
+      matches = "; it is the " + std::string(LayoutName(other)) + " layout instead";
     }
   }
   const std::string message =

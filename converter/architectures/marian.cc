@@ -105,7 +105,9 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   c.norm_kind = ref::NormKind::kLayerNorm;
   c.layer_norm_eps = 1e-5f;  // nn.LayerNorm's default, which MarianEncoderLayer uses
   c.position = PositionKind::kSinusoidal;
-  c.sinusoid_layout = ref::SinusoidLayout::kConcatenated;
+  // transformers computes its table with the paper's frequencies in two halves; a stored table
+  // decides below (Marian C++ exports use the concatenated layout).
+  c.sinusoid_layout = ref::SinusoidLayout::kSplitHalves;
   c.embedding_scale = hf.Bool("scale_embedding", false)
                           ? static_cast<float>(std::sqrt(static_cast<double>(c.d_model)))
                           : 1.0f;
@@ -190,14 +192,23 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   for (const char* name :
        {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
     if (!src.Has(name)) continue;
+    // The stored table is the truth: transformers' split halves, or Marian's concatenated one.
+    std::vector<std::string> probe;
+    bool split = true;
+    try {
+      VerifyPositionTable(ckpt, name, c.d_model, ref::SinusoidLayout::kSplitHalves, false, &probe);
+    } catch (const Error&) {
+      split = false;
+    }
+    c.sinusoid_layout = split ? ref::SinusoidLayout::kSplitHalves : ref::SinusoidLayout::kConcatenated;
     VerifyPositionTable(ckpt, name, c.d_model, c.sinusoid_layout, options.ignore_position_mismatch,
                         &out.notes);
     src.Use(name);
   }
   if (!src.Has("model.encoder.embed_positions.weight")) {
     out.notes.push_back(
-        "no stored position table: using the runtime's concatenated sinusoidal layout (Marian's "
-        "frequencies; transformers' own table uses 1/10000^(2i/d) and differs slightly)");
+        "no stored position table: using transformers' own sinusoidal table (split halves, "
+        "frequencies 1/10000^(2i/d))");
   }
 
   ApplyOverrides(options, &out);

@@ -71,31 +71,42 @@ TEST_CASE("Marian: a float16 checkpoint (as transformers' converter saves them) 
   CHECK(c.tensors.front().dtype == DType::kF32);
 }
 
-TEST_CASE("Marian: Hugging Face's own position table is refused unless asked",
+TEST_CASE("Marian: the stored position table decides the layout; unknown tables are refused unless asked",
           "[architectures][errors][marian]") {
   MarianCopy m;
-  // transformers' MarianSinusoidalPositionalEmbedding: sin/cos halves, frequencies 1/10000^(2i/d).
   const int64_t rows = 64, d = 16;
-  std::vector<float> table(rows * d);
+  auto table_of = [&](ref::SinusoidLayout layout) {
+    std::vector<float> table(rows * d);
+    ref::SinusoidalPositions(0, rows, d, layout, table.data());
+    return table;
+  };
+  auto store = [&](const std::vector<float>& table) {
+    for (const char* name : {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
+      m.tensors[name] = {"F32", {rows, d}, testing::Floats(table)};
+    }
+  };
+  // transformers' table (sin/cos halves, frequencies 1/10000^(2i/d)), written out by hand here.
+  std::vector<float> hf(rows * d);
   for (int64_t p = 0; p < rows; ++p) {
     for (int64_t i = 0; i < d / 2; ++i) {
-      const double angle =
-          static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
-      table[p * d + i] = static_cast<float>(std::sin(angle));
-      table[p * d + d / 2 + i] = static_cast<float>(std::cos(angle));
+      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+      hf[p * d + i] = static_cast<float>(std::sin(angle));
+      hf[p * d + d / 2 + i] = static_cast<float>(std::cos(angle));
     }
   }
-  for (const char* name :
-       {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
-    m.tensors[name] = {"F32", {rows, d}, testing::Floats(table)};
-  }
+  store(hf);
+  CHECK(BuildContents(m.Write()).config.sinusoid_layout == ref::SinusoidLayout::kSplitHalves);
+  // Marian C++'s table (concatenated, frequencies 1/10000^(i/(d/2-1))).
+  store(table_of(ref::SinusoidLayout::kConcatenated));
+  CHECK(BuildContents(m.Write()).config.sinusoid_layout == ref::SinusoidLayout::kConcatenated);
+  // Neither: the paper's interleaved table is named, and refused unless asked.
+  store(table_of(ref::SinusoidLayout::kInterleaved));
   ConvertOptions o = m.Write();
   REQUIRE_THROWS_WITH(
       BuildContents(o),
-      ContainsSubstring(
-          "position table \"model.encoder.embed_positions.weight\" is not the sinusoidal "
-          "table the runtime computes for sinusoid_layout=concatenated (row 1, column 1") &&
-          ContainsSubstring("it is Hugging Face's MarianSinusoidalPositionalEmbedding table") &&
+      ContainsSubstring("position table \"model.encoder.embed_positions.weight\" is not the sinusoidal "
+                        "table the runtime computes for sinusoid_layout=concatenated (row 0, column 1") &&
+          ContainsSubstring("it is the interleaved layout instead") &&
           ContainsSubstring("--ignore-position-table"));
   o.ignore_position_mismatch = true;
   std::vector<std::string> notes;
@@ -104,13 +115,6 @@ TEST_CASE("Marian: Hugging Face's own position table is refused unless asked",
   bool warned = false;
   for (const auto& n : notes) warned = warned || n.find("warning: ") == 0;
   CHECK(warned);
-  // An interleaved table (the wrong layout) is named as such.
-  std::vector<float> interleaved(rows * d);
-  ref::SinusoidalPositions(0, rows, d, ref::SinusoidLayout::kInterleaved, interleaved.data());
-  m.tensors["model.encoder.embed_positions.weight"] = {
-      "F32", {rows, d}, testing::Floats(interleaved)};
-  REQUIRE_THROWS_WITH(BuildContents(m.Write()),
-                      ContainsSubstring("it is the interleaved layout instead"));
 }
 
 TEST_CASE("Marian: missing, unexpected and mis-shaped tensors name the HF tensor",

@@ -62,7 +62,7 @@ TEST_CASE("MarianMT config is mapped from config.json", "[architectures][marian]
   CHECK(c.config.d_model == 16);
   CHECK(c.config.heads == 2);
   CHECK(c.config.activation == ref::Activation::kSwish);
-  CHECK(c.config.sinusoid_layout == ref::SinusoidLayout::kConcatenated);
+  CHECK(c.config.sinusoid_layout == ref::SinusoidLayout::kSplitHalves);  // transformers' table, stored in the checkpoint
   CHECK(c.config.embedding_scale == 4.0f);
   CHECK(c.config.pad_id == 23);
   CHECK(c.config.decoder_start_id == 23);

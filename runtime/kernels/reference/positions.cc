@@ -16,6 +16,19 @@ void SinusoidalPositions(int64_t start, int64_t count, int64_t d_model, Sinusoid
         row[2 * i] = static_cast<float>(std::sin(angle));
         if (2 * i + 1 < d_model) row[2 * i + 1] = static_cast<float>(std::cos(angle));
       }
+    } else if (layout == SinusoidLayout::kSplitHalves) {
+      // transformers' MarianSinusoidalPositionalEmbedding: column j < ceil(d/2) is
+      // sin(pos / 10000^(2j/d)), column ceil(d/2) + j is cos(pos / 10000^((2j+1 rounded down to
+      // even)/d)) — the same frequencies as the paper, split into halves.
+      const int64_t sentinel = (d_model + 1) / 2;
+      for (int64_t j = 0; j < sentinel; ++j) {
+        row[j] = static_cast<float>(
+            std::sin(pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
+      }
+      for (int64_t j = 0; sentinel + j < d_model; ++j) {
+        row[sentinel + j] = static_cast<float>(
+            std::cos(pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
+      }
     } else {
       const int64_t half = d_model / 2;
       const double step = half > 1 ? std::log(10000.0) / static_cast<double>(half - 1) : 0.0;
