@@ -45,6 +45,8 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.max_source_length = limits->max_source_length;
     out.max_target_length = limits->max_target_length;
     out.beam_size = limits->beam_size;
+    out.backend = static_cast<tern::Backend>(limits->backend);
+    out.threads = limits->threads;
   }
   return out;
 }
@@ -95,7 +97,8 @@ const char* tern_last_error(void) { return g_last_error; }
 
 tern_limits tern_default_limits(void) {
   const tern::Limits d;
-  return tern_limits{d.max_batch, d.max_source_length, d.max_target_length, d.beam_size};
+  return tern_limits{d.max_batch, d.max_source_length, d.max_target_length, d.beam_size,
+                     static_cast<tern_backend>(d.backend), d.threads};
 }
 
 tern_translate_options tern_default_translate_options(void) {

@@ -36,32 +36,36 @@ struct BeamState {
   int32_t* finished;     // [batch] sentence finished
 };
 
-size_t Align(size_t bytes) { return (bytes + 63) / 64 * 64; }
+// Saturating: SIZE_MAX (an overflowed size) stays SIZE_MAX instead of wrapping to 0.
+size_t Align(size_t bytes) {
+  const size_t padded = CheckedAdd(bytes, 63);
+  return padded == SIZE_MAX ? SIZE_MAX : padded / 64 * 64;
+}
 
 // Lays the state out in `base` (or only measures when base is null).
 size_t Layout(int32_t batch, int32_t beam, int32_t max_length, uint8_t* base, BeamState* s) {
-  const size_t rows = static_cast<size_t>(batch) * beam;
+  const size_t rows = CheckedMul(static_cast<size_t>(batch), static_cast<size_t>(beam));
   const size_t t = static_cast<size_t>(max_length);
   size_t offset = 0;
   auto take = [&](size_t bytes) {
-    uint8_t* p = base ? base + offset : nullptr;
+    uint8_t* p = base && offset != SIZE_MAX ? base + offset : nullptr;
     offset = CheckedAdd(offset, Align(bytes));
     return p;
   };
   BeamState st;
   st.history[0] = reinterpret_cast<int32_t*>(take(CheckedMul(rows, t, 4)));
   st.history[1] = reinterpret_cast<int32_t*>(take(CheckedMul(rows, t, 4)));
-  st.length[0] = reinterpret_cast<int32_t*>(take(rows * 4));
-  st.length[1] = reinterpret_cast<int32_t*>(take(rows * 4));
-  st.score = reinterpret_cast<float*>(take(rows * 4));
-  st.next_score = reinterpret_cast<float*>(take(rows * 4));
-  st.parents = reinterpret_cast<int32_t*>(take(rows * 4));
-  st.candidates = reinterpret_cast<Candidate*>(take(2 * static_cast<size_t>(beam) * sizeof(Candidate)));
+  st.length[0] = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
+  st.length[1] = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
+  st.score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
+  st.next_score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
+  st.parents = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
+  st.candidates = reinterpret_cast<Candidate*>(take(CheckedMul(2 * static_cast<size_t>(beam), sizeof(Candidate))));
   st.done_ids = reinterpret_cast<int32_t*>(take(CheckedMul(rows, t, 4)));
-  st.done_length = reinterpret_cast<int32_t*>(take(rows * 4));
-  st.done_score = reinterpret_cast<float*>(take(rows * 4));
-  st.done_count = reinterpret_cast<int32_t*>(take(static_cast<size_t>(batch) * 4));
-  st.finished = reinterpret_cast<int32_t*>(take(static_cast<size_t>(batch) * 4));
+  st.done_length = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
+  st.done_score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
+  st.done_count = reinterpret_cast<int32_t*>(take(CheckedMul(static_cast<size_t>(batch), 4)));
+  st.finished = reinterpret_cast<int32_t*>(take(CheckedMul(static_cast<size_t>(batch), 4)));
   if (s) *s = st;
   return offset;
 }

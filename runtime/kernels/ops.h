@@ -1,7 +1,14 @@
-// The kernels the layers call. Today every op is the portable reference kernel; the XNNPACK
-// backend (TERN_WITH_XNNPACK) replaces individual ops here with the same names and signatures,
-// so layers never know which backend runs.
+// The kernels the layers call. Layers never know which backend runs:
+//  - Linear: the layer's prepared XNNPACK operator when it has one (runtime/kernels/xnnpack/,
+//    built with TERN_WITH_XNNPACK and chosen per session by Limits::backend), else the portable
+//    reference kernel. A call XNNPACK cannot run is answered by the reference kernel too.
+//  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
+//    (attention through batch_matrix_multiply for many queries and vectorizable loops for one;
+//    LayerNorm and activations as vectorizable float loops), per the session's Kernels.
+//  - Embedding and positions: the reference kernels (row copies).
 #pragma once
+
+#include <cstdint>
 
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/attention.h"
@@ -11,14 +18,91 @@
 #include "runtime/kernels/reference/positions.h"
 #include "runtime/kernels/reference/softmax.h"
 
-namespace tern::ops {
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include "runtime/kernels/xnnpack/activations.h"
+#include "runtime/kernels/xnnpack/attention.h"
+#include "runtime/kernels/xnnpack/layer_norm.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#define TERN_OPS_XNNPACK 1
+#else
+#define TERN_OPS_XNNPACK 0
+#endif
 
-using ref::Activate;
+namespace tern {
+
+namespace xnn {
+struct Attention;
+struct LinearKernel;
+}  // namespace xnn
+
+namespace ops {
+
 using ref::AddRows;
 using ref::Embedding;
-using ref::LayerNorm;
 using ref::Linear;
-using ref::MultiHeadAttention;
 using ref::SinusoidalPositions;
 
-}  // namespace tern::ops
+// Which kernels a session runs besides its linear layers' (set at prepare; the default is the
+// reference).
+struct Kernels {
+  xnn::Attention* attention = nullptr;  // XNNPACK backend's attention; null: reference
+  bool vectorized = false;              // LayerNorm and activations: vectorizable float loops
+};
+
+// y = x W^T + b (see ref::Linear). kernel: the layer's XNNPACK operator, or null.
+inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
+                   xnn::LinearKernel* kernel, float* y, int64_t ldy) {
+#if TERN_OPS_XNNPACK
+  if (kernel != nullptr && xnn::RunLinear(*kernel, x, m, ldx, y, ldy)) return;
+#else
+  (void)kernel;
+#endif
+  ref::Linear(x, m, ldx, w, bias, y, ldy);
+}
+
+// See ref::MultiHeadAttention.
+inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t ldq, const float* k,
+                               int64_t ldk, const float* v, int64_t ldv, int64_t tq, int64_t tk,
+                               int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
+                               float* scores, float* out, int64_t ldo) {
+#if TERN_OPS_XNNPACK
+  if (kernels.attention != nullptr) {
+    xnn::MultiHeadAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask,
+                            scores, out, ldo);
+    return;
+  }
+#else
+  (void)kernels;
+#endif
+  ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo);
+}
+
+// See ref::LayerNorm.
+inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t d, const float* gamma,
+                      const float* beta, float eps, ref::NormKind kind, float* y) {
+#if TERN_OPS_XNNPACK
+  if (kernels.vectorized) {
+    xnn::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
+    return;
+  }
+#else
+  (void)kernels;
+#endif
+  ref::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
+}
+
+// See ref::Activate.
+inline void Activate(const Kernels& kernels, ref::Activation act, float* x, int64_t n) {
+#if TERN_OPS_XNNPACK
+  if (kernels.vectorized) {
+    xnn::Activate(act, x, n);
+    return;
+  }
+#else
+  (void)kernels;
+#endif
+  ref::Activate(act, x, n);
+}
+
+}  // namespace ops
+}  // namespace tern

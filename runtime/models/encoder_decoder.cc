@@ -3,18 +3,33 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "runtime/decoding/beam_search.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/models/architectures.h"
+#include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include <pthreadpool.h>
+
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/attention.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#define TERN_XNNPACK_BUILD 1
+#else
+#define TERN_XNNPACK_BUILD 0
+#endif
 
 namespace tern {
 
 namespace {
 
-// Time steps of the plan's lifetimes.
-enum Phase : int { kEncoder = 0, kCrossKeysValues = 1, kDecoder = 2 };
+// Time steps of the plan's lifetimes. kPrepare: buffers Prepare writes (weight tables,
+// positions, XNNPACK's operators) start there; prepare-time scratch lives only there and shares
+// bytes with the activations.
+enum Phase : int { kPrepare = 0, kEncoder = 1, kCrossKeysValues = 2, kDecoder = 3 };
 
 // Tensor names are bounded (layer indices < 1024): vsnprintf through one helper keeps gcc's
 // truncation analysis, which cannot see that bound, quiet.
@@ -157,7 +172,70 @@ struct EncoderDecoder::BufferIds {
   int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
   int cross_kv, self_kv;
   int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
+  // XNNPACK backend only (-1 otherwise).
+  int xnn_region, xnn_scratch, xnn_context, xnn_kernels, qd8_input, qd8_params, f16_input, f16_output;
+  int xnn_attention, att_gather, att_scores, att_qk_workspace, att_av_workspace;
 };
+
+// What PlanXnnpack decided; identical in RequiredArenaBytes and Prepare for the same inputs.
+struct EncoderDecoder::XnnPlan {
+  Backend backend = Backend::kReference;
+  int32_t threads = 1;
+  char note[Status::kMaxMessage] = "";  // why XNNPACK does not run, when requested but unusable
+#if TERN_XNNPACK_BUILD
+  xnn::LinearPlanner planner;  // memoized choices, reused when creating the operators
+  xnn::ContextNeeds needs;
+  xnn::AttentionShape attention_shape;
+  xnn::AttentionNeeds attention;
+  size_t region_bytes = 0;   // XNNPACK's operators and packed weights
+  size_t scratch_bytes = 0;  // largest prepare-time scratch of one layer
+  int32_t linears = 0;       // linear layers (one LinearKernel each)
+  int32_t on_path[xnn::kLinearPathCount] = {};
+  // Layers not on their weight's preferred path: [preferred][taken].
+  int32_t fallbacks[xnn::kLinearPathCount][xnn::kLinearPathCount] = {};
+#endif
+};
+
+namespace {
+
+// Every linear layer, in a fixed order, with the rows and strides it is called with: f(weights,
+// max_rows, input_stride, output_stride). Measuring and creating visit the same sequence.
+template <typename F>
+Status VisitEncoderLinears(const ModelConfig& c, const Limits& l, EncoderLayerWeights& w, F&& f) {
+  const int64_t d = c.d_model, ff = c.d_ff;
+  const int64_t rows = static_cast<int64_t>(l.max_batch) * l.max_source_length;
+  TERN_RETURN_IF_ERROR(f(w.self_attn.q, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.k, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.v, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.out, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
+  return f(w.ffn.fc2, rows, ff, d);
+}
+
+template <typename F>
+Status VisitDecoderLinears(const ModelConfig& c, const Limits& l, DecoderLayerWeights& w, F&& f) {
+  const int64_t d = c.d_model, ff = c.d_ff;
+  const int64_t rows = static_cast<int64_t>(l.max_batch) * l.beam_size;  // decoder rows
+  const int64_t src_rows = static_cast<int64_t>(l.max_batch) * l.max_source_length;
+  const int64_t cache = static_cast<int64_t>(l.max_target_length) * d;  // K/V cache row stride
+  TERN_RETURN_IF_ERROR(f(w.self_attn.q, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.k, rows, d, cache));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.v, rows, d, cache));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.out, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.cross_attn.q, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.cross_attn.k, src_rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.cross_attn.v, src_rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.cross_attn.out, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
+  return f(w.ffn.fc2, rows, ff, d);
+}
+
+template <typename F>
+Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w, F&& f) {
+  return f(w, static_cast<int64_t>(l.max_batch) * l.beam_size, c.d_model, c.tgt_vocab_size);
+}
+
+}  // namespace
 
 Status ValidateArchitecture(const Model& model) {
   switch (model.config().architecture) {
@@ -201,6 +279,18 @@ Status EncoderDecoder::Validate(const Model& model) {
 
 Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
+  if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
+      limits.backend != Backend::kXnnpack) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.backend = %d is not a backend",
+                         static_cast<int>(limits.backend));
+  }
+  if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
+    return Status::Error(StatusCode::kNotSupported,
+                         "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
+  }
+  if (limits.threads < 1 || limits.threads > 256) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed", limits.threads);
+  }
   if (limits.max_batch < 1 || limits.max_batch > 4096) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
                          limits.max_batch);
@@ -222,8 +312,8 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
   return Status::Ok();
 }
 
-Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, GreedyPlanner* p,
-                            BufferIds* ids) {
+Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const XnnPlan& xnn,
+                            GreedyPlanner* p, BufferIds* ids) {
   const size_t f = sizeof(float);
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t b = static_cast<size_t>(limits.max_batch);
@@ -238,9 +328,9 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, GreedyPl
   const size_t keys = s > t ? s : t;
   // Weight tables and positions live for the whole session; encoder buffers only while
   // encoding (the encoder output also feeds the cross K/V step); decoder buffers while decoding.
-  ids->encoder_layers = p->Add("encoder_layers", CheckedMul(le, sizeof(EncoderLayerWeights)), kEncoder, kDecoder);
-  ids->decoder_layers = p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kEncoder, kDecoder);
-  ids->positions = p->Add("positions", CheckedMul(positions, d, f), kEncoder, kDecoder);
+  ids->encoder_layers = p->Add("encoder_layers", CheckedMul(le, sizeof(EncoderLayerWeights)), kPrepare, kDecoder);
+  ids->decoder_layers = p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder);
+  ids->positions = p->Add("positions", CheckedMul(positions, d, f), kPrepare, kDecoder);
   ids->src_lengths = p->Add("src_lengths", CheckedMul(b, sizeof(int32_t)), kEncoder, kDecoder);
   ids->enc_x = p->Add("enc_x", CheckedMul(b * s, d, f), kEncoder, kCrossKeysValues);
   ids->enc_q = p->Add("enc_q", CheckedMul(b * s, d, f), kEncoder, kEncoder);
@@ -261,16 +351,113 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, GreedyPl
   ids->beam_scratch = -1;
   if (k > 1) ids->beam_scratch = p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d, f)), kDecoder, kDecoder);
   ids->decoder_state = p->Add("decoder_state", DecoderStateBytes(c, limits), kDecoder, kDecoder);
+  ids->xnn_region = ids->xnn_scratch = ids->xnn_context = ids->xnn_kernels = -1;
+  ids->qd8_input = ids->qd8_params = ids->f16_input = ids->f16_output = -1;
+  ids->xnn_attention = ids->att_gather = ids->att_scores = ids->att_qk_workspace = ids->att_av_workspace = -1;
+#if TERN_XNNPACK_BUILD
+  if (xnn.backend == Backend::kXnnpack) {
+    const size_t kernels = static_cast<size_t>(xnn.linears);
+    ids->xnn_region = p->Add("xnnpack_operators", xnn.region_bytes, kPrepare, kDecoder);
+    ids->xnn_context = p->Add("xnnpack_context", sizeof(xnn::Context), kPrepare, kDecoder);
+    ids->xnn_kernels = p->Add("xnnpack_kernels", CheckedMul(kernels, sizeof(xnn::LinearKernel)), kPrepare, kDecoder);
+    if (xnn.scratch_bytes) ids->xnn_scratch = p->Add("xnnpack_prepare_scratch", xnn.scratch_bytes, kPrepare, kPrepare);
+    if (xnn.needs.qd8) {
+      ids->qd8_input = p->Add("qd8_input", xnn.needs.qd8_input_bytes, kEncoder, kDecoder);
+      ids->qd8_params = p->Add("qd8_params", xnn.needs.qd8_params_bytes, kEncoder, kDecoder);
+    }
+    if (xnn.needs.f16) {
+      ids->f16_input = p->Add("f16_input", xnn.needs.f16_input_bytes, kEncoder, kDecoder);
+      ids->f16_output = p->Add("f16_output", xnn.needs.f16_output_bytes, kEncoder, kDecoder);
+    }
+    // Attention: the struct for the whole session (the decoder's loops use it too); the
+    // batched path's buffers only while encoding.
+    ids->xnn_attention = p->Add("xnnpack_attention", sizeof(xnn::Attention), kPrepare, kDecoder);
+    if (xnn.attention.gather_bytes) {
+      ids->att_gather = p->Add("attention_gather", xnn.attention.gather_bytes, kEncoder, kEncoder);
+      ids->att_scores = p->Add("attention_scores", xnn.attention.scores_bytes, kEncoder, kEncoder);
+      ids->att_qk_workspace = p->Add("attention_qk_workspace", xnn.attention.qk_workspace_bytes, kEncoder, kEncoder);
+      ids->att_av_workspace = p->Add("attention_av_workspace", xnn.attention.av_workspace_bytes, kEncoder, kEncoder);
+    }
+  }
+#else
+  (void)xnn;
+#endif
   return p->Plan();
 }
 
 Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limits& limits) {
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
   GreedyPlanner planner;
   BufferIds ids;
-  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, &planner, &ids));
+  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
   // Slack to align an arbitrary caller pointer to the planner's alignment.
   return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+}
+
+Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
+  plan->threads = limits.threads;
+  plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
+                                                                             : Backend::kXnnpack;
+  if (plan->backend == Backend::kReference) return Status::Ok();
+#if TERN_XNNPACK_BUILD
+  const Status usable = xnn::Initialize();
+  if (!usable.ok()) {  // No XNNPACK on this CPU / in this process: the reference kernels run.
+    plan->backend = Backend::kReference;
+    std::snprintf(plan->note, sizeof plan->note, "%s", usable.message());
+    return Status::Ok();
+  }
+  const ModelConfig& c = model.config();
+  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
+    xnn::LinearSpec spec;
+    spec.weight = w.weight;
+    spec.bias = w.bias;
+    spec.max_rows = rows;
+    spec.input_stride = ldx;
+    spec.output_stride = ldy;
+    xnn::LinearChoice choice;
+    TERN_RETURN_IF_ERROR(plan->planner.Choose(spec, &choice));
+    plan->region_bytes = CheckedAdd(plan->region_bytes, choice.xnn_bytes);
+    if (choice.scratch_bytes > plan->scratch_bytes) plan->scratch_bytes = choice.scratch_bytes;
+    plan->needs.Add(spec, choice.path);
+    ++plan->linears;
+    ++plan->on_path[static_cast<int>(choice.path)];
+    const xnn::LinearPath preferred = xnn::PreferredPath(w.weight);
+    if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
+      ++plan->fallbacks[static_cast<int>(preferred)][static_cast<int>(choice.path)];
+    }
+    return Status::Ok();
+  };
+  WeightResolver resolve(model);
+  WeightView src, tgt;
+  LinearWeights output;
+  NormWeights enc_norm, dec_norm;
+  TERN_RETURN_IF_ERROR(resolve.Globals(&src, &tgt, &output, &enc_norm, &dec_norm));
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    EncoderLayerWeights layer;
+    TERN_RETURN_IF_ERROR(resolve.EncoderLayer(i, &layer));
+    TERN_RETURN_IF_ERROR(VisitEncoderLinears(c, limits, layer, measure));
+  }
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    DecoderLayerWeights layer;
+    TERN_RETURN_IF_ERROR(resolve.DecoderLayer(i, &layer));
+    TERN_RETURN_IF_ERROR(VisitDecoderLinears(c, limits, layer, measure));
+  }
+  TERN_RETURN_IF_ERROR(VisitOutputLinear(c, limits, output, measure));
+  size_t context_bytes = 0;
+  TERN_RETURN_IF_ERROR(xnn::MeasureContext(plan->needs, &context_bytes));
+  plan->region_bytes = CheckedAdd(plan->region_bytes, context_bytes);
+  plan->attention_shape.heads = c.heads;
+  plan->attention_shape.d_head = c.d_head();
+  plan->attention_shape.max_queries = limits.max_source_length;
+  plan->attention_shape.max_keys = limits.max_source_length;
+  TERN_RETURN_IF_ERROR(xnn::MeasureAttention(plan->attention_shape, &plan->attention));
+  plan->region_bytes = CheckedAdd(plan->region_bytes, plan->attention.xnn_bytes);
+#else
+  (void)model;
+#endif
+  return Status::Ok();
 }
 
 Status EncoderDecoder::ResolveWeights(const Model& model) {
@@ -285,17 +472,51 @@ Status EncoderDecoder::ResolveWeights(const Model& model) {
   return Status::Ok();
 }
 
+EncoderDecoder::~EncoderDecoder() { Reset(); }
+
+void EncoderDecoder::Reset() {
+  encoded_ = false;
+  encoder_layers_ = nullptr;
+  decoder_layers_ = nullptr;
+  xnn_context_ = nullptr;
+  backend_ = Backend::kReference;
+  arena_used_ = 0;
+#if TERN_XNNPACK_BUILD
+  if (pool_ != nullptr) pthreadpool_destroy(pool_);
+#endif
+  pool_ = nullptr;
+}
+
+uint64_t EncoderDecoder::kernel_fallback_calls() const {
+#if TERN_XNNPACK_BUILD
+  if (xnn_context_ != nullptr) return xnn_context_->fallback_calls;
+#endif
+  return 0;
+}
+
 Status EncoderDecoder::Prepare(const Model& model, const Limits& limits, void* arena,
                                size_t arena_bytes) {
-  encoded_ = false;
+  Reset();
+  const Status status = PrepareInArena(model, limits, arena, arena_bytes);
+  if (!status.ok()) {
+    Reset();
+    std::snprintf(report_, sizeof report_, "not prepared: %s", status.message());
+  }
+  return status;
+}
+
+Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, void* arena,
+                                      size_t arena_bytes) {
   if (model.schema() == nullptr) {
     return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
   }
   if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
   GreedyPlanner planner;
   BufferIds ids;
-  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, &planner, &ids));
+  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
   const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
   if (arena_bytes < required) {
     return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
@@ -337,7 +558,143 @@ Status EncoderDecoder::Prepare(const Model& model, const Limits& limits, void* a
   tokens_ = reinterpret_cast<int32_t*>(at(ids.tokens));
   beam_scratch_ = ids.beam_scratch >= 0 ? reinterpret_cast<float*>(at(ids.beam_scratch)) : nullptr;
   decoder_state_ = at(ids.decoder_state);
+
+  backend_ = xnn.backend;
+  enc_scratch_.kernels = ops::Kernels();
+  dec_scratch_.kernels = ops::Kernels();
+  if (backend_ == Backend::kXnnpack) {
+    TERN_RETURN_IF_ERROR(CreateXnnpackOperators(xnn, planner, ids, base));
+  } else if (limits.backend == Backend::kReference) {
+    std::snprintf(report_, sizeof report_, "reference kernels (requested)");
+  } else if (xnn.note[0] != '\0') {
+    std::snprintf(report_, sizeof report_, "reference kernels: XNNPACK unusable here: %s", xnn.note);
+  } else {
+    std::snprintf(report_, sizeof report_, "reference kernels (this build has no XNNPACK)");
+  }
   return Status::Ok();
+}
+
+Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
+                                              const BufferIds& ids, uint8_t* base) {
+#if TERN_XNNPACK_BUILD
+  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
+  xnn::Context* context = new (at(ids.xnn_context)) xnn::Context();
+  xnn_context_ = context;
+  context->qd8_input = reinterpret_cast<int8_t*>(at(ids.qd8_input));
+  context->qd8_input_bytes = ids.qd8_input >= 0 ? plan.needs.qd8_input_bytes : 0;
+  context->qd8_params = at(ids.qd8_params);
+  context->qd8_params_bytes = ids.qd8_params >= 0 ? plan.needs.qd8_params_bytes : 0;
+  context->f16_input = reinterpret_cast<uint16_t*>(at(ids.f16_input));
+  context->f16_input_bytes = ids.f16_input >= 0 ? plan.needs.f16_input_bytes : 0;
+  context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
+  context->f16_output_bytes = ids.f16_output >= 0 ? plan.needs.f16_output_bytes : 0;
+  bool pool_failed = false;
+  if (plan.threads > 1) {
+    // pthreadpool allocates its workers and their state on the heap: here, never later.
+    pool_ = pthreadpool_create(static_cast<size_t>(plan.threads));
+    pool_failed = pool_ == nullptr;
+  }
+  context->pool = pool_;
+
+  xnn::LinearKernel* kernels = reinterpret_cast<xnn::LinearKernel*>(at(ids.xnn_kernels));
+  uint8_t* scratch = at(ids.xnn_scratch);
+  xnn::LinearPlanner choices = plan.planner;  // memoized: no measuring below
+  int32_t next = 0;
+  auto create = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
+    xnn::LinearSpec spec;
+    spec.weight = w.weight;
+    spec.bias = w.bias;
+    spec.max_rows = rows;
+    spec.input_stride = ldx;
+    spec.output_stride = ldy;
+    xnn::LinearChoice choice;
+    TERN_RETURN_IF_ERROR(choices.Choose(spec, &choice));
+    if (next >= plan.linears) return Status::Error(StatusCode::kInternal, "more linear layers than planned");
+    xnn::LinearKernel* kernel = new (&kernels[next++]) xnn::LinearKernel();
+    TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context, scratch, kernel));
+    w.kernel = choice.path == xnn::LinearPath::kReference ? nullptr : kernel;
+    return Status::Ok();
+  };
+  xnn::Attention* attention = new (at(ids.xnn_attention)) xnn::Attention();
+  attention->pool = pool_;
+  attention->shape = plan.attention_shape;
+  if (ids.att_gather >= 0) {
+    attention->gather = reinterpret_cast<float*>(at(ids.att_gather));
+    attention->gather_bytes = plan.attention.gather_bytes;
+    attention->scores = reinterpret_cast<float*>(at(ids.att_scores));
+    attention->scores_bytes = plan.attention.scores_bytes;
+    attention->qk_workspace = at(ids.att_qk_workspace);
+    attention->qk_workspace_bytes = plan.attention.qk_workspace_bytes;
+    attention->av_workspace = at(ids.att_av_workspace);
+    attention->av_workspace_bytes = plan.attention.av_workspace_bytes;
+  }
+  ops::Kernels fast;
+  fast.attention = attention;
+  fast.vectorized = true;
+  enc_scratch_.kernels = fast;
+  dec_scratch_.kernels = fast;
+
+  size_t used = 0;
+  {
+    xnn::ArenaScope scope(at(ids.xnn_region), plan.region_bytes);
+    TERN_RETURN_IF_ERROR(xnn::CreateContext(plan.needs, context));
+    if (plan.attention.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan.attention_shape, attention));
+    for (int i = 0; i < config_.encoder_layers; ++i) {
+      TERN_RETURN_IF_ERROR(VisitEncoderLinears(config_, limits_, encoder_layers_[i], create));
+    }
+    for (int i = 0; i < config_.decoder_layers; ++i) {
+      TERN_RETURN_IF_ERROR(VisitDecoderLinears(config_, limits_, decoder_layers_[i], create));
+    }
+    TERN_RETURN_IF_ERROR(VisitOutputLinear(config_, limits_, output_, create));
+    used = scope.used();
+  }
+  if (used != plan.region_bytes) {
+    return Status::Error(StatusCode::kInternal,
+                         "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu", used,
+                         plan.region_bytes);
+  }
+
+  // The report: "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...".
+  size_t n = 0;
+  auto append = [&](const char* format, auto... args) {
+    if (n < sizeof report_) {
+      const int wrote = std::snprintf(report_ + n, sizeof report_ - n, format, args...);
+      if (wrote > 0) n += static_cast<size_t>(wrote);
+    }
+  };
+  append("xnnpack, %d thread%s%s: %d linear layers:", pool_ ? plan.threads : 1, pool_ ? "s" : "",
+         pool_failed ? " (pthreadpool_create failed; running on the calling thread)" : "", plan.linears);
+  const char* separator = " ";
+  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
+    if (plan.on_path[p] == 0) continue;
+    append("%s%d %s", separator, plan.on_path[p], xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
+    separator = ", ";
+  }
+  if (plan.fallbacks[0][0] > 0) {
+    append("; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
+           "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
+           plan.fallbacks[0][0]);
+  }
+  append("%s", attention->qk != nullptr
+                   ? "; attention: encoder batch_matrix_multiply + softmax_nc_f32, decoder vectorized loops"
+                   : "; attention: vectorized loops");
+  append("%s", "; LayerNorm, activations: vectorized loops");
+  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
+    for (int q = 0; q < xnn::kLinearPathCount; ++q) {
+      if (plan.fallbacks[p][q] == 0 || p == 0) continue;
+      append("; fallback: %d layers %s unsupported here -> %s", plan.fallbacks[p][q],
+             xnn::LinearPathName(static_cast<xnn::LinearPath>(p)),
+             xnn::LinearPathName(static_cast<xnn::LinearPath>(q)));
+    }
+  }
+  return Status::Ok();
+#else
+  (void)plan;
+  (void)planner;
+  (void)ids;
+  (void)base;
+  return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
+#endif
 }
 
 Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const int32_t* lengths,
@@ -386,7 +743,7 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
   for (int i = 0; i < config_.encoder_layers; ++i) {
     EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_, enc_scratch_);
   }
-  FinalNorm(config_, encoder_norm_, enc_x_, batch * seq);
+  FinalNorm(config_, enc_scratch_.kernels, encoder_norm_, enc_x_, batch * seq);
   const size_t layer_kv = static_cast<size_t>(batch) * seq * d;
   for (int i = 0; i < config_.decoder_layers; ++i) {
     DecoderLayerCache cache{};
@@ -481,8 +838,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     cache.cross_v = cross_kv_ + (2 * i + 1) * cross_kv;
     DecoderLayerStep(config_, decoder_layers_[i], dec_x_, shape, cache, dec_scratch_);
   }
-  FinalNorm(config_, decoder_norm_, dec_x_, rows);
-  ops::Linear(dec_x_, rows, d, output_.weight, output_.bias, logits_, config_.tgt_vocab_size);
+  FinalNorm(config_, dec_scratch_.kernels, decoder_norm_, dec_x_, rows);
+  Linear(dec_x_, rows, d, output_, logits_, config_.tgt_vocab_size);
   ++position_;
   *logits = logits_;
   return Status::Ok();

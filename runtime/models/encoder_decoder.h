@@ -1,7 +1,13 @@
 // The encoder-decoder Transformer of "Attention Is All You Need": token embeddings (scaled) +
 // positional encodings, N encoder layers, N decoder layers with a K/V cache, output projection.
 // This class owns no memory: Prepare carves everything from the caller's arena by a plan that
-// depends only on the model config and the limits.
+// depends only on the model, the limits and (XNNPACK backend) the CPU. The one exception is the
+// optional thread pool (Limits::threads > 1), which pthreadpool allocates on the heap at Prepare.
+//
+// Backends (Limits::backend): reference kernels, or XNNPACK (runtime/kernels/xnnpack/): each
+// linear layer gets an XNNPACK operator created at Prepare, its packed weights, its operator
+// struct and the conversion scratch all in the arena; Encode and DecodeStep only set up and run
+// operators (and reshape one when its row count changes, which allocates nothing).
 #pragma once
 
 #include <cstddef>
@@ -15,14 +21,30 @@
 #include "runtime/nn/weights.h"
 #include "tern/limits.h"
 
+struct pthreadpool;
+
 namespace tern {
+
+namespace xnn {
+struct Context;
+struct LinearKernel;
+}  // namespace xnn
 
 class EncoderDecoder {
  public:
+  EncoderDecoder() = default;
+  ~EncoderDecoder();  // Destroys the thread pool, if any (the arena is the caller's).
+  EncoderDecoder(const EncoderDecoder&) = delete;
+  EncoderDecoder& operator=(const EncoderDecoder&) = delete;
+
   // Checks the tensors this architecture needs (names and shapes); used by Model::Load.
   static Status Validate(const Model& model);
   static Status CheckLimits(const Model& model, const Limits& limits);
-  // Bytes of arena Prepare needs, including alignment slack: a pure function of its inputs.
+  // Bytes of arena Prepare needs, including alignment slack: a pure function of its inputs (and,
+  // for the XNNPACK backend, of the CPU). Prepare uses exactly this many. With XNNPACK this is
+  // a dry run: each distinct layer shape's operator is created up to XNNPACK's request for
+  // packed-weight memory, which is recorded and refused (runtime/kernels/xnnpack/allocator.h),
+  // so it costs a few small heap blocks and no packing.
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
 
   Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
@@ -54,12 +76,27 @@ class EncoderDecoder {
   // Real tokens of sentence b of the last Encode.
   int32_t source_length(int32_t b) const { return src_lengths_[b]; }
   size_t arena_used_bytes() const { return arena_used_; }
+  // The backend Prepare chose (kReference or kXnnpack) and one line saying which kernels run
+  // and every fallback taken (e.g. f16 weights on a CPU without f16 arithmetic). Valid while the
+  // session lives; building it allocated nothing.
+  Backend backend() const { return backend_; }
+  const char* backend_report() const { return report_; }
+  // Linear-layer calls the XNNPACK backend could not run and answered with the reference kernel
+  // instead (0 when all is well).
+  uint64_t kernel_fallback_calls() const;
   int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch * beam] for decoders
 
  private:
   struct BufferIds;
-  static Status Plan(const ModelConfig& config, const Limits& limits, GreedyPlanner* planner,
-                     BufferIds* ids);
+  struct XnnPlan;
+  static Status Plan(const ModelConfig& config, const Limits& limits, const XnnPlan& xnn,
+                     GreedyPlanner* planner, BufferIds* ids);
+  // Chooses the backend and, for XNNPACK, every layer's operator and its arena bytes.
+  static Status PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan);
+  Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  Status CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
+                                const BufferIds& ids, uint8_t* base);
+  void Reset();
   Status ResolveWeights(const Model& model);
 
   ModelConfig config_;
@@ -88,6 +125,10 @@ class EncoderDecoder {
   int64_t src_seq_ = 0;
   int64_t position_ = 0;
   bool encoded_ = false;
+  Backend backend_ = Backend::kReference;
+  xnn::Context* xnn_context_ = nullptr;  // in the arena (XNNPACK backend)
+  pthreadpool* pool_ = nullptr;          // heap (pthreadpool_create), owned; null: 1 thread
+  char report_[512] = "not prepared";
 };
 
 }  // namespace tern

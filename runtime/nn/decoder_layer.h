@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/weights.h"
 
@@ -23,6 +24,7 @@ struct DecoderScratch {
   float* attn;    // [batch, d_model]
   float* hidden;  // [batch, d_ff]
   float* scores;  // [max(target capacity, src_seq)]
+  ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
 };
 
 struct DecoderStepShape {

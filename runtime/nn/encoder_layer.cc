@@ -4,6 +4,7 @@
 
 #include "runtime/kernels/ops.h"
 #include "runtime/nn/feed_forward.h"
+#include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
 namespace tern {
@@ -15,27 +16,27 @@ void EncoderLayerForward(const ModelConfig& config, const EncoderLayerWeights& w
   const int64_t rows = batch * seq;
 
   // Self-attention: Q = X W^Q, K = X W^K, V = X W^V over all rows at once.
-  const float* in = SubLayerInput(config, w.self_attn_norm, x, rows, s.attn);
-  ops::Linear(in, rows, d, w.self_attn.q.weight, w.self_attn.q.bias, s.q, d);
-  ops::Linear(in, rows, d, w.self_attn.k.weight, w.self_attn.k.bias, s.k, d);
-  ops::Linear(in, rows, d, w.self_attn.v.weight, w.self_attn.v.bias, s.v, d);
+  const float* in = SubLayerInput(config, s.kernels, w.self_attn_norm, x, rows, s.attn);
+  Linear(in, rows, d, w.self_attn.q, s.q, d);
+  Linear(in, rows, d, w.self_attn.k, s.k, d);
+  Linear(in, rows, d, w.self_attn.v, s.v, d);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t len = lengths[b];
     const int64_t base = b * seq * d;
     ref::AttentionMask mask;
     mask.key_length = len;
-    ops::MultiHeadAttention(s.q + base, d, s.k + base, d, s.v + base, d, len, len, config.heads,
+    ops::MultiHeadAttention(s.kernels, s.q + base, d, s.k + base, d, s.v + base, d, len, len, config.heads,
                             config.d_head(), mask, s.scores, s.attn + base, d);
     // Padded rows: zeros, so everything downstream stays finite.
     std::memset(s.attn + base + len * d, 0, static_cast<size_t>((seq - len) * d) * sizeof(float));
   }
-  ops::Linear(s.attn, rows, d, w.self_attn.out.weight, w.self_attn.out.bias, s.q, d);
-  AddResidual(config, w.self_attn_norm, x, s.q, rows);
+  Linear(s.attn, rows, d, w.self_attn.out, s.q, d);
+  AddResidual(config, s.kernels, w.self_attn_norm, x, s.q, rows);
 
   // Position-wise FFN.
-  in = SubLayerInput(config, w.ffn_norm, x, rows, s.attn);
-  FeedForward(config, w.ffn, in, rows, s.hidden, s.q);
-  AddResidual(config, w.ffn_norm, x, s.q, rows);
+  in = SubLayerInput(config, s.kernels, w.ffn_norm, x, rows, s.attn);
+  FeedForward(config, s.kernels, w.ffn, in, rows, s.hidden, s.q);
+  AddResidual(config, s.kernels, w.ffn_norm, x, s.q, rows);
 }
 
 }  // namespace tern

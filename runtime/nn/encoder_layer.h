@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/weights.h"
 
@@ -17,6 +18,7 @@ struct EncoderScratch {
   float* attn;    // [batch*seq, d_model]
   float* hidden;  // [batch*seq, d_ff]
   float* scores;  // [seq*seq]
+  ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
 };
 
 // x: [batch, seq, d_model], updated in place. lengths[b] <= seq real tokens in sentence b.

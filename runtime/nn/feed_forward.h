@@ -3,13 +3,14 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/weights.h"
 
 namespace tern {
 
 // x: [rows, d_model]; hidden: scratch [rows, d_ff]; out: [rows, d_model].
-void FeedForward(const ModelConfig& config, const FeedForwardWeights& w, const float* x,
-                 int64_t rows, float* hidden, float* out);
+void FeedForward(const ModelConfig& config, const ops::Kernels& kernels, const FeedForwardWeights& w,
+                 const float* x, int64_t rows, float* hidden, float* out);
 
 }  // namespace tern

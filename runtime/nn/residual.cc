@@ -4,26 +4,27 @@
 
 namespace tern {
 
-const float* SubLayerInput(const ModelConfig& config, const NormWeights& norm, const float* x,
-                           int64_t rows, float* scratch) {
+const float* SubLayerInput(const ModelConfig& config, const ops::Kernels& kernels,
+                           const NormWeights& norm, const float* x, int64_t rows, float* scratch) {
   if (config.norm_placement == NormPlacement::kPost) return x;
-  ops::LayerNorm(x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
+  ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
                  config.norm_kind, scratch);
   return scratch;
 }
 
-void AddResidual(const ModelConfig& config, const NormWeights& norm, float* x, const float* y,
-                 int64_t rows) {
+void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+                 float* x, const float* y, int64_t rows) {
   ops::AddRows(x, y, rows, config.d_model);
   if (config.norm_placement == NormPlacement::kPost) {
-    ops::LayerNorm(x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
+    ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
                    config.norm_kind, x);
   }
 }
 
-void FinalNorm(const ModelConfig& config, const NormWeights& norm, float* x, int64_t rows) {
+void FinalNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+               float* x, int64_t rows) {
   if (config.norm_placement == NormPlacement::kPre) {
-    ops::LayerNorm(x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
+    ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
                    config.norm_kind, x);
   }
 }

@@ -6,20 +6,22 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/weights.h"
 
 namespace tern {
 
 // The sub-layer's input: x itself (post-LN) or LayerNorm(x) written to scratch (pre-LN).
-const float* SubLayerInput(const ModelConfig& config, const NormWeights& norm, const float* x,
-                           int64_t rows, float* scratch);
+const float* SubLayerInput(const ModelConfig& config, const ops::Kernels& kernels,
+                           const NormWeights& norm, const float* x, int64_t rows, float* scratch);
 
 // x += y, then (post-LN) x = LayerNorm(x).
-void AddResidual(const ModelConfig& config, const NormWeights& norm, float* x, const float* y,
-                 int64_t rows);
+void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+                 float* x, const float* y, int64_t rows);
 
 // The final LayerNorm of a pre-LN stack (no-op for post-LN).
-void FinalNorm(const ModelConfig& config, const NormWeights& norm, float* x, int64_t rows);
+void FinalNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+               float* x, int64_t rows);
 
 }  // namespace tern

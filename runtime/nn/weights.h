@@ -6,9 +6,15 @@
 
 namespace tern {
 
+namespace xnn {
+struct LinearKernel;
+}  // namespace xnn
+
 struct LinearWeights {
   WeightView weight;            // [out, in]
   const float* bias = nullptr;  // [out] or null
+  // The XNNPACK operator prepare made for this layer (in the arena), or null: reference kernel.
+  xnn::LinearKernel* kernel = nullptr;
 };
 
 struct NormWeights {

@@ -2,10 +2,20 @@
 // decoding steps, and error paths inside translate run with the counter on.
 #include <catch2/catch_test_macros.hpp>
 #include <cstdlib>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "tests/allocation/counting_allocator.h"
+#include "tests/runtime/models/backend_models.h"
 #include "tests/support/tiny_model.h"
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include <xnnpack.h>
+
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#endif
 
 namespace tern {
 namespace {
@@ -23,25 +33,99 @@ TEST_CASE("the counter sees allocations (it can fail)", "[allocation]") {
   CHECK(counted >= 3);
 }
 
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+TEST_CASE("XNNPACK's requests outside prepare reach the counter", "[allocation]") {
+  // tern's XNNPACK allocator serves the heap when no Prepare is running: were XNNPACK to ask
+  // for memory while translating, the test below would see it.
+  REQUIRE(xnn::Initialize().ok());
+  xnn_operator_t op = nullptr;
+  testing::StartCountingAllocations();
+  const xnn_status status = xnn_create_convert_nc_f32_qd8(0, &op);
+  const size_t counted = testing::StopCountingAllocations();
+  CHECK(status == xnn_status_success);
+  CHECK(counted >= 1);
+  xnn_delete_operator(op);
+}
+#endif
+
+struct Variant {
+  const char* name;
+  Backend backend;
+  bool wide;            // testing::WideConfig (rows XNNPACK's blockwise int4 takes)
+  DType dtype;
+  int64_t group;        // int4 block size (0: per row)
+  uint32_t unsupported;  // XNNPACK paths forced off (their fallbacks run)
+  int32_t threads;
+  int32_t beam;
+  const char* expect;    // in the backend report
+};
+
+// Every backend, weight dtype and XNNPACK path (fallbacks included), a thread pool, and beam
+// search: translate twice (batch 3 and 1: row counts change, so XNNPACK operators are
+// reshaped), plus an error path, with every allocation counted (all threads).
 TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8, DType::kI4}) {
-    testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 21, dtype);
+  std::vector<Variant> variants = {
+      {"reference f32", Backend::kReference, false, DType::kF32, 0, 0, 1, 1, "reference"},
+      {"reference f16", Backend::kReference, false, DType::kF16, 0, 0, 1, 1, "reference"},
+      {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
+      {"reference i4", Backend::kReference, false, DType::kI4, 8, 0, 1, 1, "reference"},
+  };
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  using xnn::LinearPath;
+  using xnn::PathBit;
+  const Variant xnnpack[] = {
+      {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
+      {"xnnpack f16", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 1, "fully_connected_nc_f16"},
+      {"xnnpack f16 -> f32 compute", Backend::kXnnpack, false, DType::kF16, 0, PathBit(LinearPath::kF16), 1, 1,
+       "fully_connected_nc_f32_f16"},
+      {"xnnpack i8", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 1, "fully_connected_nc_qd8_f32_qc8w"},
+      {"xnnpack i8 -> f32 activations", Backend::kXnnpack, false, DType::kI8, 0, PathBit(LinearPath::kQd8Qc8w), 1, 1,
+       "fully_connected_nc_f32_qc8w"},
+      {"xnnpack i4 per row", Backend::kXnnpack, false, DType::kI4, 0, 0, 1, 1, "fully_connected_nc_qd8_f32_qc4w"},
+      {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0, PathBit(LinearPath::kQd8Qc4w),
+       1, 1, "fully_connected_nc_f32_qc4w"},
+      {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1, "fully_connected_nc_qd8_f32_qb4w"},
+      {"xnnpack i4 blocks of 8 (reference kernel)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1, 1, "reference kernel"},
+      {"xnnpack i8, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1, "2 threads"},
+      {"xnnpack f32, 2 threads", Backend::kXnnpack, true, DType::kF32, 0, 0, 2, 1, "2 threads"},
+      {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3, "fully_connected_nc_qd8_f32_qc8w"},
+      {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2, "fully_connected_nc_f16"},
+  };
+  variants.insert(variants.end(), std::begin(xnnpack), std::end(xnnpack));
+#endif
+  for (const Variant& v : variants) {
+    INFO(v.name);
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+    xnn::SetUnsupportedPathsForTesting(v.unsupported);
+#endif
+    const ModelConfig config = v.wide ? testing::WideConfig() : testing::TinyConfig();
+    testing::AlignedBytes bytes = testing::ModelBytes(config, 21, v.dtype, v.group);
     auto model = Model::Load(bytes.data(), bytes.size());
     REQUIRE(model.ok());
     Limits limits;
+    limits.backend = v.backend;
+    limits.threads = v.threads;
+    limits.beam_size = v.beam;
     limits.max_batch = 3;
     limits.max_source_length = 12;
     limits.max_target_length = 10;
     std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
     Session session;
     REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+    xnn::SetUnsupportedPathsForTesting(0);
+#endif
+    INFO(session.backend_report());
+    CHECK(session.backend() == v.backend);
+    CHECK(std::string(session.backend_report()).find(v.expect) != std::string::npos);
     const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
                                  8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
                                  19, 2};
     const int32_t lengths[3] = {5, 12, 2};
-    int32_t out[3 * 10];
-    int32_t out_lengths[3];
-    GreedyOptions options;
+    int32_t out[3 * 3 * 10];
+    int32_t out_lengths[3 * 3];
+    DecodingOptions options;
+    options.beam_size = v.beam;
 
     testing::StartCountingAllocations();
     Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
@@ -51,11 +135,12 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
     Status error = session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
     const size_t allocations = testing::StopCountingAllocations();
 
-    INFO(DTypeName(dtype) << ": " << first.message() << second.message());
+    INFO(first.message() << second.message());
     CHECK(first.ok());
     CHECK(second.ok());
     CHECK(error.code() == StatusCode::kOutOfRange);
     CHECK(allocations == 0);
+    CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
   }
 }
 

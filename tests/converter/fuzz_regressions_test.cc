@@ -29,7 +29,8 @@ void Put(std::string* s, uint64_t v, int bytes) {
 std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& entries) {
   std::string out, central;
   for (const auto& e : entries) {
-    const uint32_t crc = tern::convert::Crc32(reinterpret_cast<const uint8_t*>(e.second.data()), e.second.size());
+    const uint32_t crc =
+        tern::convert::Crc32(reinterpret_cast<const uint8_t*>(e.second.data()), e.second.size());
     const uint64_t offset = out.size();
     Put(&out, 0x04034b50, 4);
     Put(&out, 20, 2);  // version needed
@@ -95,10 +96,12 @@ std::string Ints(const std::vector<int64_t>& v) {
   return out + "t";
 }
 // {"w": _rebuild_tensor_v2(storage("0", FloatStorage, numel), 0, size, stride, False, {})}
-std::string StateDict(int64_t numel, const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
-  const std::string storage = "(" + Str("storage") + "ctorch\nFloatStorage\n" + Str("0") + Str("cpu") + Long(numel) + "tQ";
-  const std::string tensor = "ctorch._utils\n_rebuild_tensor_v2\n(" + storage + Long(0) + Ints(size) + Ints(stride) +
-                             "\x89}tR";
+std::string StateDict(int64_t numel, const std::vector<int64_t>& size,
+                      const std::vector<int64_t>& stride) {
+  const std::string storage =
+      "(" + Str("storage") + "ctorch\nFloatStorage\n" + Str("0") + Str("cpu") + Long(numel) + "tQ";
+  const std::string tensor = "ctorch._utils\n_rebuild_tensor_v2\n(" + storage + Long(0) +
+                             Ints(size) + Ints(stride) + "\x89}tR";
   return std::string("\x80\x02}(") + Str("w") + tensor + "u.";
 }
 
@@ -110,16 +113,19 @@ struct TempFile {
     REQUIRE(fd >= 0);
     ::close(fd);
     path = name;
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   ~TempFile() { std::remove(path.c_str()); }
 };
 
 std::string TorchFile(const std::string& pickle, const std::string& storage) {
-  return StoredZip({{"archive/data.pkl", pickle}, {"archive/data/0", storage}, {"archive/version", "3\n"}});
+  return StoredZip(
+      {{"archive/data.pkl", pickle}, {"archive/data/0", storage}, {"archive/version", "3\n"}});
 }
 
-TEST_CASE("fuzz: a storage whose byte size overflows 64 bits is refused", "[fuzz][readers][torch]") {
+TEST_CASE("fuzz: a storage whose byte size overflows 64 bits is refused",
+          "[fuzz][readers][torch]") {
   // numel 2^62 float32 elements: 2^62 * 4 wraps to 0, which matched the empty storage entry, and
   // the 2^20-element view then read 4 MiB past the end of the file.
   TempFile file(TorchFile(StateDict(int64_t{1} << 62, {1 << 20}, {1}), ""));
@@ -153,32 +159,42 @@ TEST_CASE("fuzz: Checkpoint::Add checks view bounds without overflow", "[fuzz][r
   REQUIRE_THROWS_AS(ckpt.Add(t), Error);
 }
 
-TEST_CASE("fuzz: deeply nested pickles are refused before they overflow the stack", "[fuzz][readers][pickle]") {
+TEST_CASE("fuzz: deeply nested pickles are refused before they overflow the stack",
+          "[fuzz][readers][pickle]") {
   // EMPTY_LIST, then a million TUPLE1: each wraps the previous value. Destroying the million-deep
   // chain of shared_ptrs recursed once per level and overflowed the stack.
   std::string p = "\x80\x02]";
   p.append(1000000, '\x85');
   p += ".";
-  REQUIRE_THROWS_AS(tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "deep.pkl"), Error);
+  REQUIRE_THROWS_AS(
+      tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "deep.pkl"),
+      Error);
 }
 
 TEST_CASE("fuzz: a pickle list that contains itself is refused", "[fuzz][readers][pickle]") {
   // EMPTY_LIST, BINPUT 0, BINGET 0, APPEND: the list holds a shared_ptr to itself, a cycle
   // that is never freed (LeakSanitizer) and that any recursive walk would follow forever.
-  const std::string p = Lit("\x80\x02]q\x00h\x00" "a.");
-  REQUIRE_THROWS_AS(tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "cycle.pkl"),
-                    Error);
+  const std::string p =
+      Lit("\x80\x02]q\x00h\x00"
+          "a.");
+  REQUIRE_THROWS_AS(
+      tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "cycle.pkl"),
+      Error);
   // The same through a dict value and SETITEM.
-  const std::string d = Lit("\x80\x02}q\x00" "X\x01\x00\x00\x00kh\x00s.");
-  REQUIRE_THROWS_AS(tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(d.data()), d.size(), "cycle.pkl"),
-                    Error);
+  const std::string d =
+      Lit("\x80\x02}q\x00"
+          "X\x01\x00\x00\x00kh\x00s.");
+  REQUIRE_THROWS_AS(
+      tern::convert::Unpickle(reinterpret_cast<const uint8_t*>(d.data()), d.size(), "cycle.pkl"),
+      Error);
 }
 
 TEST_CASE("fuzz: .npy shapes whose strides overflow are refused", "[fuzz][readers][npz]") {
   // A zero dimension makes the array empty, so the element count never exceeded its bound, but
   // the row-major strides of the other three 2^43-ish dimensions overflowed int64.
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 10995116277760, 10995116277760, "
-                       "10995116277760), }";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 10995116277760, 10995116277760, "
+      "10995116277760), }";
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
   std::string npy = "\x93NUMPY\x01";
@@ -186,20 +202,23 @@ TEST_CASE("fuzz: .npy shapes whose strides overflow are refused", "[fuzz][reader
   Put(&npy, header.size(), 2);
   npy += header;
   tern::convert::CheckpointTensor t;
-  REQUIRE_THROWS_AS(
-      tern::convert::ParseNpyHeader(reinterpret_cast<const uint8_t*>(npy.data()), npy.size(), "x.npy", &t), Error);
+  REQUIRE_THROWS_AS(tern::convert::ParseNpyHeader(reinterpret_cast<const uint8_t*>(npy.data()),
+                                                  npy.size(), "x.npy", &t),
+                    Error);
   // Fortran order computes its strides from the front: the same overflow.
   std::string fortran = npy;
   fortran.replace(fortran.find("False"), 5, "True ");
-  REQUIRE_THROWS_AS(
-      tern::convert::ParseNpyHeader(reinterpret_cast<const uint8_t*>(fortran.data()), fortran.size(), "x.npy", &t),
-      Error);
+  REQUIRE_THROWS_AS(tern::convert::ParseNpyHeader(reinterpret_cast<const uint8_t*>(fortran.data()),
+                                                  fortran.size(), "x.npy", &t),
+                    Error);
 }
 
-TEST_CASE("fuzz: safetensors shapes whose strides overflow are refused", "[fuzz][readers][safetensors]") {
+TEST_CASE("fuzz: safetensors shapes whose strides overflow are refused",
+          "[fuzz][readers][safetensors]") {
   // [0, 2^40, 2^40]: zero elements and zero bytes, so Parse accepted it, but the strides that
   // Checkpoint::Add derives for it (2^80) overflowed int64.
-  const std::string header = R"({"w":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})";
+  const std::string header =
+      R"({"w":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})";
   std::string file;
   Put(&file, header.size(), 8);
   file += header;

@@ -6,5 +6,6 @@ namespace tern::cli {
 int Translate(int argc, char** argv);
 int Convert(int argc, char** argv);
 int Inspect(int argc, char** argv);
+int Bench(int argc, char** argv);
 
 }  // namespace tern::cli

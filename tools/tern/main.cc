@@ -16,6 +16,7 @@ const char kUsage[] =
     "  translate  translate lines from stdin (--ids: space-separated token ids)\n"
     "  convert    convert a checkpoint to a .tern model (fp32, fp16, int8, int4)\n"
     "  inspect    print a .tern model's config, tensors, metadata and arena size\n"
+    "  bench      time load, encode, greedy decoding; arena and peak memory (batch 1)\n"
     "\n"
     "`tern <command> --help` describes each command. `tern --version` prints the version.\n";
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(command, "translate")) return tern::cli::Translate(argc - 2, argv + 2);
     if (!std::strcmp(command, "convert")) return tern::cli::Convert(argc - 2, argv + 2);
     if (!std::strcmp(command, "inspect")) return tern::cli::Inspect(argc - 2, argv + 2);
+    if (!std::strcmp(command, "bench")) return tern::cli::Bench(argc - 2, argv + 2);
   } catch (const tern::cli::UsageError& e) {
     std::fprintf(stderr, "tern %s: %s (see tern %s --help)\n", command, e.what(), command);
     return 2;

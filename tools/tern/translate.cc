@@ -48,6 +48,8 @@ const char kHelp[] =
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
     "  --json                one JSON object per line: source, translations, ids, scores\n"
+    "  --threads N           intra-op threads (default 1)\n"
+    "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
     "\n"
     "exit status: 0 when every line was translated; 1 when any line failed (each failure is\n"
     "one line on stderr naming the input line); 2 for usage errors.\n";
@@ -103,7 +105,7 @@ std::string JsonString(const std::string& s) {
 int Translate(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "batch", "max-source", "max-length", "long", "beam", "n-best", "length-penalty", "min-length",
-             "max-length-ratio", "no-repeat-ngram", "repetition-penalty"},
+             "max-length-ratio", "no-repeat-ngram", "repetition-penalty", "threads", "backend"},
             {"ids", "json", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -149,6 +151,17 @@ int Translate(int argc, char** argv) {
   limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", default_length));
   limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", default_length));
   limits.beam_size = options.beam_size;
+  limits.threads = static_cast<int32_t>(args.get_int("threads", 1));
+  const std::string backend = args.get("backend", "auto");
+  if (backend == "auto") {
+    limits.backend = Backend::kAuto;
+  } else if (backend == "xnnpack") {
+    limits.backend = Backend::kXnnpack;
+  } else if (backend == "reference") {
+    limits.backend = Backend::kReference;
+  } else {
+    throw UsageError("--backend must be auto, xnnpack or reference");
+  }
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
   std::vector<uint8_t> arena(need.value());

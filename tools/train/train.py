@@ -65,7 +65,12 @@ def file_hash(path):
 
 
 def encode_corpus(sp, src_path, tgt_path, cache_path, max_len):
-    """Encode a parallel corpus once; cache (flat int16 ids + offsets) as .npz."""
+    """Encode a parallel corpus once; cache (flat int16 ids + offsets) as .npz. The cache name
+    carries hashes of the spm model and of both text files, so a rebuilt corpus is re-encoded."""
+    h = hashlib.sha256()
+    for p in (src_path, tgt_path):
+        h.update(open(p, "rb").read())
+    cache_path = cache_path.replace(".npz", f".{h.hexdigest()[:12]}.npz")
     if os.path.exists(cache_path):
         z = np.load(cache_path)
         return z["src"], z["src_off"], z["tgt"], z["tgt_off"]

@@ -1,15 +1,28 @@
-// The limits a session is prepared for. Every arena byte follows from the model and these.
+// The limits a session is prepared for, and how it executes. Every arena byte follows from the
+// model and these (and, for the XNNPACK backend, from the CPU: packed weight layouts depend on
+// the micro-kernels XNNPACK picks for it).
 #pragma once
 
 #include <cstdint>
 
 namespace tern {
 
+// Which kernels run the linear layers (and attention).
+enum class Backend : uint8_t {
+  kAuto = 0,       // XNNPACK when the build has it (TERN_WITH_XNNPACK), else reference
+  kReference = 1,  // portable reference kernels: the definition of the math, slow
+  kXnnpack = 2,    // XNNPACK operators; kNotSupported from a build without XNNPACK
+};
+
 struct Limits {
   int32_t max_batch = 1;            // sentences translated together
   int32_t max_source_length = 128;  // tokens per source sentence, EOS included
   int32_t max_target_length = 128;  // decoder steps (generated tokens, EOS included)
   int32_t beam_size = 1;
+  Backend backend = Backend::kAuto;
+  // Intra-op threads (XNNPACK's pthreadpool; 1: run on the calling thread, no pool). The pool
+  // is created by Prepare, on the heap (pthreadpool allocates), and lives as long as the session.
+  int32_t threads = 1;
 };
 
 }  // namespace tern

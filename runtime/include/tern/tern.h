@@ -56,11 +56,19 @@ typedef enum tern_status {
 typedef struct tern_model tern_model;
 typedef struct tern_session tern_session;
 
+typedef enum tern_backend {
+  TERN_BACKEND_AUTO = 0,      /* XNNPACK when the build has it, else reference */
+  TERN_BACKEND_REFERENCE = 1, /* portable reference kernels */
+  TERN_BACKEND_XNNPACK = 2    /* TERN_NOT_SUPPORTED from a build without XNNPACK */
+} tern_backend;
+
 typedef struct tern_limits {
   int32_t max_batch;         /* sentences translated together (default 1) */
   int32_t max_source_length; /* tokens per source sentence, EOS included (default 128) */
   int32_t max_target_length; /* generated tokens incl. EOS (default 128) */
   int32_t beam_size;         /* default 1 */
+  tern_backend backend;      /* default TERN_BACKEND_AUTO */
+  int32_t threads;           /* intra-op threads (default 1); the pool is made at session create */
 } tern_limits;
 
 /* Called for each new token of each sentence (greedy: as generated; beam search: the best

@@ -56,6 +56,10 @@ class Session {
   // Lower-level access (scoring, custom decoders, tests).
   EncoderDecoder& encoder_decoder() { return model_; }
   size_t arena_used_bytes() const { return model_.arena_used_bytes(); }
+  // Which kernels run (Limits::backend) and every fallback Prepare took, in one line, e.g.
+  // "xnnpack, 1 thread: 97 linear layers: 97 fully_connected_nc_qd8_f32_qc8w; attention: ...".
+  Backend backend() const { return model_.backend(); }
+  const char* backend_report() const { return model_.backend_report(); }
 
  private:
   EncoderDecoder model_;

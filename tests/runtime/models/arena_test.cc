@@ -1,9 +1,17 @@
-// The arena: its size is a pure function of model + limits (pinned here), Prepare uses exactly
-// that, and nothing is written outside it.
+// The arena: its size is a pure function of model + limits (pinned here for the reference
+// kernels; for XNNPACK it also depends on the CPU's packed layouts), Prepare uses exactly that,
+// one byte less fails, and nothing is written outside it, on both backends.
 #include <catch2/catch_test_macros.hpp>
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "tests/runtime/models/backend_models.h"
 #include "tests/support/tiny_model.h"
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include "runtime/kernels/xnnpack/linear.h"
+#endif
 
 namespace tern {
 namespace {
@@ -13,13 +21,16 @@ TEST_CASE("required_arena_bytes is pinned for the tiny model", "[arena]") {
   auto model = Model::Load(bytes.data(), bytes.size());
   REQUIRE(model.ok());
   Limits limits;
+  limits.backend = Backend::kReference;
   limits.max_batch = 2;
   limits.max_source_length = 10;
   limits.max_target_length = 12;
   auto need = Session::RequiredArenaBytes(model.value(), limits);
   REQUIRE(need.ok());
   // Change this number only with a reason: it is what users plan their memory with.
-  CHECK(need.value() == size_t{15616});
+  // 15616 -> 15872: each linear layer's weights record gained the pointer to its XNNPACK
+  // operator (null on the reference backend).
+  CHECK(need.value() == size_t{15872});
   // Pure function: a different weight seed changes nothing.
   testing::AlignedBytes other = testing::RandomModelBytes(testing::TinyConfig(), 99);
   CHECK(Session::RequiredArenaBytes(Model::Load(other.data(), other.size()).value(), limits).value() == need.value());
@@ -30,6 +41,7 @@ TEST_CASE("prepare needs exactly the reported bytes and stays inside them", "[ar
   auto model = Model::Load(bytes.data(), bytes.size());
   REQUIRE(model.ok());
   Limits limits;
+  limits.backend = Backend::kReference;
   limits.max_source_length = 9;
   limits.max_target_length = 7;
   const size_t need = Session::RequiredArenaBytes(model.value(), limits).value();
@@ -73,6 +85,148 @@ TEST_CASE("invalid limits are rejected", "[arena]") {
   limits.max_source_length = 8;
   limits.max_batch = 0;
   CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  limits.max_batch = 1;
+  limits.threads = 0;
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  limits.threads = 1;
+  limits.max_target_length = 8;
+  limits.backend = static_cast<Backend>(7);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  limits.backend = Backend::kXnnpack;
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).ok());
+#else
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kNotSupported);
+#endif
+}
+
+// Prepare with exactly `need` bytes inside guard bytes, one byte less first; translate; check the
+// guards. Returns the session's report.
+void CheckExactArena(const Model& model, const Limits& limits, Backend expect_backend, std::string* report) {
+  auto need_or = Session::RequiredArenaBytes(model, limits);
+  INFO(need_or.status().message());
+  REQUIRE(need_or.ok());
+  const size_t need = need_or.value();
+  std::vector<uint8_t> arena(need + 256, 0xAB);
+  Session session;
+  const Status too_small = session.Prepare(model, limits, arena.data() + 128, need - 1);
+  CHECK(too_small.code() == StatusCode::kArenaTooSmall);
+  const Status prepared = session.Prepare(model, limits, arena.data() + 128, need);
+  INFO(prepared.message());
+  REQUIRE(prepared.ok());
+  *report = session.backend_report();
+  INFO(*report);
+  CHECK(session.arena_used_bytes() == need);
+  CHECK(session.backend() == expect_backend);
+  const int32_t src[] = {5, 6, 7, 8, 9, 10, 11, 12, 2};
+  int32_t out[16];
+  size_t produced = 0;
+  REQUIRE(session.TranslateIds(Span<const int32_t>(src, 9), Span<int32_t>(out, 16), &produced).ok());
+  CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+  for (size_t i = 0; i < 128; ++i) {
+    CHECK(arena[i] == 0xAB);
+    CHECK(arena[128 + need + i] == 0xAB);
+  }
+}
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+struct Variant {
+  const char* name;
+  bool wide;
+  DType dtype;
+  int64_t group;
+  uint32_t unsupported;  // paths switched off, as on a CPU without them
+  const char* expect;    // in the report
+};
+
+TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fallback", "[arena][xnnpack]") {
+  using xnn::LinearPath;
+  using xnn::PathBit;
+  const Variant variants[] = {
+      {"f32", false, DType::kF32, 0, 0, "fully_connected_nc_f32"},
+      {"f16", false, DType::kF16, 0, 0, "fully_connected_nc_f16"},
+      {"f16 without f16 arithmetic", false, DType::kF16, 0, PathBit(LinearPath::kF16),
+       "fully_connected_nc_f16 unsupported here -> fully_connected_nc_f32_f16"},
+      {"int8", false, DType::kI8, 0, 0, "fully_connected_nc_qd8_f32_qc8w"},
+      {"int8 without qd8", false, DType::kI8, 0, PathBit(LinearPath::kQd8Qc8w),
+       "fully_connected_nc_qd8_f32_qc8w unsupported here -> fully_connected_nc_f32_qc8w"},
+      {"int4 per row", false, DType::kI4, 0, 0, "fully_connected_nc_qd8_f32_qc4w"},
+      {"int4 blocks of 8 (reference)", false, DType::kI4, 8, 0, "33 layers on the reference kernel: XNNPACK has no operator"},
+      {"int4 blocks of 32", true, DType::kI4, 32, 0, "fully_connected_nc_qd8_f32_qb4w"},
+      {"int8, wide", true, DType::kI8, 0, 0, "fully_connected_nc_qd8_f32_qc8w"},
+  };
+  for (const Variant& v : variants) {
+    INFO(v.name);
+    xnn::SetUnsupportedPathsForTesting(v.unsupported);
+    const ModelConfig config = v.wide ? testing::WideConfig() : testing::TinyConfig();
+    testing::AlignedBytes bytes = testing::ModelBytes(config, 5, v.dtype, v.group);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(model.ok());
+    for (int32_t beam : {1, 3}) {
+      Limits limits;
+      limits.backend = Backend::kXnnpack;
+      limits.max_batch = 2;
+      limits.beam_size = beam;
+      limits.max_source_length = 11;
+      limits.max_target_length = 16;
+      std::string report;
+      CheckExactArena(model.value(), limits, Backend::kXnnpack, &report);
+      INFO(report);
+      CHECK(report.find(v.expect) != std::string::npos);
+      // A pure function: other weights of the same shapes, same bytes; and the XNNPACK plan
+      // holds more than the reference one (operators and packed weights).
+      testing::AlignedBytes other = testing::ModelBytes(config, 77, v.dtype, v.group);
+      auto other_model = Model::Load(other.data(), other.size());
+      REQUIRE(other_model.ok());
+      CHECK(Session::RequiredArenaBytes(other_model.value(), limits).value() ==
+            Session::RequiredArenaBytes(model.value(), limits).value());
+      Limits reference = limits;
+      reference.backend = Backend::kReference;
+      CHECK(Session::RequiredArenaBytes(model.value(), reference).value() <
+            Session::RequiredArenaBytes(model.value(), limits).value());
+    }
+    xnn::SetUnsupportedPathsForTesting(0);
+  }
+}
+
+TEST_CASE("xnnpack with a thread pool: same arena bytes, reported", "[arena][xnnpack]") {
+  testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 6, DType::kI8, 0);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  Limits limits;
+  limits.backend = Backend::kXnnpack;
+  limits.max_source_length = 11;
+  limits.max_target_length = 16;
+  Limits threaded = limits;
+  threaded.threads = 2;
+  CHECK(Session::RequiredArenaBytes(model.value(), threaded).value() ==
+        Session::RequiredArenaBytes(model.value(), limits).value());
+  std::string report;
+  CheckExactArena(model.value(), threaded, Backend::kXnnpack, &report);
+  CHECK(report.find("xnnpack, 2 threads") == 0);
+}
+
+#endif  // TERN_WITH_XNNPACK
+
+TEST_CASE("the reference backend is there in every build and says so", "[arena]") {
+  testing::AlignedBytes bytes = testing::ModelBytes(testing::TinyConfig(), 8, DType::kI8, 0);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  Limits limits;
+  limits.backend = Backend::kReference;
+  limits.max_source_length = 11;
+  limits.max_target_length = 16;
+  std::string report;
+  CheckExactArena(model.value(), limits, Backend::kReference, &report);
+  CHECK(report == "reference kernels (requested)");
+  limits.backend = Backend::kAuto;
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  CheckExactArena(model.value(), limits, Backend::kXnnpack, &report);
+#else
+  CheckExactArena(model.value(), limits, Backend::kReference, &report);
+  CHECK(report == "reference kernels (this build has no XNNPACK)");
+#endif
 }
 
 }  // namespace

@@ -1,0 +1,255 @@
+#include "runtime/kernels/xnnpack/attention.h"
+
+#include <xnnpack.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/vector_math.h"
+
+namespace tern::xnn {
+
+namespace {
+
+constexpr int kLanes = 16;
+
+inline float Dot(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  float sum = 0.0f;
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+inline float Max(const float* x, int64_t n) {
+  float acc[kLanes];
+  for (int l = 0; l < kLanes; ++l) acc[l] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] = x[i + l] > acc[l] ? x[i + l] : acc[l];
+  }
+  float max = -INFINITY;
+  for (int l = 0; l < kLanes; ++l) max = acc[l] > max ? acc[l] : max;
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+// x[i] = e^(x[i] - max), returning their sum.
+inline float ExpSum(float* x, int64_t n, float max) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  return sum;
+}
+
+// out[0, n) += a * x[0, n)
+inline void Axpy(float a, const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] += a * x[i];
+}
+
+}  // namespace
+
+TERN_VECTOR_CLONES
+void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_t ldk,
+                             const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
+                             int64_t d_head, const ref::AttentionMask& mask, float* scores,
+                             float* out, int64_t ldo) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t col = h * d_head;
+    for (int64_t i = 0; i < tq; ++i) {
+      // Keys [0, visible) are the ones query i may see.
+      int64_t visible = mask.key_length < tk ? mask.key_length : tk;
+      if (mask.causal && i + mask.causal_offset + 1 < visible) visible = i + mask.causal_offset + 1;
+      float* oi = out + i * ldo + col;
+      for (int64_t c = 0; c < d_head; ++c) oi[c] = 0.0f;
+      if (visible <= 0) continue;  // Fully masked: zeros, as the reference gives.
+      const float* qi = q + i * ldq + col;
+      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + col, d_head) * scale;
+      const float max = Max(scores, visible);
+      if (!(max > -INFINITY) || max == INFINITY) {  // inf or NaN scores: the reference's way
+        ref::AttentionMask all;
+        all.key_length = visible;
+        ref::ScaledDotProductAttention(qi, ldq, k + col, ldk, v + col, ldv, 1, visible, d_head, all,
+                                       scores, oi, ldo);
+        continue;
+      }
+      const float inv = 1.0f / ExpSum(scores, visible, max);
+      for (int64_t j = 0; j < visible; ++j) Axpy(scores[j] * inv, v + j * ldv + col, oi, d_head);
+    }
+  }
+}
+
+namespace {
+
+size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Offsets of the Q, K, V, O blocks in the gather buffer (floats).
+struct GatherLayout {
+  size_t q, k, v, o, bytes;
+};
+
+GatherLayout Gather(const AttentionShape& s) {
+  const size_t f = sizeof(float);
+  const size_t queries = static_cast<size_t>(s.heads * s.max_queries * s.d_head) * f;
+  const size_t keys = static_cast<size_t>(s.heads * s.max_keys * s.d_head) * f;
+  GatherLayout l;
+  l.q = 0;
+  l.k = Align64(queries);
+  l.v = l.k + Align64(keys);
+  l.o = l.v + Align64(keys);
+  l.bytes = l.o + Align64(queries) + XNN_EXTRA_BYTES;
+  return l;
+}
+
+xnn_status CreateOperators(Attention* a) {
+  xnn_status s = xnn_create_batch_matrix_multiply_nc_f32(XNN_FLAG_TRANSPOSE_B, &a->qk);
+  if (s == xnn_status_success) s = xnn_create_batch_matrix_multiply_nc_f32(0, &a->av);
+  if (s == xnn_status_success) s = xnn_create_softmax_nc_f32(0, &a->softmax);
+  return s;
+}
+
+bool Ok(xnn_status s) { return s == xnn_status_success; }
+
+// Reshapes for tq queries and n keys; false when a workspace would not fit.
+bool Reshape(Attention& a, int64_t tq, int64_t n) {
+  if (a.reshaped[0] == tq && a.reshaped[1] == n) return true;
+  a.reshaped[0] = -1;
+  const size_t batch[1] = {static_cast<size_t>(a.shape.heads)};
+  const size_t m = static_cast<size_t>(tq), keys = static_cast<size_t>(n),
+               dh = static_cast<size_t>(a.shape.d_head);
+  size_t qk_bytes = 0, qk_align = 0, av_bytes = 0, av_align = 0;
+  if (!Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.qk, 1, batch, batch, m, dh, keys, &qk_bytes,
+                                                   &qk_align, a.pool)) ||
+      !Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.av, 1, batch, batch, m, keys, dh, &av_bytes,
+                                                   &av_align, a.pool)) ||
+      !Ok(xnn_reshape_softmax_nc_f32(a.softmax, keys, keys, keys, batch[0] * m, a.pool))) {
+    return false;
+  }
+  if (qk_bytes > a.qk_workspace_bytes || av_bytes > a.av_workspace_bytes || qk_align > 64 ||
+      av_align > 64) {
+    return false;
+  }
+  a.reshaped[0] = tq;
+  a.reshaped[1] = n;
+  return true;
+}
+
+TERN_VECTOR_CLONES
+void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int64_t dh, float scale,
+                 float* dst) {
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* from = src + r * ld + h * dh;
+      float* to = dst + (h * rows + r) * dh;
+      for (int64_t c = 0; c < dh; ++c) to[c] = from[c] * scale;
+    }
+  }
+}
+
+bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo) {
+  const AttentionShape& s = a.shape;
+  if (!Reshape(a, tq, n)) return false;
+  const GatherLayout l = Gather(s);
+  float* qh = a.gather + l.q / sizeof(float);
+  float* kh = a.gather + l.k / sizeof(float);
+  float* vh = a.gather + l.v / sizeof(float);
+  float* oh = a.gather + l.o / sizeof(float);
+  const int64_t dh = s.d_head;
+  GatherHeads(q, ldq, tq, s.heads, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
+  GatherHeads(k, ldk, n, s.heads, dh, 1.0f, kh);
+  GatherHeads(v, ldv, n, s.heads, dh, 1.0f, vh);
+  if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
+      !Ok(xnn_run_operator(a.qk, a.pool)) ||
+      !Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) ||
+      !Ok(xnn_run_operator(a.softmax, a.pool)) ||
+      !Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) ||
+      !Ok(xnn_run_operator(a.av, a.pool))) {
+    a.reshaped[0] = -1;
+    return false;
+  }
+  for (int64_t h = 0; h < s.heads; ++h) {
+    for (int64_t i = 0; i < tq; ++i) {
+      std::memcpy(out + i * ldo + h * dh, oh + (h * tq + i) * dh,
+                  static_cast<size_t>(dh) * sizeof(float));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status MeasureAttention(const AttentionShape& shape, AttentionNeeds* needs) {
+  *needs = AttentionNeeds();
+  TERN_RETURN_IF_ERROR(Initialize());
+  Attention a;
+  a.shape = shape;
+  xnn_status s;
+  size_t qk_bytes = 0, qk_align = 0, av_bytes = 0, av_align = 0;
+  {
+    MeasureScope scope(SIZE_MAX);
+    s = CreateOperators(&a);
+    needs->xnn_bytes = scope.bytes();
+    if (s == xnn_status_success) {
+      const size_t batch[1] = {static_cast<size_t>(shape.heads)};
+      const size_t m = static_cast<size_t>(shape.max_queries),
+                   n = static_cast<size_t>(shape.max_keys);
+      const size_t dh = static_cast<size_t>(shape.d_head);
+      s = xnn_reshape_batch_matrix_multiply_nc_f32(a.qk, 1, batch, batch, m, dh, n, &qk_bytes,
+                                                   &qk_align, nullptr);
+      if (s == xnn_status_success) {
+        s = xnn_reshape_batch_matrix_multiply_nc_f32(a.av, 1, batch, batch, m, n, dh, &av_bytes,
+                                                     &av_align, nullptr);
+      }
+    }
+    xnn_delete_operator(a.qk);
+    xnn_delete_operator(a.av);
+    xnn_delete_operator(a.softmax);
+  }
+  if (s != xnn_status_success || qk_align > 64 || av_align > 64) {
+    // No batched attention here: the loops run every call, nothing is planned for it.
+    *needs = AttentionNeeds();
+    return Status::Ok();
+  }
+  needs->gather_bytes = Gather(shape).bytes;
+  needs->scores_bytes =
+      static_cast<size_t>(shape.heads * shape.max_queries * shape.max_keys) * sizeof(float) +
+      XNN_EXTRA_BYTES;
+  needs->qk_workspace_bytes = qk_bytes;
+  needs->av_workspace_bytes = av_bytes;
+  return Status::Ok();
+}
+
+Status CreateAttention(const AttentionShape& shape, Attention* a) {
+  a->shape = shape;
+  const xnn_status s = CreateOperators(a);
+  if (s != xnn_status_success) {
+    return Status::Error(
+        s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
+        "XNNPACK attention operators: status %d at prepare", static_cast<int>(s));
+  }
+  return Status::Ok();
+}
+
+void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                        const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
+                        int64_t d_head, const ref::AttentionMask& mask, float* scores, float* out,
+                        int64_t ldo) {
+  const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
+  if (a.qk != nullptr && tq > 1 && !mask.causal && visible > 0 && heads == a.shape.heads &&
+      d_head == a.shape.d_head && tq <= a.shape.max_queries && visible <= a.shape.max_keys &&
+      Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo)) {
+    return;
+  }
+  MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo);
+}
+
+}  // namespace tern::xnn

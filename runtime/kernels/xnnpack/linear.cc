@@ -1,0 +1,598 @@
+#include "runtime/kernels/xnnpack/linear.h"
+
+#include <xnnpack.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/fp16.h"
+#include "runtime/kernels/xnnpack/allocator.h"
+
+namespace tern::xnn {
+
+namespace {
+
+std::atomic<uint32_t> g_unsupported_for_testing{0};
+
+constexpr float kNoMin = -INFINITY;
+constexpr float kNoMax = INFINITY;
+
+size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The paths worth trying for a weight, best first.
+int Chain(const WeightView& w, LinearPath* out) {
+  switch (w.dtype) {
+    case DType::kF32:
+      out[0] = LinearPath::kF32;
+      return 1;
+    case DType::kF16:
+      out[0] = LinearPath::kF16;
+      out[1] = LinearPath::kF16AsF32;
+      return 2;
+    case DType::kI8:
+      if (w.group_size != 0) return 0;  // int8 with block scales: no XNNPACK operator
+      out[0] = LinearPath::kQd8Qc8w;
+      out[1] = LinearPath::kF32Qc8w;
+      return 2;
+    case DType::kI4:
+      if (w.group_size == 0) {
+        out[0] = LinearPath::kQd8Qc4w;
+        out[1] = LinearPath::kF32Qc4w;
+        return 2;
+      }
+      // XNNPACK's blockwise int4 wants blocks of a multiple of 32 that divide the row.
+      if (w.group_size % XNN_MIN_BLOCKSIZE == 0 && w.cols % w.group_size == 0) {
+        out[0] = LinearPath::kQd8Qb4w;
+        return 1;
+      }
+      return 0;
+    case DType::kI32:
+      return 0;
+  }
+  return 0;
+}
+
+// XNNPACK 2024-11's f32_qc8w / f32_qc4w operators multiply the bias by the channel's weight
+// scale (measured: y = x W^T + scale * b). Those paths get no bias from XNNPACK; RunLinear adds it.
+bool BiasAfterRun(LinearPath p) { return p == LinearPath::kF32Qc8w || p == LinearPath::kF32Qc4w; }
+
+bool Quantized(LinearPath p) {
+  return p == LinearPath::kQd8Qc8w || p == LinearPath::kQd8Qc4w || p == LinearPath::kQd8Qb4w;
+}
+
+// Prepare-time inputs of a path that differ from the file's bytes. Scratch layout: the small
+// part (scales, f16 bias) first, then the repacked kernel when the path needs one.
+struct ScratchLayout {
+  size_t small_bytes = 0;   // scales or f16 bias
+  size_t kernel_bytes = 0;  // repacked int4 nibbles
+  size_t total() const { return small_bytes + kernel_bytes; }
+};
+
+ScratchLayout Layout(LinearPath path, const LinearSpec& spec) {
+  const size_t n = static_cast<size_t>(spec.weight.rows);
+  const size_t k = static_cast<size_t>(spec.weight.cols);
+  const size_t row_bytes = spec.weight.row_bytes();
+  ScratchLayout l;
+  switch (path) {
+    case LinearPath::kReference:
+    case LinearPath::kF32:
+      break;
+    case LinearPath::kF16:
+    case LinearPath::kF16AsF32:
+      // XNNPACK takes the bias in f16 next to f16 weights.
+      if (spec.bias) l.small_bytes = Align64(n * sizeof(uint16_t));
+      break;
+    case LinearPath::kQd8Qc8w:
+    case LinearPath::kF32Qc8w:
+      l.small_bytes = Align64(n * sizeof(float));
+      break;
+    case LinearPath::kQd8Qc4w:
+      l.small_bytes = Align64(n * sizeof(float));
+      // Odd rows end in a padding nibble XNNPACK reads as a weight: repack with it cleared.
+      if (k % 2) l.kernel_bytes = Align64(n * row_bytes);
+      break;
+    case LinearPath::kF32Qc4w:
+      // This operator reads nibbles as unsigned with a zero point: always repacked.
+      l.small_bytes = Align64(n * sizeof(float));
+      l.kernel_bytes = Align64(n * row_bytes);
+      break;
+    case LinearPath::kQd8Qb4w:
+      l.small_bytes =
+          Align64(n * static_cast<size_t>(spec.weight.groups_per_row()) * sizeof(uint16_t));
+      l.kernel_bytes = Align64(n * row_bytes);
+      break;
+  }
+  return l;
+}
+
+uint16_t Bf16(float value) {  // round to nearest even
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+struct Inputs {
+  const void* kernel = nullptr;
+  const void* scales = nullptr;
+  const void* bias = nullptr;
+};
+
+// Fills scratch per Layout(path, spec) and says which pointers to hand XNNPACK. With
+// repack_kernel false (the dry run), the kernel stays the file's bytes: XNNPACK does not read
+// it before asking for the packed memory, and for small layers that it does pack, the values
+// do not matter.
+Inputs PrepareInputs(LinearPath path, const LinearSpec& spec, uint8_t* scratch,
+                     bool repack_kernel) {
+  const WeightView& w = spec.weight;
+  const int64_t n = w.rows;
+  const ScratchLayout l = Layout(path, spec);
+  Inputs in;
+  in.kernel = w.data;
+  in.bias = spec.bias;
+  switch (path) {
+    case LinearPath::kReference:
+    case LinearPath::kF32:
+      break;
+    case LinearPath::kF16:
+    case LinearPath::kF16AsF32:
+      if (spec.bias) {
+        uint16_t* bias16 = reinterpret_cast<uint16_t*>(scratch);
+        for (int64_t i = 0; i < n; ++i) bias16[i] = Fp32ToFp16(spec.bias[i]);
+        in.bias = bias16;
+      }
+      break;
+    case LinearPath::kQd8Qc8w:
+    case LinearPath::kF32Qc8w:
+    case LinearPath::kQd8Qc4w:
+    case LinearPath::kF32Qc4w: {
+      // A zero scale (an all-zero row) becomes 1: the row's weights are 0 either way, and
+      // XNNPACK never sees a degenerate scale.
+      float* scales = reinterpret_cast<float*>(scratch);
+      for (int64_t i = 0; i < n; ++i) scales[i] = w.scales[i] > 0.0f ? w.scales[i] : 1.0f;
+      in.scales = scales;
+      if (l.kernel_bytes && repack_kernel) {
+        uint8_t* kernel = scratch + l.small_bytes;
+        const size_t row_bytes = w.row_bytes();
+        // kF32Qc4w wants unsigned nibbles with zero point 8 (flip each nibble's top bit; a
+        // cleared padding nibble becomes 8, a zero weight); kQd8Qc4w takes the file's signed
+        // nibbles with zero point 0 and only needs the padding cleared.
+        const uint8_t flip = path == LinearPath::kF32Qc4w ? 0x88u : 0x00u;
+        for (int64_t r = 0; r < n; ++r) {
+          uint8_t* row = kernel + r * row_bytes;
+          std::memcpy(row, w.row(r), row_bytes);
+          if (w.cols % 2) row[row_bytes - 1] &= 0x0F;
+          for (size_t i = 0; i < row_bytes; ++i) row[i] ^= flip;
+        }
+        in.kernel = kernel;
+      }
+      break;
+    }
+    case LinearPath::kQd8Qb4w: {
+      const int64_t count = n * w.groups_per_row();
+      uint16_t* scales = reinterpret_cast<uint16_t*>(scratch);
+      for (int64_t i = 0; i < count; ++i) scales[i] = Bf16(w.scales[i] > 0.0f ? w.scales[i] : 1.0f);
+      in.scales = scales;
+      if (repack_kernel) {
+        // The file's nibbles are two's complement; XNNPACK's blockwise int4 wants unsigned
+        // nibbles with zero point 8: flip each nibble's top bit.
+        uint8_t* kernel = scratch + l.small_bytes;
+        const size_t bytes = static_cast<size_t>(n) * w.row_bytes();
+        const uint8_t* src = static_cast<const uint8_t*>(w.data);
+        for (size_t i = 0; i < bytes; ++i) kernel[i] = src[i] ^ 0x88u;
+        in.kernel = kernel;
+      }
+      break;
+    }
+  }
+  return in;
+}
+
+xnn_status CreateOperator(LinearPath path, const LinearSpec& spec, const Inputs& in,
+                          xnn_operator_t* op) {
+  if (g_unsupported_for_testing.load(std::memory_order_relaxed) & PathBit(path)) {
+    return xnn_status_unsupported_hardware;
+  }
+  const size_t k = static_cast<size_t>(spec.weight.cols);
+  const size_t n = static_cast<size_t>(spec.weight.rows);
+  const size_t in_stride = static_cast<size_t>(spec.input_stride);
+  const size_t out_stride = static_cast<size_t>(spec.output_stride);
+  const float* bias = static_cast<const float*>(in.bias);
+  const float* scales = static_cast<const float*>(in.scales);
+  switch (path) {
+    case LinearPath::kReference:
+      return xnn_status_invalid_parameter;
+    case LinearPath::kF32:
+      return xnn_create_fully_connected_nc_f32(k, n, in_stride, out_stride,
+                                               static_cast<const float*>(in.kernel), bias, kNoMin,
+                                               kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kF16:  // f16 activations live in the context's contiguous buffers
+      return xnn_create_fully_connected_nc_f16(k, n, k, n, in.kernel, in.bias, kNoMin, kNoMax, 0,
+                                               nullptr, nullptr, op);
+    case LinearPath::kF16AsF32:
+      return xnn_create_fully_connected_nc_f32_f16(k, n, in_stride, out_stride, in.kernel, in.bias,
+                                                   kNoMin, kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kQd8Qc8w:  // quantized activations live in the context's buffer
+      return xnn_create_fully_connected_nc_qd8_f32_qc8w(k, n, k, out_stride, scales,
+                                                        static_cast<const int8_t*>(in.kernel), bias,
+                                                        kNoMin, kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kF32Qc8w:  // bias added by RunLinear (see BiasAfterRun)
+      return xnn_create_fully_connected_nc_f32_qc8w(k, n, in_stride, out_stride, scales,
+                                                    static_cast<const int8_t*>(in.kernel), nullptr,
+                                                    kNoMin, kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kQd8Qc4w:  // zero point 0: signed two's-complement nibbles, as in the file
+      return xnn_create_fully_connected_nc_qd8_f32_qc4w(
+          k, n, k, out_stride, 0, scales, in.kernel, bias, kNoMin, kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kF32Qc4w:  // bias added by RunLinear (see BiasAfterRun)
+      return xnn_create_fully_connected_nc_f32_qc4w(k, n, in_stride, out_stride, 8, scales,
+                                                    static_cast<const uint8_t*>(in.kernel), nullptr,
+                                                    kNoMin, kNoMax, 0, nullptr, nullptr, op);
+    case LinearPath::kQd8Qb4w:
+      return xnn_create_fully_connected_nc_qd8_f32_qb4w(
+          k, n, k, out_stride, static_cast<size_t>(spec.weight.group_size), 8,
+          static_cast<const uint16_t*>(in.scales), in.kernel, bias, kNoMin, kNoMax, 0, nullptr,
+          nullptr, op);
+  }
+  return xnn_status_invalid_parameter;
+}
+
+// Dry run of one path: true with the arena bytes when this CPU supports it.
+bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes) {
+  const ScratchLayout l = Layout(path, spec);
+  // Real scales / f16 bias (small: one value per row or block), from the heap: this runs in
+  // RequiredArenaBytes, before there is an arena.
+  uint8_t* small = nullptr;
+  if (l.small_bytes) {
+    small = static_cast<uint8_t*>(std::malloc(l.small_bytes));
+    if (small == nullptr) return false;
+  }
+  const Inputs in = PrepareInputs(path, spec, small, /*repack_kernel=*/false);
+  xnn_operator_t op = nullptr;
+  bool supported = false;
+  {
+    MeasureScope scope;
+    const xnn_status status = CreateOperator(path, spec, in, &op);
+    if (status == xnn_status_success) {
+      supported = true;
+      xnn_delete_operator(op);
+    } else if (status == xnn_status_out_of_memory && scope.refused()) {
+      supported = true;  // Everything was checked; only the packed weights' memory was refused.
+    }
+    *bytes = scope.bytes();
+  }
+  std::free(small);
+  return supported;
+}
+
+bool Check(xnn_status status) { return status == xnn_status_success; }
+
+bool Fallback(Context& c) {
+  ++c.fallback_calls;
+  return false;
+}
+
+bool SameShape(int64_t* last, int64_t a, int64_t b, int64_t c, int64_t d) {
+  if (last[0] == a && last[1] == b && last[2] == c && last[3] == d) return true;
+  last[0] = a;
+  last[1] = b;
+  last[2] = c;
+  last[3] = d;
+  return false;
+}
+
+bool ReshapeFc(LinearKernel& kn, int64_t m) {
+  if (kn.reshaped_rows == m) return true;
+  pthreadpool_t pool = kn.context->pool;
+  const size_t rows = static_cast<size_t>(m);
+  xnn_status s = xnn_status_invalid_parameter;
+  switch (kn.path) {
+    case LinearPath::kReference:
+      break;
+    case LinearPath::kF32:
+      s = xnn_reshape_fully_connected_nc_f32(kn.op, rows, pool);
+      break;
+    case LinearPath::kF16:
+      s = xnn_reshape_fully_connected_nc_f16(kn.op, rows, pool);
+      break;
+    case LinearPath::kF16AsF32:
+      s = xnn_reshape_fully_connected_nc_f32_f16(kn.op, rows, pool);
+      break;
+    case LinearPath::kQd8Qc8w:
+      s = xnn_reshape_fully_connected_nc_qd8_f32_qc8w(kn.op, rows, pool);
+      break;
+    case LinearPath::kF32Qc8w:
+      s = xnn_reshape_fully_connected_nc_f32_qc8w(kn.op, rows, pool);
+      break;
+    case LinearPath::kQd8Qc4w:
+      s = xnn_reshape_fully_connected_nc_qd8_f32_qc4w(kn.op, rows, pool);
+      break;
+    case LinearPath::kF32Qc4w:
+      s = xnn_reshape_fully_connected_nc_f32_qc4w(kn.op, rows, pool);
+      break;
+    case LinearPath::kQd8Qb4w:
+      s = xnn_reshape_fully_connected_nc_qd8_f32_qb4w(kn.op, rows, pool);
+      break;
+  }
+  if (!Check(s)) {
+    kn.reshaped_rows = -1;
+    return false;
+  }
+  kn.reshaped_rows = m;
+  return true;
+}
+
+}  // namespace
+
+const char* LinearPathName(LinearPath path) {
+  switch (path) {
+    case LinearPath::kReference:
+      return "reference";
+    case LinearPath::kF32:
+      return "fully_connected_nc_f32";
+    case LinearPath::kF16:
+      return "fully_connected_nc_f16";
+    case LinearPath::kF16AsF32:
+      return "fully_connected_nc_f32_f16";
+    case LinearPath::kQd8Qc8w:
+      return "fully_connected_nc_qd8_f32_qc8w";
+    case LinearPath::kF32Qc8w:
+      return "fully_connected_nc_f32_qc8w";
+    case LinearPath::kQd8Qc4w:
+      return "fully_connected_nc_qd8_f32_qc4w";
+    case LinearPath::kF32Qc4w:
+      return "fully_connected_nc_f32_qc4w";
+    case LinearPath::kQd8Qb4w:
+      return "fully_connected_nc_qd8_f32_qb4w";
+  }
+  return "?";
+}
+
+LinearPath PreferredPath(const WeightView& weight) {
+  LinearPath chain[4];
+  return Chain(weight, chain) > 0 ? chain[0] : LinearPath::kReference;
+}
+
+void SetUnsupportedPathsForTesting(uint32_t mask) { g_unsupported_for_testing.store(mask); }
+uint32_t UnsupportedPathsForTesting() { return g_unsupported_for_testing.load(); }
+
+Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
+  const WeightView& w = spec.weight;
+  if (w.rows < 1 || w.cols < 1 || spec.max_rows < 1 || spec.input_stride < w.cols ||
+      spec.output_stride < w.rows) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "linear layer [%lld, %lld]: invalid shape or strides",
+                         static_cast<long long>(w.rows), static_cast<long long>(w.cols));
+  }
+  for (int i = 0; i < count_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.dtype == w.dtype && e.n == w.rows && e.k == w.cols && e.group == w.group_size &&
+        e.bias == (spec.bias != nullptr)) {
+      *out = e.choice;
+      return Status::Ok();
+    }
+  }
+  TERN_RETURN_IF_ERROR(Initialize());
+  LinearChoice choice;
+  LinearPath chain[4];
+  const int length = Chain(w, chain);
+  for (int i = 0; i < length; ++i) {
+    size_t bytes = 0;
+    if (Measure(chain[i], spec, &bytes)) {
+      choice.path = chain[i];
+      choice.xnn_bytes = bytes;
+      choice.scratch_bytes = Layout(chain[i], spec).total();
+      break;
+    }
+  }
+  if (count_ < kMaxEntries) {
+    entries_[count_++] = Entry{w.dtype, w.rows, w.cols, w.group_size, spec.bias != nullptr, choice};
+  }
+  *out = choice;
+  return Status::Ok();
+}
+
+void ContextNeeds::Add(const LinearSpec& spec, LinearPath path) {
+  const size_t rows = static_cast<size_t>(spec.max_rows);
+  const size_t k = static_cast<size_t>(spec.weight.cols);
+  const size_t n = static_cast<size_t>(spec.weight.rows);
+  auto grow = [](size_t* have, size_t want) { *have = want > *have ? want : *have; };
+  if (Quantized(path)) {
+    qd8 = true;
+    grow(&qd8_input_bytes, rows * k + XNN_EXTRA_BYTES);
+    grow(&qd8_params_bytes,
+         (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params));
+  } else if (path == LinearPath::kF16) {
+    f16 = true;
+    grow(&f16_input_bytes, rows * k * sizeof(uint16_t) + XNN_EXTRA_BYTES);
+    grow(&f16_output_bytes, rows * n * sizeof(uint16_t) + XNN_EXTRA_BYTES);
+  }
+}
+
+namespace {
+
+xnn_status CreateContextOperators(const ContextNeeds& needs, Context* c) {
+  xnn_status s = xnn_status_success;
+  if (needs.qd8) {
+    s = xnn_create_convert_nc_f32_qd8(0, &c->to_qd8);
+    if (s != xnn_status_success) return s;
+  }
+  if (needs.f16) {
+    s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp32, xnn_datatype_fp16,
+                                        nullptr, nullptr, nullptr, 0, &c->to_f16);
+    if (s != xnn_status_success) return s;
+    s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp16, xnn_datatype_fp32,
+                                        nullptr, nullptr, nullptr, 0, &c->from_f16);
+  }
+  return s;
+}
+
+}  // namespace
+
+Status MeasureContext(const ContextNeeds& needs, size_t* xnn_bytes) {
+  *xnn_bytes = 0;
+  if (!needs.qd8 && !needs.f16) return Status::Ok();
+  TERN_RETURN_IF_ERROR(Initialize());
+  Context c;
+  xnn_status s;
+  {
+    MeasureScope scope(SIZE_MAX);
+    s = CreateContextOperators(needs, &c);
+    *xnn_bytes = scope.bytes();
+    xnn_delete_operator(c.to_qd8);
+    xnn_delete_operator(c.to_f16);
+    xnn_delete_operator(c.from_f16);
+  }
+  if (s != xnn_status_success) {
+    return Status::Error(StatusCode::kNotSupported, "XNNPACK conversion operators: status %d",
+                         static_cast<int>(s));
+  }
+  return Status::Ok();
+}
+
+Status CreateContext(const ContextNeeds& needs, Context* c) {
+  const xnn_status s = CreateContextOperators(needs, c);
+  if (s != xnn_status_success) {
+    return Status::Error(
+        s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
+        "XNNPACK conversion operators: status %d", static_cast<int>(s));
+  }
+  return Status::Ok();
+}
+
+Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
+                    void* scratch, LinearKernel* out) {
+  *out = LinearKernel();
+  out->context = context;
+  out->path = choice.path;
+  out->n = spec.weight.rows;
+  out->k = spec.weight.cols;
+  out->input_stride = spec.input_stride;
+  out->output_stride = spec.output_stride;
+  out->bias_after_run = BiasAfterRun(choice.path) ? spec.bias : nullptr;
+  if (choice.path == LinearPath::kReference) return Status::Ok();
+  const Inputs in =
+      PrepareInputs(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/true);
+  xnn_operator_t op = nullptr;
+  const xnn_status s = CreateOperator(choice.path, spec, in, &op);
+  if (s != xnn_status_success) {
+    return Status::Error(
+        s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
+        "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",
+        LinearPathName(choice.path), static_cast<long long>(out->n), static_cast<long long>(out->k),
+        static_cast<int>(s));
+  }
+  out->op = op;
+  return Status::Ok();
+}
+
+bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
+  Context& c = *kn.context;
+  if (kn.op == nullptr || m < 1) return m == 0 && kn.op != nullptr;
+  pthreadpool_t pool = c.pool;
+  const size_t rows = static_cast<size_t>(m);
+  const size_t k = static_cast<size_t>(kn.k);
+  const size_t n = static_cast<size_t>(kn.n);
+  switch (kn.path) {
+    case LinearPath::kReference:
+      return false;
+    case LinearPath::kF32:
+    case LinearPath::kF16AsF32:
+    case LinearPath::kF32Qc8w:
+    case LinearPath::kF32Qc4w: {
+      if (ldx != kn.input_stride || ldy != kn.output_stride || !ReshapeFc(kn, m))
+        return Fallback(c);
+      xnn_status s;
+      switch (kn.path) {
+        case LinearPath::kF32:
+          s = xnn_setup_fully_connected_nc_f32(kn.op, x, y);
+          break;
+        case LinearPath::kF16AsF32:
+          s = xnn_setup_fully_connected_nc_f32_f16(kn.op, x, y);
+          break;
+        case LinearPath::kF32Qc8w:
+          s = xnn_setup_fully_connected_nc_f32_qc8w(kn.op, x, y);
+          break;
+        default:
+          s = xnn_setup_fully_connected_nc_f32_qc4w(kn.op, x, y);
+          break;
+      }
+      if (!Check(s) || !Check(xnn_run_operator(kn.op, pool))) return Fallback(c);
+      if (kn.bias_after_run != nullptr) {
+        for (int64_t i = 0; i < m; ++i) {
+          float* yi = y + i * ldy;
+          for (int64_t j = 0; j < kn.n; ++j) yi[j] += kn.bias_after_run[j];
+        }
+      }
+      return true;
+    }
+    case LinearPath::kQd8Qc8w:
+    case LinearPath::kQd8Qc4w:
+    case LinearPath::kQd8Qb4w: {
+      if (ldy != kn.output_stride || ldx < kn.k || rows * k + XNN_EXTRA_BYTES > c.qd8_input_bytes ||
+          (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params) >
+              c.qd8_params_bytes) {
+        return Fallback(c);
+      }
+      auto* params = static_cast<xnn_quantization_params*>(c.qd8_params);
+      if (!SameShape(c.qd8_shape, m, kn.k, ldx, kn.k) &&
+          !Check(xnn_reshape_convert_nc_f32_qd8(c.to_qd8, rows, k, static_cast<size_t>(ldx), k,
+                                                pool))) {
+        c.qd8_shape[0] = -1;
+        return Fallback(c);
+      }
+      if (!Check(xnn_setup_convert_nc_f32_qd8(c.to_qd8, x, c.qd8_input, params)) ||
+          !Check(xnn_run_operator(c.to_qd8, pool)) || !ReshapeFc(kn, m)) {
+        return Fallback(c);
+      }
+      xnn_status s;
+      switch (kn.path) {
+        case LinearPath::kQd8Qc8w:
+          s = xnn_setup_fully_connected_nc_qd8_f32_qc8w(kn.op, c.qd8_input, y, params);
+          break;
+        case LinearPath::kQd8Qc4w:
+          s = xnn_setup_fully_connected_nc_qd8_f32_qc4w(kn.op, c.qd8_input, y, params);
+          break;
+        default:
+          s = xnn_setup_fully_connected_nc_qd8_f32_qb4w(kn.op, c.qd8_input, y, params);
+          break;
+      }
+      if (!Check(s) || !Check(xnn_run_operator(kn.op, pool))) return Fallback(c);
+      return true;
+    }
+    case LinearPath::kF16: {
+      if (ldx < kn.k || ldy < kn.n ||
+          rows * k * sizeof(uint16_t) + XNN_EXTRA_BYTES > c.f16_input_bytes ||
+          rows * n * sizeof(uint16_t) + XNN_EXTRA_BYTES > c.f16_output_bytes) {
+        return Fallback(c);
+      }
+      if (!SameShape(c.to_f16_shape, m, kn.k, ldx, kn.k) &&
+          !Check(xnn_reshape_unary_elementwise_nc(c.to_f16, rows, k, static_cast<size_t>(ldx), k,
+                                                  pool))) {
+        c.to_f16_shape[0] = -1;
+        return Fallback(c);
+      }
+      if (!Check(xnn_setup_unary_elementwise_nc(c.to_f16, x, c.f16_input)) ||
+          !Check(xnn_run_operator(c.to_f16, pool)) || !ReshapeFc(kn, m) ||
+          !Check(xnn_setup_fully_connected_nc_f16(kn.op, c.f16_input, c.f16_output)) ||
+          !Check(xnn_run_operator(kn.op, pool))) {
+        return Fallback(c);
+      }
+      if (!SameShape(c.from_f16_shape, m, kn.n, kn.n, ldy) &&
+          !Check(xnn_reshape_unary_elementwise_nc(c.from_f16, rows, n, n, static_cast<size_t>(ldy),
+                                                  pool))) {
+        c.from_f16_shape[0] = -1;
+        return Fallback(c);
+      }
+      if (!Check(xnn_setup_unary_elementwise_nc(c.from_f16, c.f16_output, y)) ||
+          !Check(xnn_run_operator(c.from_f16, pool))) {
+        return Fallback(c);
+      }
+      return true;
+    }
+  }
+  return Fallback(c);
+}
+
+}  // namespace tern::xnn

@@ -1,0 +1,153 @@
+// Linear layers y = x W^T + b through XNNPACK's fully-connected operators (the same math as
+// ref::Linear; see runtime/kernels/reference/linear.h).
+//
+// Lifecycle: LinearPlanner::Choose (dry run: path + exact arena bytes) -> CreateLinear inside an
+// ArenaScope at prepare (packs the weights into the arena) -> RunLinear per call (reshape only
+// when the row count changes, which allocates nothing; setup; run).
+//
+// Paths per weight dtype, best first; Choose takes the first one this CPU supports:
+//   f32  fully_connected_nc_f32
+//   f16  fully_connected_nc_f16 (activations converted f32 <-> f16 around it),
+//        fully_connected_nc_f32_f16 (f32 compute; XNNPACK widens the f16 weights when packing)
+//   i8   convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qc8w (activations quantized per row),
+//        fully_connected_nc_f32_qc8w
+//   i4   per row: convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qc4w, fully_connected_nc_f32_qc4w
+//        per block: convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qb4w (block a multiple of
+//        32 dividing the row; block scales rounded to bf16, as XNNPACK takes them)
+// and the reference kernel when none applies: slower, never wrong.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+
+struct xnn_operator;
+struct pthreadpool;
+
+namespace tern::xnn {
+
+enum class LinearPath : uint8_t {
+  kReference = 0,
+  kF32 = 1,
+  kF16 = 2,
+  kF16AsF32 = 3,
+  kQd8Qc8w = 4,
+  kF32Qc8w = 5,
+  kQd8Qc4w = 6,
+  kF32Qc4w = 7,
+  kQd8Qb4w = 8,
+};
+inline constexpr int kLinearPathCount = 9;
+
+// The best path for a weight (kReference when XNNPACK has none for its dtype / block size).
+LinearPath PreferredPath(const WeightView& weight);
+// "fully_connected_nc_f32", ...; "reference" for kReference.
+const char* LinearPathName(LinearPath path);
+inline constexpr uint32_t PathBit(LinearPath path) { return 1u << static_cast<uint32_t>(path); }
+
+// For tests: paths whose bit is set behave as if XNNPACK returned
+// xnn_status_unsupported_hardware (as the f16 operators do on ARMv8.0 and armv7), so fallbacks
+// run on any machine. Process-wide; set it before RequiredArenaBytes/Prepare.
+void SetUnsupportedPathsForTesting(uint32_t mask);
+uint32_t UnsupportedPathsForTesting();
+
+// One linear layer as prepare sees it.
+struct LinearSpec {
+  WeightView weight;            // [n, k]
+  const float* bias = nullptr;  // [n] or null
+  int64_t max_rows = 1;         // most rows (m) of any call
+  int64_t input_stride = 0;     // row stride of x in the calls (elements)
+  int64_t output_stride = 0;    // row stride of y in the calls
+};
+
+struct LinearChoice {
+  LinearPath path = LinearPath::kReference;
+  size_t xnn_bytes = 0;      // arena bytes of its XNNPACK operator (struct + packed weights)
+  size_t scratch_bytes = 0;  // prepare-time scratch CreateLinear needs (repacked data)
+};
+
+// Chooses each layer's path and measures its arena bytes by a dry run (allocator.h's
+// MeasureScope: the operator is created up to the point where XNNPACK asks for the packed
+// weights' memory, which is recorded and refused). Memoized by dtype, shape and bias, so a
+// model measures each distinct layer shape once. Deterministic: the same model, limits and CPU
+// give the same choices and bytes, in RequiredArenaBytes and in Prepare.
+class LinearPlanner {
+ public:
+  Status Choose(const LinearSpec& spec, LinearChoice* out);
+
+ private:
+  struct Entry {
+    DType dtype;
+    int64_t n, k, group;
+    bool bias;
+    LinearChoice choice;
+  };
+  static constexpr int kMaxEntries = 32;
+  Entry entries_[kMaxEntries];
+  int count_ = 0;
+};
+
+// What the per-session conversion operators and activation scratch must hold, accumulated over
+// the chosen paths.
+struct ContextNeeds {
+  bool qd8 = false;
+  bool f16 = false;
+  size_t qd8_input_bytes = 0;   // int8 activations: max rows * k (+ XNN_EXTRA_BYTES)
+  size_t qd8_params_bytes = 0;  // per-row quantization params (+ XNNPACK's extra entries)
+  size_t f16_input_bytes = 0;   // f16 activations in: max rows * k
+  size_t f16_output_bytes = 0;  // f16 activations out: max rows * n
+  void Add(const LinearSpec& spec, LinearPath path);
+};
+
+// Per session: thread pool, conversion operators, activation scratch (all in the arena except
+// the pool).
+struct Context {
+  pthreadpool* pool = nullptr;
+  xnn_operator* to_qd8 = nullptr;    // convert_nc_f32_qd8
+  xnn_operator* to_f16 = nullptr;    // unary convert f32 -> f16
+  xnn_operator* from_f16 = nullptr;  // unary convert f16 -> f32
+  int8_t* qd8_input = nullptr;
+  size_t qd8_input_bytes = 0;
+  void* qd8_params = nullptr;  // xnn_quantization_params[]
+  size_t qd8_params_bytes = 0;
+  uint16_t* f16_input = nullptr;
+  size_t f16_input_bytes = 0;
+  uint16_t* f16_output = nullptr;
+  size_t f16_output_bytes = 0;
+  // What each conversion operator was last reshaped for (rows, channels, in/out stride).
+  int64_t qd8_shape[4] = {-1, -1, -1, -1};
+  int64_t to_f16_shape[4] = {-1, -1, -1, -1};
+  int64_t from_f16_shape[4] = {-1, -1, -1, -1};
+  // Calls XNNPACK could not run, answered by the reference kernel instead (0 when all is well).
+  uint64_t fallback_calls = 0;
+};
+
+// Arena bytes of the context's conversion operators (dry run).
+Status MeasureContext(const ContextNeeds& needs, size_t* xnn_bytes);
+// Creates the conversion operators (inside an ArenaScope). The caller has set the scratch
+// pointers and sizes and the pool.
+Status CreateContext(const ContextNeeds& needs, Context* context);
+
+struct LinearKernel {
+  xnn_operator* op = nullptr;
+  Context* context = nullptr;
+  LinearPath path = LinearPath::kReference;
+  int64_t n = 0, k = 0;
+  int64_t input_stride = 0, output_stride = 0;
+  int64_t reshaped_rows = -1;
+  const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
+};
+
+// Creates the operator of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes
+// bytes, 64-byte aligned, only needed during the call.
+Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
+                    void* scratch, LinearKernel* out);
+
+// y[m, n] (row stride ldy) = x[m, k] (row stride ldx) W^T + b. Returns false when XNNPACK cannot
+// run this call (strides or rows beyond what prepare planned, or an XNNPACK error; counted in
+// context->fallback_calls): the caller then runs the reference kernel. Allocates nothing.
+bool RunLinear(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy);
+
+}  // namespace tern::xnn

@@ -1,0 +1,148 @@
+// The XNNPACK backend's attention, both ways (its own loops, and batch_matrix_multiply +
+// softmax for many queries), against the reference on the same inputs: one query (decoding)
+// and many (encoding), padding masks, causal masks with a cache offset, fully masked rows, odd
+// head sizes, shapes changing between calls.
+#include <catch2/catch_test_macros.hpp>
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/kernels/reference/attention.h"
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/attention.h"
+
+namespace tern {
+namespace {
+
+// An Attention with its operators and buffers, as Prepare makes it.
+class Batched {
+ public:
+  explicit Batched(const xnn::AttentionShape& shape) {
+    REQUIRE(xnn::MeasureAttention(shape, &needs_).ok());
+    REQUIRE(needs_.xnn_bytes > 0);
+    region_.resize(needs_.xnn_bytes + 64);
+    gather_.resize(needs_.gather_bytes / 4 + 16);
+    scores_.resize(needs_.scores_bytes / 4 + 16);
+    qk_.resize(needs_.qk_workspace_bytes / 4 + 32);
+    av_.resize(needs_.av_workspace_bytes / 4 + 32);
+    a_.gather = Align(gather_.data());
+    a_.gather_bytes = needs_.gather_bytes;
+    a_.scores = Align(scores_.data());
+    a_.scores_bytes = needs_.scores_bytes;
+    a_.qk_workspace = Align(qk_.data());
+    a_.qk_workspace_bytes = needs_.qk_workspace_bytes;
+    a_.av_workspace = Align(av_.data());
+    a_.av_workspace_bytes = needs_.av_workspace_bytes;
+    xnn::ArenaScope scope(Align(region_.data()), needs_.xnn_bytes);
+    REQUIRE(xnn::CreateAttention(shape, &a_).ok());
+    CHECK(scope.used() == needs_.xnn_bytes);
+  }
+  xnn::Attention& get() { return a_; }
+
+ private:
+  static float* Align(float* p) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+  }
+  xnn::AttentionNeeds needs_;
+  std::vector<float> region_, gather_, scores_, qk_, av_;
+  xnn::Attention a_;
+};
+
+void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
+           uint32_t seed, Batched* batched = nullptr) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const int64_t d = heads * d_head;
+  const int64_t ldq = d + 3, ldk = d + 1, ldv = d + 2, ldo = d + 5;  // strides wider than rows
+  std::vector<float> q(static_cast<size_t>(tq * ldq)), k(static_cast<size_t>(tk * ldk)),
+      v(static_cast<size_t>(tk * ldv));
+  for (auto* t : {&q, &k, &v}) {
+    for (auto& x : *t) x = dist(rng);
+  }
+  std::vector<float> got(static_cast<size_t>(tq * ldo), 9.0f), want(got);
+  std::vector<float> scores(static_cast<size_t>(tq * tk));
+  if (batched != nullptr) {
+    xnn::Attention& a = batched->get();
+    xnn::MultiHeadAttention(a, q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
+                            mask, scores.data(), got.data(), ldo);
+    // Many queries without a causal mask and some key visible: batch_matrix_multiply ran.
+    const bool expect_batched = tq > 1 && !mask.causal && mask.key_length > 0;
+    CHECK((a.reshaped[0] == tq) == expect_batched);
+  } else {
+    xnn::MultiHeadAttentionLoops(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
+                                 mask, scores.data(), got.data(), ldo);
+  }
+  ref::MultiHeadAttention(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head, mask,
+                          scores.data(), want.data(), ldo);
+  // Outputs are convex combinations of V rows (|v| <= 2); the scores' different summation
+  // order moves them by float rounding of the dot products times the softmax's sensitivity.
+  float worst = 0.0f;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::fmax(worst, std::fabs(got[i] - want[i]));
+  INFO("tq=" << tq << " tk=" << tk << " heads=" << heads << " d_head=" << d_head
+             << " key_length=" << mask.key_length << " causal=" << mask.causal
+             << " offset=" << mask.causal_offset << " worst=" << worst);
+  // Batched: XNNPACK's softmax uses its own exp approximation (about 1e-7 relative).
+  CHECK(worst <= 2e-5f * std::sqrt(static_cast<float>(d_head)));
+}
+
+TEST_CASE("xnnpack attention loops match the reference", "[xnnpack][attention]") {
+  uint32_t seed = 1;
+  for (int64_t d_head : {1, 5, 16, 64, 67}) {
+    for (int64_t heads : {1, 3, 8}) {
+      ref::AttentionMask all;
+      all.key_length = 9;
+      Check(1, 9, heads, d_head, all, seed++);  // one decode step over a cache of 9
+      Check(9, 9, heads, d_head, all, seed++);  // encoder self-attention
+      ref::AttentionMask padded;
+      padded.key_length = 5;  // keys 5.. are padding
+      Check(7, 9, heads, d_head, padded, seed++);
+      ref::AttentionMask causal;
+      causal.key_length = 12;
+      causal.causal = true;
+      causal.causal_offset = 4;  // 4 cached keys before the first query
+      Check(8, 12, heads, d_head, causal, seed++);
+      ref::AttentionMask none;  // every key masked: zeros
+      none.key_length = 0;
+      Check(2, 6, heads, d_head, none, seed++);
+    }
+  }
+}
+
+TEST_CASE("xnnpack batched attention matches the reference, shapes changing",
+          "[xnnpack][attention]") {
+  uint32_t seed = 1000;
+  for (int64_t d_head : {1, 5, 64}) {
+    for (int64_t heads : {1, 3, 8}) {
+      xnn::AttentionShape shape;
+      shape.heads = heads;
+      shape.d_head = d_head;
+      shape.max_queries = 13;
+      shape.max_keys = 13;
+      Batched batched(shape);
+      for (int64_t t : {9, 13, 2, 13, 1}) {  // reshapes when t changes; 1 query: loops
+        ref::AttentionMask all;
+        all.key_length = t;
+        Check(t, t, heads, d_head, all, seed++, &batched);
+        ref::AttentionMask padded;  // keys beyond 5 are padding
+        padded.key_length = 5;
+        Check(t, t, heads, d_head, padded, seed++, &batched);
+      }
+      ref::AttentionMask causal;  // causal: loops
+      causal.key_length = 12;
+      causal.causal = true;
+      causal.causal_offset = 4;
+      Check(8, 12, heads, d_head, causal, seed++, &batched);
+      ref::AttentionMask none;  // nothing visible: zeros, loops
+      none.key_length = 0;
+      Check(4, 6, heads, d_head, none, seed++, &batched);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern
+
+#endif  // TERN_WITH_XNNPACK

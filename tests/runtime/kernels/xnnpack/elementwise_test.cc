@@ -1,0 +1,93 @@
+// The XNNPACK backend's LayerNorm and activations against the reference kernels, with the
+// tolerances their float arithmetic and approximations allow (stated per check).
+#include <catch2/catch_test_macros.hpp>
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/kernels/reference/activations.h"
+#include "runtime/kernels/reference/layer_norm.h"
+#include "runtime/kernels/xnnpack/activations.h"
+#include "runtime/kernels/xnnpack/layer_norm.h"
+#include "runtime/kernels/xnnpack/vector_math.h"
+
+namespace tern {
+namespace {
+
+TEST_CASE("xnnpack LayerNorm matches the reference", "[xnnpack][layer_norm]") {
+  std::mt19937 rng(3);
+  for (ref::NormKind kind :
+       {ref::NormKind::kLayerNorm, ref::NormKind::kLayerNormStdEps, ref::NormKind::kRMSNorm}) {
+    for (int64_t d : {1, 7, 16, 33, 512}) {
+      for (float offset : {0.0f, 30.0f}) {  // rows with a large mean: the centered second pass
+        const int64_t m = 5;
+        std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+        std::vector<float> x(static_cast<size_t>(m * d)), gamma(static_cast<size_t>(d)),
+            beta(gamma);
+        for (auto& v : x) v = dist(rng) + offset;
+        for (auto& v : gamma) v = 1.0f + 0.2f * dist(rng);
+        for (auto& v : beta) v = 0.1f * dist(rng);
+        const float* b = kind == ref::NormKind::kRMSNorm ? nullptr : beta.data();
+        std::vector<float> want(x.size()), got(x.size());
+        ref::LayerNorm(x.data(), m, d, gamma.data(), b, 1e-5f, kind, want.data());
+        xnn::LayerNorm(x.data(), m, d, gamma.data(), b, 1e-5f, kind, got.data());
+        // In place gives the same.
+        std::vector<float> in_place = x;
+        xnn::LayerNorm(in_place.data(), m, d, gamma.data(), b, 1e-5f, kind, in_place.data());
+        // Float sums instead of double: a few float roundings of the normalized value, which
+        // for rows with mean/std ~ 30 lose about log2(30) more bits.
+        for (size_t i = 0; i < x.size(); ++i) {
+          INFO("kind " << static_cast<int>(kind) << " d " << d << " offset " << offset << " i "
+                       << i);
+          CHECK(std::fabs(got[i] - want[i]) <= 2e-5f * (1.0f + std::fabs(want[i])));
+          CHECK(in_place[i] == got[i]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("xnnpack exp and erf approximations", "[xnnpack][activations]") {
+  double worst_exp = 0.0, worst_erf = 0.0;
+  for (float y = -87.0f; y <= 88.0f; y += 0.0137f) {
+    worst_exp =
+        std::fmax(worst_exp, std::fabs(xnn::Exp(y) / std::exp(static_cast<double>(y)) - 1.0));
+  }
+  for (float x = -6.0f; x <= 6.0f; x += 0.00071f) {
+    worst_erf = std::fmax(worst_erf, std::fabs(xnn::Erf(x) - std::erf(static_cast<double>(x))));
+  }
+  INFO("exp relative error " << worst_exp << ", erf absolute error " << worst_erf);
+  CHECK(worst_exp < 3e-7);
+  CHECK(worst_erf < 1e-6);
+  CHECK(xnn::Exp(-200.0f) > 0.0f);  // clamped, finite
+  CHECK(std::isfinite(xnn::Exp(200.0f)));
+}
+
+TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
+  std::vector<float> x;
+  for (float v = -30.0f; v <= 30.0f; v += 0.0173f) x.push_back(v);
+  x.push_back(0.0f);
+  x.push_back(-100.0f);
+  x.push_back(100.0f);
+  for (ref::Activation act : {ref::Activation::kReLU, ref::Activation::kGELU,
+                              ref::Activation::kSwish, ref::Activation::kGELUTanh}) {
+    std::vector<float> want = x, got = x;
+    ref::Activate(act, want.data(), static_cast<int64_t>(want.size()));
+    xnn::Activate(act, got.data(), static_cast<int64_t>(got.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("activation " << static_cast<int>(act) << " x " << x[i] << " got " << got[i] << " want "
+                         << want[i]);
+      // erf to 1e-6 absolute (times |x| / 2 in GELU); exp to 3e-7 relative; plus float rounding.
+      CHECK(std::fabs(got[i] - want[i]) <=
+            1e-6f * (1.0f + std::fabs(x[i])) + 1e-6f * std::fabs(want[i]));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern
+
+#endif  // TERN_WITH_XNNPACK

@@ -1,0 +1,379 @@
+// Every XNNPACK linear path against the reference kernel on the same weights (the file's
+// encoding), odd shapes, one row and many, strides, with a tolerance per path derived from what
+// the path rounds (stated at Tolerance below). Also the fallbacks (forced), the exact arena
+// accounting of one operator, and calls XNNPACK cannot serve.
+#include <catch2/catch_test_macros.hpp>
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "converter/quantize.h"
+#include "runtime/kernels/ops.h"
+#include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/linear.h"
+
+namespace tern {
+namespace {
+
+using xnn::LinearPath;
+
+// Generous room past every buffer: XNNPACK may read XNN_EXTRA_BYTES (16) beyond an input.
+constexpr size_t kPad = 64;
+
+class Aligned {
+ public:
+  explicit Aligned(size_t bytes) : storage_(bytes + 64 + kPad, 0) {
+    shift_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64;
+  }
+  uint8_t* data() { return storage_.data() + shift_; }
+
+ private:
+  std::vector<uint8_t> storage_;
+  size_t shift_ = 0;
+};
+
+struct Weight {
+  convert::EncodedTensor encoded;
+  std::vector<float> values;  // what the encoding stands for (dequantized)
+  WeightView view() const {
+    WeightView w;
+    w.dtype = encoded.dtype;
+    w.data = encoded.data.data();
+    w.rows = encoded.shape[0];
+    w.cols = encoded.shape[1];
+    w.scales = encoded.scales.empty() ? nullptr : encoded.scales.data();
+    w.group_size = encoded.group_size;
+    return w;
+  }
+};
+
+Weight MakeWeight(int64_t n, int64_t k, DType dtype, int64_t group, uint32_t seed, bool zero_row) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  convert::HostTensor t;
+  t.name = "w";
+  t.shape = {n, k};
+  t.values.resize(static_cast<size_t>(n * k));
+  for (auto& v : t.values) v = dist(rng) / std::sqrt(static_cast<float>(k));
+  if (zero_row) std::fill(t.values.begin(), t.values.begin() + k, 0.0f);  // scale 0
+  Weight w;
+  w.encoded = convert::Encode(t, dtype, group);
+  w.values = convert::Decode(w.encoded);
+  return w;
+}
+
+// A standalone operator: what Prepare does for one layer, in buffers of its own.
+struct OneLinear {
+  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  xnn::Context context;
+  xnn::LinearKernel kernel;
+  xnn::LinearChoice choice;
+  size_t region_bytes = 0;
+  size_t region_used = 0;
+};
+
+Status Make(const xnn::LinearSpec& spec, OneLinear* one) {
+  xnn::LinearPlanner planner;
+  TERN_RETURN_IF_ERROR(planner.Choose(spec, &one->choice));
+  xnn::ContextNeeds needs;
+  needs.Add(spec, one->choice.path);
+  size_t context_bytes = 0;
+  TERN_RETURN_IF_ERROR(xnn::MeasureContext(needs, &context_bytes));
+  one->region_bytes = one->choice.xnn_bytes + context_bytes;
+  one->region = Aligned(one->region_bytes);
+  one->scratch = Aligned(one->choice.scratch_bytes);
+  one->qd8_input = Aligned(needs.qd8_input_bytes);
+  one->qd8_params = Aligned(needs.qd8_params_bytes);
+  one->f16_input = Aligned(needs.f16_input_bytes);
+  one->f16_output = Aligned(needs.f16_output_bytes);
+  xnn::Context& c = one->context;
+  c.qd8_input = reinterpret_cast<int8_t*>(one->qd8_input.data());
+  c.qd8_input_bytes = needs.qd8_input_bytes;
+  c.qd8_params = one->qd8_params.data();
+  c.qd8_params_bytes = needs.qd8_params_bytes;
+  c.f16_input = reinterpret_cast<uint16_t*>(one->f16_input.data());
+  c.f16_input_bytes = needs.f16_input_bytes;
+  c.f16_output = reinterpret_cast<uint16_t*>(one->f16_output.data());
+  c.f16_output_bytes = needs.f16_output_bytes;
+  xnn::ArenaScope scope(one->region.data(), one->region_bytes);
+  TERN_RETURN_IF_ERROR(xnn::CreateContext(needs, &c));
+  TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, one->choice, &c, one->scratch.data(), &one->kernel));
+  one->region_used = scope.used();
+  return Status::Ok();
+}
+
+// Tolerance of one output y[i][j] against the reference, from what the path rounds. With
+// S = sum_c |x_ic| |W_jc| + |b_j| and u = 2^-24 (float's unit roundoff):
+//  - every path: two float summation orders of k terms differ by at most 2 k u S;
+//  - f16 (fully_connected_nc_f16): x and b rounded to f16 (2^-11 S) and y rounded to f16
+//    (2^-11 S), plus, on ARM where XNNPACK accumulates in f16 arithmetic, k 2^-11 S;
+//  - qd8 (activations quantized per row, asymmetric int8): each x_ic moves by at most one
+//    quantization step q_i = (max(x_i, 0) - min(x_i, 0)) / 255, so y moves by q_i sum_c |W_jc|;
+//  - qb4w: block scales rounded to bf16: 2^-9 S;
+//  - f32_f16 (f16 weights widened to f32): XNNPACK takes its bias in f16: 2^-11 |b|.
+// The other f32-compute fallbacks use the file's weights exactly: only the summation term.
+double Tolerance(LinearPath path, int64_t k, double s, double step, double w_abs_sum,
+                 double b_abs) {
+  const double u = std::ldexp(1.0, -24);
+  double tol = 2.0 * static_cast<double>(k) * u * s + 1e-6;
+  switch (path) {
+    case LinearPath::kF16:
+      tol += 2.0 * std::ldexp(1.0, -11) * s;
+#if defined(__aarch64__) || defined(__arm__)
+      tol += static_cast<double>(k) * std::ldexp(1.0, -11) * s;
+#endif
+      break;
+    case LinearPath::kQd8Qc8w:
+    case LinearPath::kQd8Qc4w:
+      tol += step * w_abs_sum;
+      break;
+    case LinearPath::kQd8Qb4w:
+      tol += step * w_abs_sum + std::ldexp(1.0, -9) * s;
+      break;
+    case LinearPath::kF16AsF32:
+      tol += std::ldexp(1.0, -11) * b_abs;
+      break;
+    default:
+      break;
+  }
+  return tol;
+}
+
+struct Case {
+  int64_t n, k, group;
+};
+
+// Runs `path`'s operator (forcing the others off) on m rows and compares with ref::Linear.
+void CheckPath(DType dtype, const Case& c, LinearPath expect_path, uint32_t unsupported, bool bias,
+               int64_t m, int64_t extra_in_stride, int64_t extra_out_stride, uint32_t seed) {
+  xnn::SetUnsupportedPathsForTesting(unsupported);
+  const Weight w = MakeWeight(c.n, c.k, dtype, c.group, seed, seed % 3 == 0);
+  std::mt19937 rng(seed + 1);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> b(static_cast<size_t>(c.n));
+  for (auto& v : b) v = dist(rng);
+  const int64_t ldx = c.k + extra_in_stride;
+  const int64_t ldy = c.n + extra_out_stride;
+  std::vector<float> x(static_cast<size_t>(m * ldx) + kPad);
+  for (auto& v : x) v = dist(rng);
+  if (m > 1) {  // an all-positive row and a constant row: edge cases of per-row quantization
+    for (int64_t i = 0; i < c.k; ++i) x[ldx + i] = std::fabs(x[ldx + i]);
+  }
+  if (m > 2) {
+    for (int64_t i = 0; i < c.k; ++i) x[2 * ldx + i] = 0.75f;
+  }
+
+  xnn::LinearSpec spec;
+  spec.weight = w.view();
+  spec.bias = bias ? b.data() : nullptr;
+  spec.max_rows = m;
+  spec.input_stride = ldx;
+  spec.output_stride = ldy;
+  OneLinear one;
+  const Status made = Make(spec, &one);
+  xnn::SetUnsupportedPathsForTesting(0);
+  INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " group=" << c.group << " m=" << m
+                        << " bias=" << bias << " ldx=" << ldx << " ldy=" << ldy << ": "
+                        << made.message());
+  REQUIRE(made.ok());
+  REQUIRE(one.choice.path == expect_path);
+  INFO("path " << xnn::LinearPathName(one.choice.path));
+  // The dry run measured exactly what creating took.
+  CHECK(one.region_used == one.region_bytes);
+
+  std::vector<float> got(static_cast<size_t>(m * ldy) + kPad, -7.0f), want(got);
+  ref::Linear(x.data(), m, ldx, spec.weight, spec.bias, want.data(), ldy);
+  if (expect_path == LinearPath::kReference) {  // no operator: ops::Linear is the reference
+    CHECK(one.kernel.op == nullptr);
+    ops::Linear(x.data(), m, ldx, spec.weight, spec.bias, &one.kernel, got.data(), ldy);
+    CHECK(got == want);
+    return;
+  }
+  REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, ldx, got.data(), ldy));
+  CHECK(one.context.fallback_calls == 0);
+
+  double worst_ratio = 0.0;
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x.data() + i * ldx;
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t cc = 0; cc < c.k; ++cc) {
+      lo = std::min(lo, xi[cc]);
+      hi = std::max(hi, xi[cc]);
+    }
+    const double step = (static_cast<double>(hi) - lo) / 255.0;
+    for (int64_t j = 0; j < c.n; ++j) {
+      double s = bias ? std::fabs(b[j]) : 0.0, w_abs = 0.0;
+      for (int64_t cc = 0; cc < c.k; ++cc) {
+        const double wv = std::fabs(w.values[j * c.k + cc]);
+        s += std::fabs(xi[cc]) * wv;
+        w_abs += wv;
+      }
+      const double tol =
+          Tolerance(one.choice.path, c.k, s, step, w_abs, bias ? std::fabs(b[j]) : 0.0);
+      const double err = std::fabs(static_cast<double>(got[i * ldy + j]) - want[i * ldy + j]);
+      worst_ratio = std::max(worst_ratio, err / tol);
+    }
+    // Columns between n and the stride are not written.
+    for (int64_t j = c.n; j < ldy; ++j) CHECK(got[i * ldy + j] == -7.0f);
+  }
+  INFO("worst error / tolerance = " << worst_ratio);
+  CHECK(worst_ratio <= 1.0);
+}
+
+const Case kShapes[] = {{1, 1, 0}, {7, 13, 0}, {33, 17, 0}, {64, 96, 0}, {130, 257, 0}};
+
+TEST_CASE("xnnpack f32 linear matches the reference", "[xnnpack][linear]") {
+  uint32_t seed = 1;
+  for (const Case& c : kShapes) {
+    for (int64_t m : {1, 3, 17}) {
+      CheckPath(DType::kF32, c, LinearPath::kF32, 0, true, m, 0, 0, seed++);
+      CheckPath(DType::kF32, c, LinearPath::kF32, 0, false, m, 5, 3, seed++);
+    }
+  }
+}
+
+TEST_CASE("xnnpack f16 linear matches the reference (native and f32-compute fallback)",
+          "[xnnpack][linear]") {
+  uint32_t seed = 100;
+  for (const Case& c : kShapes) {
+    for (int64_t m : {1, 4, 19}) {
+      CheckPath(DType::kF16, c, LinearPath::kF16, 0, true, m, 3, 2, seed++);
+      CheckPath(DType::kF16, c, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16), true, m, 0,
+                0, seed++);
+      CheckPath(DType::kF16, c, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16), false, m, 2,
+                1, seed++);
+    }
+  }
+}
+
+TEST_CASE("xnnpack int8 linear matches the reference (qd8 and f32-activation fallback)",
+          "[xnnpack][linear]") {
+  uint32_t seed = 200;
+  for (const Case& c : kShapes) {
+    for (int64_t m : {1, 2, 5, 33}) {
+      CheckPath(DType::kI8, c, LinearPath::kQd8Qc8w, 0, true, m, 4, 0, seed++);
+      CheckPath(DType::kI8, c, LinearPath::kQd8Qc8w, 0, false, m, 0, 7, seed++);
+      CheckPath(DType::kI8, c, LinearPath::kF32Qc8w, xnn::PathBit(LinearPath::kQd8Qc8w), true, m, 0,
+                0, seed++);
+    }
+  }
+}
+
+TEST_CASE("xnnpack int4 per-row linear matches the reference (qd8 and f32-activation fallback)",
+          "[xnnpack][linear]") {
+  uint32_t seed = 300;
+  for (const Case& c : kShapes) {
+    for (int64_t m : {1, 3, 18}) {
+      CheckPath(DType::kI4, c, LinearPath::kQd8Qc4w, 0, true, m, 1, 0, seed++);
+      CheckPath(DType::kI4, c, LinearPath::kF32Qc4w, xnn::PathBit(LinearPath::kQd8Qc4w), false, m,
+                0, 2, seed++);
+    }
+  }
+}
+
+TEST_CASE("xnnpack int4 block-scaled linear matches the reference", "[xnnpack][linear]") {
+  uint32_t seed = 400;
+  const Case blocks[] = {{1, 64, 32}, {7, 96, 32}, {33, 64, 32}, {130, 256, 64}, {5, 256, 128}};
+  for (const Case& c : blocks) {
+    for (int64_t m : {1, 4, 21}) {
+      const bool bias = seed % 2 == 0;
+      CheckPath(DType::kI4, c, LinearPath::kQd8Qb4w, 0, bias, m, 3, 1, seed++);
+    }
+  }
+}
+
+TEST_CASE("layers XNNPACK cannot run fall back to the reference kernel", "[xnnpack][linear]") {
+  // Blocks XNNPACK does not take (not a multiple of 32, or not dividing the row), and every
+  // path of a dtype switched off, as on a CPU that lacks it.
+  CheckPath(DType::kF32, {9, 24, 0}, LinearPath::kReference, xnn::PathBit(LinearPath::kF32), true,
+            2, 0, 0, 1);
+  const Weight w8 = MakeWeight(9, 24, DType::kI4, 8, 5, false);
+  xnn::LinearSpec spec;
+  spec.weight = w8.view();
+  spec.max_rows = 2;
+  spec.input_stride = 24;
+  spec.output_stride = 9;
+  xnn::LinearPlanner planner;
+  xnn::LinearChoice choice;
+  REQUIRE(planner.Choose(spec, &choice).ok());
+  CHECK(choice.path == LinearPath::kReference);
+  CHECK(choice.xnn_bytes == 0);
+  const Weight w40 = MakeWeight(9, 80, DType::kI4, 64, 5, false);  // 64 does not divide 80
+  spec.weight = w40.view();
+  spec.input_stride = 80;
+  REQUIRE(planner.Choose(spec, &choice).ok());
+  CHECK(choice.path == LinearPath::kReference);
+}
+
+TEST_CASE("calls outside what prepare planned are answered by the reference kernel",
+          "[xnnpack][linear]") {
+  const Weight w = MakeWeight(12, 20, DType::kF32, 0, 9, false);
+  xnn::LinearSpec spec;
+  spec.weight = w.view();
+  spec.max_rows = 4;
+  spec.input_stride = 20;
+  spec.output_stride = 12;
+  OneLinear one;
+  REQUIRE(Make(spec, &one).ok());
+  std::vector<float> x(64 + 20 * 8 + kPad, 0.5f), got(16 * 8 + kPad), want(got);
+  // A different output stride than the operator was created for: XNNPACK declines, ops::Linear
+  // answers with the reference, and the context counts it.
+  CHECK_FALSE(xnn::RunLinear(one.kernel, x.data(), 2, 20, got.data(), 16));
+  CHECK(one.context.fallback_calls == 1);
+  ops::Linear(x.data(), 2, 20, spec.weight, nullptr, &one.kernel, got.data(), 16);
+  ref::Linear(x.data(), 2, 20, spec.weight, nullptr, want.data(), 16);
+  for (int i = 0; i < 2 * 16; ++i) CHECK(got[i] == want[i]);
+
+  // int8: more rows than the quantization scratch holds.
+  const Weight w8 = MakeWeight(12, 20, DType::kI8, 0, 9, false);
+  spec.weight = w8.view();
+  OneLinear one8;
+  REQUIRE(Make(spec, &one8).ok());
+  REQUIRE(one8.choice.path == LinearPath::kQd8Qc8w);
+  CHECK(xnn::RunLinear(one8.kernel, x.data(), 4, 20, got.data(), 12));
+  CHECK_FALSE(xnn::RunLinear(one8.kernel, x.data(), 8, 20, got.data(), 12));
+  // Row count changes back and forth (reshape per change) keep giving the reference's answer.
+  for (int64_t m : {1, 4, 2, 4, 1}) {
+    REQUIRE(xnn::RunLinear(one8.kernel, x.data(), m, 20, got.data(), 12));
+    ref::Linear(x.data(), m, 20, spec.weight, nullptr, want.data(), 12);
+    for (int64_t i = 0; i < m * 12; ++i) CHECK(std::fabs(got[i] - want[i]) < 0.02f);
+  }
+}
+
+TEST_CASE("the dry run measures without packing and is memoized", "[xnnpack][linear]") {
+  // A layer far above the measuring cap: the dry run takes no time and little memory, and the
+  // bytes it reports are what creating takes (checked exactly in CheckPath for small layers and
+  // by the arena tests end to end).
+  const int64_t n = 4096, k = 1024;
+  std::vector<float> weights(static_cast<size_t>(n * k), 0.25f);
+  WeightView view;
+  view.dtype = DType::kF32;
+  view.data = weights.data();
+  view.rows = n;
+  view.cols = k;
+  xnn::LinearSpec spec;
+  spec.weight = view;
+  spec.max_rows = 8;
+  spec.input_stride = k;
+  spec.output_stride = n;
+  xnn::LinearPlanner planner;
+  xnn::LinearChoice first, second;
+  REQUIRE(planner.Choose(spec, &first).ok());
+  REQUIRE(planner.Choose(spec, &second).ok());
+  CHECK(first.path == LinearPath::kF32);
+  CHECK(first.xnn_bytes >= static_cast<size_t>(n * k) * sizeof(float));  // the packed weights
+  CHECK(first.xnn_bytes < static_cast<size_t>(n * k) * sizeof(float) * 11 / 10);
+  CHECK(second.xnn_bytes == first.xnn_bytes);
+}
+
+}  // namespace
+}  // namespace tern
+
+#endif  // TERN_WITH_XNNPACK

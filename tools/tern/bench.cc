@@ -1,0 +1,358 @@
+// tern bench: how fast one model translates on this machine (batch 1), and how much memory it
+// takes. Not a test: numbers depend on the CPU and on whatever else runs; bench/run.sh puts
+// them beside PyTorch and ONNX Runtime measured in the same run (docs/benchmarks.md).
+//
+// What is timed (steady_clock, medians over --repeat runs after --warmup runs):
+//   load_prepare_ms   mmap + Model::Load + Session::RequiredArenaBytes + arena allocation +
+//                     Session::Prepare (packs the weights on the XNNPACK backend); measured once,
+//                     as a user's first load (the file is usually in the page cache).
+//   encode_ms_<n>     EncoderDecoder::Encode of an n-token source (encoder + cross K/V).
+//   decode_ms_per_token  GreedyDecode of exactly --tokens tokens (min_length = max_length =
+//                     tokens: EOS is masked, as every peer does), divided by the token count.
+//   total_ms          Encode + GreedyDecode: what Session::TranslateIds runs for a
+//                     --tokens translation of a --source-length source; tokens_per_s from it.
+// The source is deterministic (BenchSource below; bench/peers use the same formula), so every
+// engine translates the same ids and the generated ids can be compared.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tools/tern/args.h"
+#include "tools/tern/commands.h"
+#include "tools/tern/load.h"
+
+namespace tern::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: tern bench -m MODEL [options]\n"
+    "\n"
+    "Measures one model, batch 1: load + prepare, encode (a --source-length and a 128-token\n"
+    "source), greedy decoding of exactly --tokens tokens (EOS masked until then), the whole\n"
+    "translation, arena bytes and peak RSS. Times are medians over --repeat runs after\n"
+    "--warmup runs. Sources are deterministic: id[i] = 4 + (i * 7919 + 17) mod (vocab - 4),\n"
+    "last id EOS (bench/peers use the same).\n"
+    "\n"
+    "options:\n"
+    "  -m, --model PATH      the .tern model\n"
+    "  --threads N           intra-op threads (default 1)\n"
+    "  --backend NAME        auto (default), xnnpack or reference\n"
+    "  --source-length N     source tokens incl. EOS for the translation (default 32)\n"
+    "  --tokens N            generated tokens per translation (default 32)\n"
+    "  --repeat R            timed runs per measurement (default 5)\n"
+    "  --warmup W            untimed runs first (default 1)\n"
+    "  --json                one JSON object instead of the table\n";
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// CPU time of the whole process (all threads), ms: on a shared machine, less disturbed than
+// wall time by other processes taking the CPU (not by their use of caches and memory).
+double CpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int32_t> BenchSource(int32_t length, const ModelConfig& config) {
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  const int64_t span = config.src_vocab_size - 4;
+  for (int32_t i = 0; i + 1 < length; ++i) {
+    ids[static_cast<size_t>(i)] =
+        static_cast<int32_t>(4 + (static_cast<int64_t>(i) * 7919 + 17) % span);
+  }
+  ids[static_cast<size_t>(length - 1)] = config.eos_id;
+  return ids;
+}
+
+// Peak resident set (VmHWM) and the current anonymous / file-backed parts, in bytes.
+struct Memory {
+  long long peak = 0, anon = 0, file = 0;
+};
+
+Memory ReadMemory() {
+  Memory m;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    long long kb = 0;
+    if (std::sscanf(line.c_str(), "VmHWM: %lld kB", &kb) == 1) m.peak = kb * 1024;
+    if (std::sscanf(line.c_str(), "RssAnon: %lld kB", &kb) == 1) m.anon = kb * 1024;
+    if (std::sscanf(line.c_str(), "RssFile: %lld kB", &kb) == 1) m.file = kb * 1024;
+  }
+  if (m.peak == 0) {  // No /proc: getrusage's ru_maxrss (KiB on Linux).
+    rusage usage{};
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+      m.peak = static_cast<long long>(usage.ru_maxrss) * 1024;
+  }
+  return m;
+}
+
+// on_token callback: stamps the time of every generated token (one sentence).
+struct StepClock {
+  std::vector<Clock::time_point>* stamps;
+};
+
+bool StampToken(void* user, int32_t, int32_t, int32_t) {
+  auto* clock = static_cast<StepClock*>(user);
+  clock->stamps->push_back(Clock::now());
+  return true;
+}
+
+std::string WeightsDType(const Model& model) {
+  TensorInfo info;
+  if (model.Find("encoder.layers.0.fc1.weight", &info)) return DTypeName(info.dtype);
+  return "?";
+}
+
+// The 5 largest logits, largest first (lowest id first on ties).
+std::vector<std::pair<int32_t, float>> Top5(const float* logits, int32_t vocab) {
+  std::vector<std::pair<int32_t, float>> top;
+  for (int32_t v = 0; v < vocab; ++v) {
+    const auto better = [](const std::pair<int32_t, float>& a, const std::pair<int32_t, float>& b) {
+      return a.second > b.second || (a.second == b.second && a.first < b.first);
+    };
+    const std::pair<int32_t, float> e{v, logits[v]};
+    if (top.size() < 5 || better(e, top.back())) {
+      top.insert(std::upper_bound(top.begin(), top.end(), e, better), e);
+      if (top.size() > 5) top.pop_back();
+    }
+  }
+  return top;
+}
+
+nlohmann::json Top5Json(const std::vector<std::pair<int32_t, float>>& top) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& e : top) j.push_back({e.first, e.second});
+  return j;
+}
+
+void Check(const Status& s, const char* what) {
+  if (!s.ok()) throw std::runtime_error(std::string(what) + ": " + s.message());
+}
+
+}  // namespace
+
+int Bench(int argc, char** argv) {
+  Args args(argc, argv,
+            {"model", "threads", "backend", "source-length", "tokens", "repeat", "warmup"},
+            {"json", "help"}, {{"-m", "--model"}});
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (!args.has("model")) throw UsageError("--model is required");
+  const std::string path = args.get("model");
+  const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));
+  const int32_t source_length = static_cast<int32_t>(args.get_int("source-length", 32));
+  const int32_t tokens = static_cast<int32_t>(args.get_int("tokens", 32));
+  const int repeat = static_cast<int>(args.get_int("repeat", 5));
+  const int warmup = static_cast<int>(args.get_int("warmup", 1));
+  const std::string backend_name = args.get("backend", "auto");
+  if (threads < 1) throw UsageError("--threads must be >= 1");
+  if (source_length < 1 || tokens < 1)
+    throw UsageError("--source-length and --tokens must be >= 1");
+  if (repeat < 1 || warmup < 0) throw UsageError("--repeat must be >= 1, --warmup >= 0");
+  Backend backend = Backend::kAuto;
+  if (backend_name == "xnnpack") {
+    backend = Backend::kXnnpack;
+  } else if (backend_name == "reference") {
+    backend = Backend::kReference;
+  } else if (backend_name != "auto") {
+    throw UsageError("--backend must be auto, xnnpack or reference");
+  }
+
+  // Load + prepare, timed as one user-visible step.
+  const Clock::time_point t_load = Clock::now();
+  LoadedModel loaded = LoadModel(path);
+  const ModelConfig& config = loaded.model.config();
+  constexpr int32_t kLongSource = 128;
+  const int32_t max_positions = static_cast<int32_t>(config.max_positions);
+  if (source_length > max_positions || tokens > max_positions) {
+    throw UsageError("--source-length and --tokens must be <= the model's max_positions (" +
+                     std::to_string(max_positions) + ")");
+  }
+  Limits limits;
+  limits.max_batch = 1;
+  limits.max_source_length = std::min(std::max(source_length, kLongSource), max_positions);
+  limits.max_target_length = tokens;
+  limits.backend = backend;
+  limits.threads = threads;
+  auto need = Session::RequiredArenaBytes(loaded.model, limits);
+  Check(need.status(), "arena size");
+  std::vector<uint8_t> arena(need.value());
+  Session session;
+  Check(session.Prepare(loaded.model, limits, arena.data(), arena.size()), "prepare");
+  const double load_prepare_ms = Ms(t_load, Clock::now());
+
+  EncoderDecoder& model = session.encoder_decoder();
+  auto encode_ms = [&](int32_t length) {
+    const std::vector<int32_t> src = BenchSource(length, config);
+    std::vector<double> times;
+    for (int r = 0; r < warmup + repeat; ++r) {
+      const Clock::time_point t0 = Clock::now();
+      Check(model.Encode(src.data(), length, &length, 1), "encode");
+      const Clock::time_point t1 = Clock::now();
+      if (r >= warmup) times.push_back(Ms(t0, t1));
+    }
+    return Median(times);
+  };
+
+  // The translation: Encode + GreedyDecode (= Session::TranslateIds) of exactly `tokens` tokens.
+  const std::vector<int32_t> src = BenchSource(source_length, config);
+  DecodingOptions options;
+  options.min_length = tokens;
+  options.max_length = tokens;
+  std::vector<Clock::time_point> stamps;
+  stamps.reserve(static_cast<size_t>(tokens) + 1);
+  StepClock step_clock{&stamps};
+  options.on_token = StampToken;
+  options.user = &step_clock;
+  std::vector<int32_t> out(static_cast<size_t>(tokens));
+  int32_t out_length = 0;
+  std::vector<double> totals, encodes, per_token, first_step, last_step, cpu_totals, cpu_encodes,
+      cpu_per_token;
+  for (int r = 0; r < warmup + repeat; ++r) {
+    stamps.clear();
+    const double c0 = CpuMs();
+    const Clock::time_point t0 = Clock::now();
+    Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
+    const Clock::time_point t1 = Clock::now();
+    const double c1 = CpuMs();
+    Check(GreedyDecode(model, options, out.data(), tokens, &out_length), "decode");
+    const Clock::time_point t2 = Clock::now();
+    const double c2 = CpuMs();
+    if (out_length != tokens) {
+      throw std::runtime_error("generated " + std::to_string(out_length) + " tokens, expected " +
+                               std::to_string(tokens));
+    }
+    if (r < warmup) continue;
+    totals.push_back(Ms(t0, t2));
+    encodes.push_back(Ms(t0, t1));
+    cpu_totals.push_back(c2 - c0);
+    cpu_encodes.push_back(c1 - c0);
+    cpu_per_token.push_back((c2 - c1) / tokens);
+    per_token.push_back(Ms(t1, t2) / tokens);
+    if (!stamps.empty()) {
+      first_step.push_back(Ms(t1, stamps.front()));
+      if (stamps.size() >= 2) last_step.push_back(Ms(stamps[stamps.size() - 2], stamps.back()));
+    }
+  }
+  const double encode_long = source_length == kLongSource              ? Median(encodes)
+                             : limits.max_source_length >= kLongSource ? encode_ms(kLongSource)
+                                                                       : -1.0;
+  const double encode_32 =
+      source_length == 32 ? Median(encodes) : encode_ms(std::min(32, max_positions));
+  const double total = Median(totals);
+
+  // Verification pass (untimed), driving DecodeStep directly: the top-5 logits of the first and
+  // last step, EOS masked, argmax with the lowest id on ties; must give GreedyDecode's ids.
+  std::vector<std::pair<int32_t, float>> top_first, top_last;
+  {
+    Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
+    int32_t* token = model.decode_tokens();
+    token[0] = config.decoder_start_id;
+    const int32_t vocab = static_cast<int32_t>(config.tgt_vocab_size);
+    std::vector<float> row(static_cast<size_t>(vocab));
+    for (int32_t t = 0; t < tokens; ++t) {
+      const float* logits = nullptr;
+      Check(model.DecodeStep(token, &logits), "decode step");
+      std::copy(logits, logits + vocab, row.begin());
+      row[static_cast<size_t>(config.eos_id)] = -std::numeric_limits<float>::infinity();
+      const auto top = Top5(row.data(), vocab);
+      if (t == 0) top_first = top;
+      if (t == tokens - 1) top_last = top;
+      if (top[0].first != out[static_cast<size_t>(t)]) {
+        throw std::runtime_error("step " + std::to_string(t) + ": DecodeStep's argmax " +
+                                 std::to_string(top[0].first) + " != GreedyDecode's " +
+                                 std::to_string(out[static_cast<size_t>(t)]));
+      }
+      token[0] = top[0].first;
+    }
+  }
+  const Memory memory = ReadMemory();
+
+  nlohmann::ordered_json j;
+  j["engine"] = "tern";
+  j["model"] = path;
+  j["model_bytes"] = loaded.model.size();
+  j["weights_dtype"] = WeightsDType(loaded.model);
+  j["backend"] = session.backend() == Backend::kXnnpack ? "xnnpack" : "reference";
+  j["backend_report"] = session.backend_report();
+  j["kernel_fallback_calls"] = model.kernel_fallback_calls();
+  j["threads"] = threads;
+  j["source_length"] = source_length;
+  j["tokens"] = tokens;
+  j["repeat"] = repeat;
+  j["warmup"] = warmup;
+  j["load_prepare_ms"] = load_prepare_ms;
+  j["arena_bytes"] = arena.size();
+  j["encode_ms_32"] = encode_32;
+  if (encode_long >= 0.0) j["encode_ms_128"] = encode_long;
+  j["encode_ms"] = Median(encodes);
+  j["decode_ms_per_token"] = Median(per_token);
+  j["decode_first_step_ms"] = Median(first_step);
+  j["decode_last_step_ms"] = Median(last_step);
+  j["total_ms"] = total;
+  j["tokens_per_s"] = total > 0.0 ? tokens * 1000.0 / total : 0.0;
+  j["total_ms_runs"] = totals;
+  j["cpu_encode_ms"] = Median(cpu_encodes);
+  j["cpu_decode_ms_per_token"] = Median(cpu_per_token);
+  j["cpu_total_ms"] = Median(cpu_totals);
+  j["peak_rss_bytes"] = memory.peak;
+  j["rss_anon_bytes"] = memory.anon;
+  j["rss_file_bytes"] = memory.file;
+  j["source_ids"] = src;
+  j["ids"] = std::vector<int32_t>(out.begin(), out.begin() + out_length);
+  j["top5_first"] = Top5Json(top_first);
+  j["top5_last"] = Top5Json(top_last);
+
+  if (args.has("json")) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  const double mib = 1024.0 * 1024.0;
+  std::printf("model            %s (%s weights, %.1f MiB)\n", path.c_str(),
+              j["weights_dtype"].get<std::string>().c_str(),
+              static_cast<double>(loaded.model.size()) / mib);
+  std::printf("backend          %s\n", session.backend_report());
+  std::printf("threads          %d; medians of %d runs after %d warm-up\n", threads, repeat,
+              warmup);
+  std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
+  std::printf("arena            %.1f MiB (batch 1, source %d, target %d tokens)\n",
+              static_cast<double>(arena.size()) / mib, limits.max_source_length,
+              limits.max_target_length);
+  std::printf("encode 32        %.2f ms\n", encode_32);
+  if (encode_long >= 0.0) std::printf("encode 128       %.2f ms\n", encode_long);
+  std::printf("decode           %.2f ms/token (first step %.2f ms, last %.2f ms)\n",
+              Median(per_token), Median(first_step), Median(last_step));
+  std::printf("translate        %.1f ms for %d tokens from a %d-token source: %.1f tokens/s\n",
+              total, tokens, source_length, j["tokens_per_s"].get<double>());
+  std::printf("peak RSS         %.1f MiB (now: %.1f anon + %.1f file)\n",
+              static_cast<double>(memory.peak) / mib, static_cast<double>(memory.anon) / mib,
+              static_cast<double>(memory.file) / mib);
+  return 0;
+}
+
+}  // namespace tern::cli
