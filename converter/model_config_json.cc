@@ -118,6 +118,7 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
                                        "decoder_start_id",
                                        "max_positions",
                                        "universal_steps",
+                                       "post_ln_final_norm",
                                        "dropout",
                                        "comment"};
   std::set<std::string> keys;
@@ -161,6 +162,7 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   integer("max_positions", &c.max_positions, false);
   if (c.max_positions == 0 && !partial) c.max_positions = 1024;
   integer("universal_steps", &c.universal_steps, false);
+  boolean("post_ln_final_norm", &c.post_ln_final_norm);
   return keys;
 }
 
@@ -211,6 +213,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["decoder_start_id"] = c.decoder_start_id;
   j["max_positions"] = c.max_positions;
   j["universal_steps"] = c.universal_steps;
+  j["post_ln_final_norm"] = c.post_ln_final_norm;
   return j.dump(2);
 }
 

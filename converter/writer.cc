@@ -43,6 +43,7 @@ flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& 
   b.add_decoder_start_id(c.decoder_start_id);
   b.add_max_positions(c.max_positions);
   b.add_universal_steps(c.universal_steps);
+  b.add_post_ln_final_norm(c.post_ln_final_norm);
   return b.Finish();
 }
 

@@ -50,7 +50,7 @@ std::vector<ExpectedTensor> EncoderDecoderLayout(const ModelConfig& c) {
     AddLinear(&out, layer + ".fc2", d, c.d_ff);
     AddNorm(&out, layer + ".final_layer_norm", d, bias);
   }
-  if (c.norm_placement == NormPlacement::kPre) {
+  if (c.has_final_norm()) {
     AddNorm(&out, "encoder.layer_norm", d, bias);
     AddNorm(&out, "decoder.layer_norm", d, bias);
   }

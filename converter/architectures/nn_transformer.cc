@@ -184,12 +184,9 @@ MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOpti
   const bool pre = c.norm_placement == NormPlacement::kPre;
   const bool final_norms =
       src.Has(prefix + "encoder.norm.weight") || src.Has(prefix + "decoder.norm.weight");
-  if (!pre && final_norms) {
-    throw Error(
-        ckpt.label() + ": \"" + prefix + "encoder.norm\" / \"" + prefix +
-        "decoder.norm\" are final LayerNorms after post-LN layers (nn.Transformer's default, "
-        "norm_first=False); the runtime applies final norms only to pre-LN models");
-  }
+  // nn.Transformer always builds encoder.norm / decoder.norm, also after post-LN layers
+  // (norm_first=False, its default); hand-built TransformerEncoder stacks may have none.
+  if (!pre) c.post_ln_final_norm = final_norms;
 
   const int64_t d = c.d_model;
   src.Direct(&out, "encoder.embed_tokens.weight", src_embedding);
@@ -215,7 +212,7 @@ MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOpti
     Linear(&src, &out, from + ".norm2", to + ".encoder_attn_layer_norm");
     Linear(&src, &out, from + ".norm3", to + ".final_layer_norm");
   }
-  if (pre) {
+  if (c.has_final_norm()) {
     Linear(&src, &out, prefix + "encoder.norm", "encoder.layer_norm");
     Linear(&src, &out, prefix + "decoder.norm", "decoder.layer_norm");
   }

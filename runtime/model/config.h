@@ -41,7 +41,10 @@ struct ModelConfig {
   int32_t decoder_start_id = 1;
   int32_t max_positions = 0;
   int32_t universal_steps = 0;
+  bool post_ln_final_norm = false;
 
+  // Whether each stack ends with a final norm (encoder.layer_norm / decoder.layer_norm).
+  bool has_final_norm() const { return norm_placement == NormPlacement::kPre || post_ln_final_norm; }
   int32_t d_head() const { return heads > 0 ? d_model / heads : 0; }
 };
 

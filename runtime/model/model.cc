@@ -102,6 +102,7 @@ ModelConfig ReadConfig(const schema::Config& s) {
   c.decoder_start_id = s.decoder_start_id();
   c.max_positions = s.max_positions();
   c.universal_steps = s.universal_steps();
+  c.post_ln_final_norm = s.post_ln_final_norm();
   return c;
 }
 

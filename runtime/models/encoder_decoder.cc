@@ -146,7 +146,7 @@ class WeightResolver {
       TERN_RETURN_IF_ERROR(Matrix("output_projection.weight", c.tgt_vocab_size, d_, &output->weight));
     }
     TERN_RETURN_IF_ERROR(Vector("output_projection.bias", c.tgt_vocab_size, false, &output->bias));
-    if (c.norm_placement == NormPlacement::kPre) {
+    if (c.has_final_norm()) {
       TERN_RETURN_IF_ERROR(Norm("encoder.layer_norm", enc_norm));
       TERN_RETURN_IF_ERROR(Norm("decoder.layer_norm", dec_norm));
     }

@@ -23,7 +23,7 @@ void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const N
 
 void FinalNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
                float* x, int64_t rows) {
-  if (config.norm_placement == NormPlacement::kPre) {
+  if (config.has_final_norm()) {
     ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
                    config.norm_kind, x);
   }

@@ -217,15 +217,11 @@ TEST_CASE("nn.Transformer: what the weights cannot say must be in the map",
     o.overrides_json = "{\"heads\": 2}";  // --set heads=2 is enough
     CHECK_NOTHROW(BuildContents(o));
   }
-  SECTION("post-LN with nn.Transformer's final norms") {
+  SECTION("post-LN with nn.Transformer's final norms keeps them as post_ln_final_norm") {
     map["config"]["norm"] = "post";
     testing::WriteBytes(o.map, map.dump());
-    REQUIRE_THROWS_WITH(
-        BuildContents(o),
-        ContainsSubstring(
-            "\"transformer.encoder.norm\" / \"transformer.decoder.norm\" are final "
-            "LayerNorms after post-LN layers (nn.Transformer's default, "
-            "norm_first=False); the runtime applies final norms only to pre-LN models"));
+    const TernContents c = BuildContents(o);
+    CHECK(c.config.post_ln_final_norm);
   }
   SECTION("a tensor outside nn.Transformer and the map") {
     map.erase("positions");

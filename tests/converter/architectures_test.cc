@@ -87,12 +87,28 @@ ConvertOptions NnTransformer() {
   return o;
 }
 
+ConvertOptions NnTransformerPost() {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("nn_transformer_post/model.pt");
+  o.arch = "nn_transformer";
+  o.map = CheckpointFixture("nn_transformer_post/map.json");
+  return o;
+}
+
 ConvertOptions Annotated() {
   ConvertOptions o;
   o.checkpoint = CheckpointFixture("annotated/model.pt");
   o.arch = "annotated";
   o.overrides_json = "{\"heads\": 2}";
   return o;
+}
+
+TEST_CASE("nn.Transformer's default (post-LN layers + final norms) matches its PyTorch forward",
+          "[architectures][nn_transformer]") {
+  const TernContents c = BuildContents(NnTransformerPost());
+  CHECK(c.config.norm_placement == NormPlacement::kPost);
+  CHECK(c.config.post_ln_final_norm);
+  ExpectParity(NnTransformerPost(), "nn_transformer_post/expected.safetensors");
 }
 
 TEST_CASE("nn.Transformer (pre-LN, gelu, tutorial wrapper) matches its PyTorch forward",
