@@ -13,4 +13,10 @@ set(TERN_EXTRA_COMPILE_FLAGS "-Wno-psabi")
 
 include("${CMAKE_CURRENT_LIST_DIR}/sysroot-common.cmake")
 
-set(CMAKE_CROSSCOMPILING_EMULATOR "qemu-arm;-L;${TERN_SYSROOT}")
+# qemu-arm command line for one CPU model (<CPU> is replaced).
+set(TERN_EMULATOR_FOR_CPU "qemu-arm;-cpu;<CPU>;-L;${TERN_SYSROOT}")
+# Tests run on qemu's default 32-bit CPU (`max`: ARMv8 AArch32 with NEON).
+string(REPLACE "<CPU>" "max" CMAKE_CROSSCOMPILING_EMULATOR "${TERN_EMULATOR_FOR_CPU}")
+# tests/CMakeLists.txt runs the runtime tests once more on each of these: cortex-a7 (Raspberry
+# Pi 2) is plain ARMv7-A with NEON/VFPv4: no ARMv8 instructions, no fp16 arithmetic.
+set(TERN_TEST_EXTRA_CPUS cortex-a7)

@@ -2,7 +2,9 @@
 # setup-host.sh [arm]  -- install what a Debian 12 build host needs (run as root).
 #
 # Base: compilers and build tools for the x86-64 build against the trixie sysroot.
-# "arm":  also the ARM cross compilers and qemu-user for the arm64/armhf builds.
+# "arm":  also the ARM cross compilers (crossbuild-essential-arm64/armhf: gcc 12, binutils,
+#         libc6-dev for the target) and qemu-user, which runs the aarch64 and armv7 test
+#         binaries (`make test` asks for these: it tests both ARM targets).
 # Does nothing (no apt-get update) when every package is already installed, and waits for a
 # concurrently running apt/dpkg instead of failing on its lock.
 set -euo pipefail

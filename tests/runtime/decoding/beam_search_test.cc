@@ -142,7 +142,9 @@ TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length pe
       INFO("sentence " << b << " rank " << n);
       CHECK(len[n] == batch_len[b * 2 + n]);
       CHECK(std::equal(out.begin() + n * 12, out.begin() + n * 12 + len[n], batch_out.begin() + (b * 2 + n) * 12));
-      CHECK(scores[n] == batch_scores[b * 2 + n]);
+      // Same ids; scores equal up to float rounding (XNNPACK may sum in another order for
+      // another row count).
+      CHECK(std::fabs(scores[n] - batch_scores[b * 2 + n]) <= 1e-5f * std::fabs(scores[n]) + 1e-6f);
     }
     CHECK(scores[0] >= scores[1]);  // best first
   }
