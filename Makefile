@@ -54,7 +54,7 @@ host_args_of = $(if $(filter-out x86_64,$(foreach t,$(1),$(call base_of,$(t)))),
 
 BUILD_DIR := build/$(TARGET)
 
-.PHONY: all test demo build setup size install clean format format-check FORCE
+.PHONY: all test demo build setup size install fuzz clean format format-check FORCE
 all: build
 
 # Host packages and the sysroot(s). ARM builds also need the amd64 sysroot: its flatc
@@ -115,6 +115,14 @@ size: $(addprefix build/,$(SIZE_TARGETS))
 PREFIX ?= /usr/local
 install: $(BUILD_DIR)
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# make fuzz [FUZZ_TARGET=all|load|safetensors|torch|pickle|zip|npz|text|decode] [FUZZ_SECONDS=60]:
+# libFuzzer targets with ASan + UBSan, built with clang into build/fuzz (docs/fuzzing.md).
+FUZZ_TARGET  ?= all
+FUZZ_SECONDS ?= 60
+fuzz:
+	tools/fuzz/setup.sh
+	tools/fuzz/run.sh $(FUZZ_TARGET) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

@@ -1,0 +1,98 @@
+// Writes the converter-made seeds of the fuzz corpora: tiny .tern models for load_fuzzer (each
+// a few KB: d_model 8, one layer per stack) and a safetensors file with canonical names for
+// safetensors_fuzzer. tools/fuzz/make_seeds.sh runs it; the .pt / .npz / text seeds come from
+// tools/fuzz/make_seeds.py. Deterministic: the same bytes on every run.
+//
+//   make_fuzz_seeds <corpus dir>   (writes <dir>/load/*.tern, <dir>/safetensors/tiny.safetensors)
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "converter/quantize.h"
+#include "converter/readers/safetensors.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "tests/support/tiny_model.h"
+
+namespace {
+
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) tern::fuzz::Die("cannot write", path);
+  std::printf("%8zu  %s\n", bytes.size(), path.c_str());
+}
+
+tern::ModelConfig Small() {
+  tern::ModelConfig c = tern::testing::TinyConfig();
+  c.d_model = 8;
+  c.heads = 2;
+  c.encoder_layers = 1;
+  c.decoder_layers = 1;
+  c.d_ff = 16;
+  c.src_vocab_size = 8;
+  c.tgt_vocab_size = 8;
+  c.embedding_scale = 2.0f;
+  c.max_positions = 8;
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  using tern::DType;
+  using tern::convert::SerializeModel;
+  using tern::testing::RandomContents;
+
+  const tern::ModelConfig post = Small();
+  WriteFile(dir + "/load/post_relu_f32.tern", SerializeModel(RandomContents(post, 1, DType::kF32)));
+  WriteFile(dir + "/load/post_relu_i8.tern", SerializeModel(RandomContents(post, 2, DType::kI8)));
+  WriteFile(dir + "/load/post_relu_i4.tern", SerializeModel(RandomContents(post, 3, DType::kI4)));
+  WriteFile(dir + "/load/post_relu_f16.tern", SerializeModel(RandomContents(post, 4, DType::kF16)));
+
+  // Pre-LN, RMSNorm, GELU, concatenated sinusoids, separate tables and output projection.
+  tern::ModelConfig pre = Small();
+  pre.norm_placement = tern::NormPlacement::kPre;
+  pre.norm_kind = tern::ref::NormKind::kRMSNorm;
+  pre.activation = tern::ref::Activation::kGELU;
+  pre.sinusoid_layout = tern::ref::SinusoidLayout::kConcatenated;
+  pre.shared_embeddings = false;
+  pre.tied_output = false;
+  pre.tgt_vocab_size = 9;
+  WriteFile(dir + "/load/pre_rms_gelu_f32.tern",
+            SerializeModel(RandomContents(pre, 5, DType::kF32)));
+
+  // With the tokenizer fixtures embedded (vocabularies 37 / 41).
+  tern::ModelConfig text = Small();
+  text.shared_embeddings = false;
+  text.src_vocab_size = 37;
+  text.tgt_vocab_size = 41;
+  text.d_model = 4;
+  text.d_ff = 4;
+  auto with_tokenizers = RandomContents(text, 6, DType::kI8);
+  with_tokenizers.source_tokenizer =
+      tern::fuzz::ReadFileOrDie(std::string(TERN_FIXTURES) + "/tokenizer/src37.model");
+  with_tokenizers.target_tokenizer =
+      tern::fuzz::ReadFileOrDie(std::string(TERN_FIXTURES) + "/tokenizer/tgt41.model");
+  WriteFile(dir + "/load/tokenizers_i8.tern", SerializeModel(with_tokenizers));
+
+  // The f32 tiny model's tensors under their canonical names, as a checkpoint would hold them.
+  std::vector<tern::convert::HostTensor> tensors;
+  for (const auto& e : RandomContents(post, 1, DType::kF32).tensors) {
+    tern::convert::HostTensor t;
+    t.name = e.name;
+    t.shape = e.shape;
+    t.values = tern::convert::Decode(e);
+    tensors.push_back(t);
+  }
+  const std::string st = dir + "/safetensors/tiny.safetensors";
+  tern::convert::WriteSafetensors(st, tensors, {{"format", "pt"}});
+  std::printf("%8s  %s\n", "", st.c_str());
+  return 0;
+}
