@@ -13,7 +13,7 @@ const char kUsage[] =
     "usage: tern <command> [options]\n"
     "\n"
     "commands:\n"
-    "  translate  translate lines from stdin (--ids: space-separated token ids)\n"
+    "  translate  translate lines from stdin (text through the model's tokenizer, or --ids)\n"
     "  convert    convert a checkpoint to a .tern model (fp32, fp16, int8, int4)\n"
     "  inspect    print a .tern model's config, tensors, metadata and arena size\n"
     "  bench      time load, encode, greedy decoding; arena and peak memory (batch 1)\n"
