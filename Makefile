@@ -34,7 +34,7 @@ else
 # TEST_TARGETS="aarch64 armv7"`; they are not in the default set until their open failures are
 # fixed (issue notes: XNNPACK qc4w with odd K on ARM, the f16 test's hardware expectation, the
 # arena pin on 32-bit).
-TEST_TARGETS ?= x86_64 x86_64-portable
+TEST_TARGETS ?= x86_64 x86_64-portable x86_64-asan
 endif
 
 toolchain_x86_64  := toolchains/x86_64-linux-gnu.cmake
@@ -45,10 +45,13 @@ toolchain_armv7   := toolchains/arm-linux-gnueabihf.cmake
 arch_armv7        := armhf
 
 # <arch>[-portable] -> <arch>; its toolchain, Debian architecture and extra CMake arguments.
-base_of      = $(patsubst %-portable,%,$(1))
+base_of      = $(patsubst %-asan,%,$(patsubst %-portable,%,$(1)))
 toolchain_of = $(toolchain_$(call base_of,$(1)))
 arch_of      = $(arch_$(call base_of,$(1)))
-args_of      = -DTERN_WITH_XNNPACK=$(if $(filter %-portable,$(1)),OFF,ON)
+args_of      = -DTERN_WITH_XNNPACK=$(if $(filter %-portable,$(1)),OFF,ON) \
+               $(if $(filter %-asan,$(1)),-DTERN_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# Sanitizer builds fail on the first UB report and check leaks.
+san_env_of   = $(if $(filter %-asan,$(1)),UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1)
 # Host packages: the ARM cross compilers and qemu-user only when some target needs them.
 host_args_of = $(if $(filter-out x86_64,$(foreach t,$(1),$(call base_of,$(t)))),arm)
 
@@ -78,7 +81,7 @@ build: $(BUILD_DIR)
 
 # One configuration: build, then ctest (ARM: every test binary runs under qemu, see the
 # toolchain files; tests labelled cpu-<model> run the runtime tests on an older CPU model).
-run_ctest = ctest --test-dir build/$(1) --output-on-failure -j $(JOBS) --timeout $(TEST_TIMEOUT) $(CTEST_ARGS)
+run_ctest = $(call san_env_of,$(1)) ctest --test-dir build/$(1) --output-on-failure -j $(JOBS) --timeout $(TEST_TIMEOUT) $(CTEST_ARGS)
 test-%: build/% FORCE
 	$(call run_ctest,$*)
 ctest-%: FORCE

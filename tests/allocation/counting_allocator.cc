@@ -4,6 +4,19 @@
 #include <cstdlib>
 #include <new>
 
+// Under AddressSanitizer the sanitizer owns malloc and operator new: interposing them here
+// would hand it glibc blocks it never made (the binary crashes before main). There the counter
+// uses the sanitizer's allocation hook instead, which sees every malloc / calloc / realloc /
+// memalign / operator new that goes through ASan's allocator.
+#if defined(__SANITIZE_ADDRESS__)
+#define TERN_COUNT_WITH_SANITIZER_HOOK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TERN_COUNT_WITH_SANITIZER_HOOK 1
+#endif
+#endif
+
+#if !defined(TERN_COUNT_WITH_SANITIZER_HOOK)
 extern "C" {
 void* __libc_malloc(size_t size);
 void* __libc_calloc(size_t count, size_t size);
@@ -11,6 +24,7 @@ void* __libc_realloc(void* p, size_t size);
 void* __libc_memalign(size_t alignment, size_t size);
 void __libc_free(void* p);
 }
+#endif
 
 namespace {
 
@@ -36,6 +50,23 @@ size_t StopCountingAllocations() {
 }
 
 }  // namespace tern::testing
+
+#if defined(TERN_COUNT_WITH_SANITIZER_HOOK)
+
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
+
+namespace {
+
+void MallocHook(const volatile void*, size_t) { Note(); }
+void FreeHook(const volatile void*) {}
+[[maybe_unused]] const int g_hooks_installed =
+    __sanitizer_install_malloc_and_free_hooks(MallocHook, FreeHook);
+
+}  // namespace
+
+#else  // interpose the allocation functions
 
 extern "C" {
 
@@ -97,7 +128,9 @@ void* operator new(size_t size, std::align_val_t alignment) {
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
-void* operator new[](size_t size, std::align_val_t alignment) { return operator new(size, alignment); }
+void* operator new[](size_t size, std::align_val_t alignment) {
+  return operator new(size, alignment);
+}
 void operator delete(void* p) noexcept { __libc_free(p); }
 void operator delete[](void* p) noexcept { __libc_free(p); }
 void operator delete(void* p, size_t) noexcept { __libc_free(p); }
@@ -106,3 +139,5 @@ void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+
+#endif  // TERN_COUNT_WITH_SANITIZER_HOOK

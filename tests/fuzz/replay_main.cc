@@ -24,8 +24,7 @@ int main(int argc, char **argv) {
     if (fs::is_directory(argv[i], ec)) {
       std::vector<std::string> found;
       for (const auto &entry : fs::directory_iterator(argv[i])) {
-        if (entry.is_regular_file())
-          found.push_back(entry.path().string());
+        if (entry.is_regular_file()) found.push_back(entry.path().string());
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
@@ -45,8 +44,7 @@ int main(int argc, char **argv) {
     }
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                      std::istreambuf_iterator<char>());
-    std::fprintf(stderr, "replaying %s (%zu bytes)\n", path.c_str(),
-                 bytes.size());
+    std::fprintf(stderr, "replaying %s (%zu bytes)\n", path.c_str(), bytes.size());
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
   }
   std::printf("%zu inputs replayed\n", files.size());

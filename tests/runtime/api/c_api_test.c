@@ -90,7 +90,9 @@ int main(int argc, char** argv) {
   fclose(f);
   tern_model* from_memory = NULL;
   CHECK(tern_model_load_from_memory(bytes, (size_t)size, &from_memory) == TERN_OK);
-  CHECK(tern_model_load_from_memory(bytes, (size_t)size / 2, &from_memory) == TERN_INVALID_MODEL);
+  tern_model* truncated = NULL;
+  CHECK(tern_model_load_from_memory(bytes, (size_t)size / 2, &truncated) == TERN_INVALID_MODEL);
+  CHECK(truncated == NULL);
   CHECK(strstr(tern_last_error(), "truncated") != NULL);
 
   tern_limits limits = tern_default_limits();
