@@ -58,6 +58,8 @@ const Choice<ref::SinusoidLayout> kLayouts[] = {
     {"interleaved", ref::SinusoidLayout::kInterleaved},
     {"concatenated", ref::SinusoidLayout::kConcatenated},
     {"split_halves", ref::SinusoidLayout::kSplitHalves}};
+const Choice<RelativeAttention> kRelatives[] = {{"shaw", RelativeAttention::kShaw},
+                                                {"t5_bias", RelativeAttention::kT5Bias}};
 
 }  // namespace
 
@@ -119,6 +121,12 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
                                        "max_positions",
                                        "universal_steps",
                                        "post_ln_final_norm",
+                                       "relative_attention",
+                                       "relative_max_distance",
+                                       "relative_buckets",
+                                       "rotary_dim",
+                                       "rotary_base",
+                                       "act_threshold",
                                        "dropout",
                                        "comment"};
   std::set<std::string> keys;
@@ -163,6 +171,14 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   if (c.max_positions == 0 && !partial) c.max_positions = 1024;
   integer("universal_steps", &c.universal_steps, false);
   boolean("post_ln_final_norm", &c.post_ln_final_norm);
+  if (j.contains("relative_attention")) {
+    c.relative_attention = Pick(j["relative_attention"], "relative_attention", kRelatives, label);
+  }
+  integer("relative_max_distance", &c.relative_max_distance, false);
+  integer("relative_buckets", &c.relative_buckets, false);
+  integer("rotary_dim", &c.rotary_dim, false);
+  number("rotary_base", &c.rotary_base);
+  number("act_threshold", &c.act_threshold);
   return keys;
 }
 
@@ -214,6 +230,12 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["max_positions"] = c.max_positions;
   j["universal_steps"] = c.universal_steps;
   j["post_ln_final_norm"] = c.post_ln_final_norm;
+  j["relative_attention"] = NameOf(c.relative_attention, kRelatives);
+  j["relative_max_distance"] = c.relative_max_distance;
+  j["relative_buckets"] = c.relative_buckets;
+  j["rotary_dim"] = c.rotary_dim;
+  j["rotary_base"] = c.rotary_base;
+  j["act_threshold"] = c.act_threshold;
   return j.dump(2);
 }
 

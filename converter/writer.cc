@@ -44,6 +44,12 @@ flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& 
   b.add_max_positions(c.max_positions);
   b.add_universal_steps(c.universal_steps);
   b.add_post_ln_final_norm(c.post_ln_final_norm);
+  b.add_relative_attention(static_cast<schema::RelativeAttention>(c.relative_attention));
+  b.add_relative_max_distance(c.relative_max_distance);
+  b.add_relative_buckets(c.relative_buckets);
+  b.add_rotary_dim(c.rotary_dim);
+  b.add_rotary_base(c.rotary_base);
+  b.add_act_threshold(c.act_threshold);
   return b.Finish();
 }
 
@@ -77,7 +83,7 @@ std::vector<uint8_t> BuildDescription(const TernContents& c, const std::vector<c
                                          fbb.CreateString(c.source_digest), fbb.CreateString(c.source_format),
                                          fbb.CreateString(c.creation_options));
   auto config = BuildConfig(fbb, c.config);
-  auto model = schema::CreateModel(fbb, 1, 1, config, tensor_vec, tokenizer, metadata);
+  auto model = schema::CreateModel(fbb, 1, 2, config, tensor_vec, tokenizer, metadata);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

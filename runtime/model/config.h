@@ -12,6 +12,7 @@ namespace tern {
 
 enum class Architecture : uint8_t { kEncoderDecoder = 0, kDecoderOnly = 1, kUniversal = 2 };
 enum class NormPlacement : uint8_t { kPost = 0, kPre = 1 };
+enum class RelativeAttention : uint8_t { kShaw = 0, kT5Bias = 1 };
 enum class PositionKind : uint8_t {
   kSinusoidal = 0, kLearned = 1, kRelative = 2, kRotary = 3, kNone = 4
 };
@@ -42,6 +43,12 @@ struct ModelConfig {
   int32_t max_positions = 0;
   int32_t universal_steps = 0;
   bool post_ln_final_norm = false;
+  RelativeAttention relative_attention = RelativeAttention::kShaw;
+  int32_t relative_max_distance = 16;
+  int32_t relative_buckets = 32;
+  int32_t rotary_dim = 0;  // 0: all of d_head
+  float rotary_base = 10000.0f;
+  float act_threshold = 0.0f;  // 0: no adaptive computation time
 
   // Whether each stack ends with a final norm (encoder.layer_norm / decoder.layer_norm).
   bool has_final_norm() const { return norm_placement == NormPlacement::kPre || post_ln_final_norm; }
@@ -56,6 +63,7 @@ struct ConfigBounds {
   static constexpr int32_t kMaxDff = 1 << 18;
   static constexpr int32_t kMaxVocab = 1 << 22;
   static constexpr int32_t kMaxPositions = 1 << 20;
+  static constexpr int32_t kMaxRelativeBuckets = 1 << 10;
 };
 
 }  // namespace tern

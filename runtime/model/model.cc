@@ -55,6 +55,23 @@ Status CheckConfig(const ModelConfig& c) {
   if (c.universal_steps < 0 || c.universal_steps > ConfigBounds::kMaxLayers) {
     return bad("universal_steps", c.universal_steps);
   }
+  if (c.relative_max_distance <= 0 || c.relative_max_distance > ConfigBounds::kMaxPositions) {
+    return bad("relative_max_distance", c.relative_max_distance);
+  }
+  if (c.relative_buckets <= 0 || c.relative_buckets > ConfigBounds::kMaxRelativeBuckets) {
+    return bad("relative_buckets", c.relative_buckets);
+  }
+  if (c.rotary_dim < 0 || c.rotary_dim > c.d_head() || c.rotary_dim % 2 != 0) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.rotary_dim = %d must be even and at most d_model / heads = %d",
+                         c.rotary_dim, c.d_head());
+  }
+  if (!(c.rotary_base > 0.0f) || !std::isfinite(c.rotary_base)) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.rotary_base is not a finite value > 0");
+  }
+  if (!(c.act_threshold >= 0.0f && c.act_threshold < 1.0f)) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.act_threshold is not in [0, 1)");
+  }
   const int32_t min_vocab = c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
   const struct {
     const char* name;
@@ -103,6 +120,12 @@ ModelConfig ReadConfig(const schema::Config& s) {
   c.max_positions = s.max_positions();
   c.universal_steps = s.universal_steps();
   c.post_ln_final_norm = s.post_ln_final_norm();
+  c.relative_attention = static_cast<RelativeAttention>(s.relative_attention());
+  c.relative_max_distance = s.relative_max_distance();
+  c.relative_buckets = s.relative_buckets();
+  c.rotary_dim = s.rotary_dim();
+  c.rotary_base = s.rotary_base();
+  c.act_threshold = s.act_threshold();
   return c;
 }
 
@@ -130,6 +153,11 @@ Status CheckEnums(const schema::Config& s) {
   if (s.sinusoid_layout() < schema::SinusoidLayout_MIN || s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
     return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
                          static_cast<int>(s.sinusoid_layout()));
+  }
+  if (s.relative_attention() < schema::RelativeAttention_MIN ||
+      s.relative_attention() > schema::RelativeAttention_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.relative_attention = %d is unknown",
+                         static_cast<int>(s.relative_attention()));
   }
   return Status::Ok();
 }
