@@ -276,13 +276,15 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 }  // namespace arch
 
 const std::vector<std::string>& ArchitectureNames() {
-  static const std::vector<std::string> names = {"tern", "marian", "nn_transformer", "annotated"};
+  static const std::vector<std::string> names = {"tern", "marian", "marian_npz", "nn_transformer",
+                                                 "annotated"};
   return names;
 }
 
 MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   if (options.arch == "tern") return arch::MapTern(ckpt, options);
   if (options.arch == "marian") return arch::MapMarian(ckpt, options);
+  if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
   if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
   std::string names;

@@ -5,6 +5,9 @@
 //                   config from --config, the safetensors metadata "config" or config.json
 //   marian          Hugging Face MarianMT (OPUS-MT): model.encoder.layers.N.self_attn.q_proj, ...;
 //                   config from the HF config.json
+//   marian_npz     Marian C++'s own model.npz: encoder_l1_self_Wq, ... ([in, out], transposed
+//                   here), config from the embedded special:model.yml; the zero start vector
+//                   becomes an appended start token
 //   nn_transformer  torch.nn.Transformer (in_proj_weight, linear1/2, norm1/2/3, encoder.norm) plus
 //                   a JSON name map (--map) for the embeddings, generator and position buffers
 //   annotated       The Annotated Transformer's make_model state_dict (linears.0..3,

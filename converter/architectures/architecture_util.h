@@ -63,6 +63,7 @@ int32_t CountLayers(const Sources& src, const std::string& prefix);
 
 MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
 

@@ -200,6 +200,55 @@ TEST_CASE("Marian: missing, unexpected and mis-shaped tensors name the HF tensor
   }
 }
 
+// Marian C++'s model.npz with its options replaced through --config (a model.yml file).
+std::string MarianNpzError(const std::string& yml, std::vector<std::string> skip = {}) {
+  ScratchDir dir;
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("marian_npz/model.npz");
+  o.arch = "marian_npz";
+  o.skip_prefixes = std::move(skip);
+  if (!yml.empty()) {
+    testing::WriteBytes(dir / "model.yml", yml);
+    o.config = dir / "model.yml";
+  }
+  try {
+    BuildContents(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* const kMarianYml =
+    "type: transformer\ndim-emb: 16\nenc-depth: 2\ndec-depth: 2\ndim-vocabs: [24, 24]\n"
+    "transformer-heads: 2\ntransformer-dim-ffn: 32\ntransformer-ffn-activation: swish\n"
+    "tied-embeddings-all: true\n";
+
+TEST_CASE("Marian npz: the yml's options are checked, and tensors are named in Marian's terms",
+          "[architectures][marian_npz][errors]") {
+  // The embedded yml, read back through --config, converts (flow-style list, no quotes).
+  CHECK(MarianNpzError(kMarianYml) == "(no error)");
+  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "transformer-ffn-activation: gelu\n"),
+             ContainsSubstring("\"transformer-ffn-activation\" = \"gelu\" is not supported"));
+  CHECK_THAT(MarianNpzError("type: s2s\n"),
+             ContainsSubstring("\"type\" is \"s2s\"; only Marian's \"transformer\""));
+  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "transformer-decoder-autoreg: average-attention\n"),
+             ContainsSubstring("\"transformer-decoder-autoreg\" = \"average-attention\" is not supported"));
+  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "transformer-postprocess: da\n"),
+             ContainsSubstring("transformer-postprocess \"da\""));
+  CHECK_THAT(MarianNpzError("dim-vocabs: [24]\n"),
+             ContainsSubstring("\"dim-vocabs\" must list two sizes"));
+  CHECK_THAT(MarianNpzError("dim-vocabs: [24, 24]\ndim-emb: -3\n"),
+             ContainsSubstring("\"dim-emb\" must be a non-negative integer"));
+  // A model with more layers than the file holds: the missing tensor by its Marian name.
+  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "enc-depth: 3\n"),
+             ContainsSubstring("encoder_l3_self_Wq"));
+  // A tensor the options do not explain is unexpected.
+  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "enc-depth: 1\n"),
+             ContainsSubstring("unexpected tensor \"encoder_l2_"));
+  CHECK_THAT(MarianNpzError("", {"decoder_l2_context_Wq"}), ContainsSubstring("decoder_l2_context_Wq"));
+}
+
 TEST_CASE("nn.Transformer: what the weights cannot say must be in the map",
           "[architectures][errors][nn_transformer]") {
   ScratchDir dir;
@@ -286,7 +335,7 @@ TEST_CASE("unknown --arch", "[architectures][errors]") {
   REQUIRE_THROWS_WITH(
       BuildContents(o),
       ContainsSubstring(
-          "unknown --arch \"t5\"; expected one of tern, marian, nn_transformer, annotated"));
+          "unknown --arch \"t5\"; expected one of tern, marian, marian_npz, nn_transformer, annotated"));
 }
 
 }  // namespace

@@ -73,6 +73,59 @@ TEST_CASE("MarianMT config is mapped from config.json", "[architectures][marian]
   CHECK(c.source_format == "torch-zip/marian");
 }
 
+ConvertOptions MarianNpz(const std::string& checkpoint) {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture(checkpoint);
+  o.arch = "marian_npz";
+  return o;
+}
+
+TEST_CASE("Marian C++ model.npz (post-LN, tied) matches its forward with the zero start vector",
+          "[architectures][marian_npz]") {
+  ExpectParity(MarianNpz("marian_npz/model.npz"), "marian_npz/expected.safetensors");
+}
+
+TEST_CASE("Marian C++ model.npz (pre-LN, untied, two vocabularies) matches its forward",
+          "[architectures][marian_npz]") {
+  ExpectParity(MarianNpz("marian_npz/pre/model.npz"), "marian_npz/pre/expected.safetensors");
+}
+
+TEST_CASE("Marian C++ model.npz int8 and int4 conversions load and run",
+          "[architectures][marian_npz]") {
+  ExpectQuantizedRuns(MarianNpz("marian_npz/model.npz"), "marian_npz/expected.safetensors");
+  ExpectQuantizedRuns(MarianNpz("marian_npz/pre/model.npz"), "marian_npz/pre/expected.safetensors");
+}
+
+TEST_CASE("Marian C++ model.npz config comes from special:model.yml", "[architectures][marian_npz]") {
+  const TernContents post = BuildContents(MarianNpz("marian_npz/model.npz"));
+  CHECK(post.config.d_model == 16);
+  CHECK(post.config.heads == 2);
+  CHECK(post.config.encoder_layers == 2);
+  CHECK(post.config.activation == ref::Activation::kSwish);
+  CHECK(post.config.norm_placement == NormPlacement::kPost);
+  CHECK(post.config.layer_norm_eps == 1e-6f);
+  CHECK(post.config.sinusoid_layout == ref::SinusoidLayout::kConcatenated);
+  CHECK(post.config.embedding_scale == 4.0f);
+  // 24 Marian tokens + the appended zero start row.
+  CHECK(post.config.src_vocab_size == 25);
+  CHECK(post.config.tgt_vocab_size == 25);
+  CHECK(post.config.decoder_start_id == 24);
+  CHECK(post.config.pad_id == 24);
+  CHECK(post.config.eos_id == 0);
+  CHECK(post.config.unk_id == 1);
+  CHECK(post.config.shared_embeddings);
+  CHECK(post.config.tied_output);
+  CHECK(post.source_format == "npz/marian_npz");
+  const TernContents pre = BuildContents(MarianNpz("marian_npz/pre/model.npz"));
+  CHECK(pre.config.norm_placement == NormPlacement::kPre);
+  CHECK(pre.config.activation == ref::Activation::kReLU);
+  CHECK(pre.config.src_vocab_size == 24);
+  CHECK(pre.config.tgt_vocab_size == 21);
+  CHECK(pre.config.decoder_start_id == 20);
+  CHECK_FALSE(pre.config.shared_embeddings);
+  CHECK_FALSE(pre.config.tied_output);
+}
+
 }  // namespace
 }  // namespace tern::convert
 
