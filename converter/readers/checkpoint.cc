@@ -76,6 +76,15 @@ void CheckBounds(const CheckpointTensor& t) {
     }
   }
   if (count == 0) return;
+  // A view with more elements than its storage repeats elements (stride 0: torch's expand).
+  // Widened to float32 it would cost 4 bytes per element however small the file, so such views
+  // are capped (real broadcast weights are small).
+  constexpr int64_t kMaxRepeatedElements = int64_t{1} << 26;
+  if (count > t.storage_elements && count > kMaxRepeatedElements) {
+    throw Error(where + ": a view of " + std::to_string(count) + " elements over a storage of " +
+                std::to_string(t.storage_elements) +
+                " (a broadcast, stride 0) is refused above 2^26 elements");
+  }
   int64_t last = t.offset;
   bool overflow = t.offset < 0;
   for (size_t i = 0; i < t.shape.size() && !overflow; ++i) {

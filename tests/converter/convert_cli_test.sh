@@ -8,6 +8,7 @@
 # usage: convert_cli_test.sh TERN_BINARY FIXTURES_DIR [EMULATOR...]
 set -uo pipefail
 tern_bin=$1
+all_fixtures=$2
 fixtures=$2/checkpoints
 shift 2
 IFS=';' read -ra emulator <<<"${1:-}"
@@ -75,6 +76,23 @@ report=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$wo
 check "report: agreement" grep -q "token agreement" <<<"$report"
 check "report: logit error" grep -q "max |logit error|" <<<"$report"
 check "report: BLEU" grep -q "BLEU-4 on ids vs references: fp32" <<<"$report"
+
+# Quality report on text: sources and references encoded with the embedded tokenizers.
+printf 'hello world\n\nabc\n' >"$work/src.de"
+printf 'hallo welt\n\nabd\n' >"$work/ref.en"
+report=$(tern convert "$all_fixtures/parity/pre_gelu.safetensors" --skip-prefix expected. -o "$work/qt.tern" \
+  --dtype int8 --quiet --tokenizer "$all_fixtures/tokenizer/src37.model" \
+  --target-tokenizer "$all_fixtures/tokenizer/tgt41.model" --report-text "$work/src.de" \
+  --references-text "$work/ref.en" --max-length 8)
+check "report-text: two sentences (the empty line skipped)" grep -q "fp32, 2 sentences" <<<"$report"
+check "report-text: BLEU" grep -q "BLEU-4 on ids vs references: fp32" <<<"$report"
+expect_error "report-text without a tokenizer" 2 "--report-text needs the SentencePiece model" \
+  tern convert "$all_fixtures/parity/pre_gelu.safetensors" --skip-prefix expected. -o "$work/x.tern" --report-text "$work/src.de"
+printf 'ok\n\xc3\x28\n' >"$work/bad.de"
+expect_error "report-text: invalid UTF-8 names the file and line" 1 "bad.de:2: " \
+  tern convert "$all_fixtures/parity/pre_gelu.safetensors" --skip-prefix expected. -o "$work/x.tern" \
+  --tokenizer "$all_fixtures/tokenizer/src37.model" --target-tokenizer "$all_fixtures/tokenizer/tgt41.model" \
+  --report-text "$work/bad.de" --quiet
 
 # Errors: one line, exit 1; usage errors exit 2; no output file left behind.
 expect_error "os.system pickle" 1 'pickle global "posix.system"' tern convert "$fixtures/readers/evil.pt" -o "$work/x.tern"

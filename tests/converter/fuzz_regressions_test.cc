@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -157,6 +158,22 @@ TEST_CASE("fuzz: Checkpoint::Add checks view bounds without overflow", "[fuzz][r
   t.shape = {(int64_t{1} << 23) + 1, (int64_t{1} << 23) + 1};
   t.strides = {int64_t{1} << 40, int64_t{1} << 40};
   REQUIRE_THROWS_AS(ckpt.Add(t), Error);
+}
+
+TEST_CASE("a broadcast view (stride 0) is capped, small ones still read",
+          "[fuzz][readers][torch]") {
+  // torch's expand: 2^40 elements over one float; widening it would ask for 4 TiB.
+  const std::string one_float("\x00\x00\x80\x3f", 4);
+  {
+    TempFile file(TorchFile(StateDict(1, {int64_t{1} << 20, int64_t{1} << 20}, {0, 0}), one_float));
+    REQUIRE_THROWS_WITH(tern::convert::ReadTorchZip(file.path, {}),
+                        Catch::Matchers::ContainsSubstring("(a broadcast, stride 0) is refused"));
+  }
+  // A small broadcast is a legal tensor and reads as its repeated values.
+  TempFile file(TorchFile(StateDict(1, {3, 2}, {0, 0}), one_float));
+  const tern::convert::Checkpoint ckpt = tern::convert::ReadTorchZip(file.path, {});
+  const tern::convert::HostTensor t = ckpt.Float(ckpt.tensors().begin()->first);
+  CHECK(t.values == std::vector<float>(6, 1.0f));
 }
 
 TEST_CASE("fuzz: deeply nested pickles are refused before they overflow the stack",

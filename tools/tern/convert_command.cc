@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "converter/error.h"
 #include "converter/precision.h"
 #include "converter/quality.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 
@@ -62,6 +64,10 @@ const char kHelp[] =
     "  --report FILE             source ids, one sentence per line: compare the fp32 and the\n"
     "                            converted model (token agreement, logit error)\n"
     "  --references FILE         reference ids per line: BLEU-4 of both models too\n"
+    "  --report-text FILE        the same with source sentences as text, one per line, encoded\n"
+    "                            with the embedded tokenizer (--tokenizer)\n"
+    "  --references-text FILE    reference translations as text, encoded with the target\n"
+    "                            tokenizer (BLEU on its subword ids)\n"
     "  --max-length N            decoder steps per sentence (default min(256, max_positions))\n"
     "\n"
     "output:\n"
@@ -126,6 +132,30 @@ class ProgressBar {
   bool live_;
 };
 
+// Lines of a UTF-8 text file encoded with a serialized SentencePiece model (the one embedded in
+// the output); empty lines stay empty. Errors name the file and line.
+std::vector<convert::IdSequence> EncodeLines(const std::string& path,
+                                             const std::vector<uint8_t>& spm, bool append_eos,
+                                             int32_t eos_id) {
+  Tokenizer tokenizer;
+  Status s = tokenizer.Load(Span<const uint8_t>(spm.data(), spm.size()));
+  if (!s.ok()) throw convert::Error("tokenizer: " + std::string(s.message()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw convert::Error(path + ": cannot open");
+  std::vector<convert::IdSequence> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.emplace_back();
+    if (line.empty()) continue;
+    s = tokenizer.Encode(line, append_eos, eos_id, &out.back());
+    if (!s.ok()) {
+      throw convert::Error(path + ":" + std::to_string(out.size()) + ": " + s.message());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int Convert(int argc, char** argv) {
@@ -134,7 +164,8 @@ int Convert(int argc, char** argv) {
   const std::vector<std::string> skips = TakeRepeated(&argc, argv, "skip-prefix");
   Args args(argc, argv,
             {"output", "arch", "config", "map", "state-key", "dtype", "group-size", "auto-budget",
-             "tokenizer", "target-tokenizer", "report", "references", "max-length"},
+             "tokenizer", "target-tokenizer", "report", "references", "report-text",
+             "references-text", "max-length"},
             {"force", "quiet", "help", "ignore-position-table"}, {{"-o", "--output"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -142,8 +173,14 @@ int Convert(int argc, char** argv) {
   }
   if (args.positional().size() != 1) throw UsageError("expected exactly one CHECKPOINT");
   if (!args.has("output")) throw UsageError("--output is required");
+  if (args.has("report") && args.has("report-text"))
+    throw UsageError("--report and --report-text exclude each other");
   if (args.has("references") && !args.has("report"))
-    throw UsageError("--references needs --report");
+    throw UsageError("--references needs --report (ids); with --report-text use --references-text");
+  if (args.has("references-text") && !args.has("report-text"))
+    throw UsageError("--references-text needs --report-text");
+  if (args.has("report-text") && !args.has("tokenizer"))
+    throw UsageError("--report-text needs the SentencePiece model: --tokenizer PATH");
   convert::ConvertOptions options;
   options.checkpoint = args.positional()[0];
   options.arch = args.get("arch", "tern");
@@ -185,6 +222,21 @@ int Convert(int argc, char** argv) {
     };
   }
   const convert::TernContents contents = convert::BuildContents(options);
+  // The report's inputs are read (and text encoded) before writing, so a bad input file leaves
+  // no output behind.
+  std::vector<convert::IdSequence> sources, refs;
+  if (args.has("report")) {
+    sources = convert::ReadIdLines(args.get("report"));
+    if (args.has("references")) refs = convert::ReadIdLines(args.get("references"));
+  } else if (args.has("report-text")) {
+    sources = EncodeLines(args.get("report-text"), contents.source_tokenizer, true,
+                          contents.config.eos_id);
+    if (args.has("references-text")) {
+      const auto& target = contents.target_tokenizer.empty() ? contents.source_tokenizer
+                                                             : contents.target_tokenizer;
+      refs = EncodeLines(args.get("references-text"), target, false, contents.config.eos_id);
+    }
+  }
   const std::string output = args.get("output");
   convert::WriteModelFile(output, contents, args.has("force"));
   if (!quiet) {
@@ -193,7 +245,7 @@ int Convert(int argc, char** argv) {
     std::fprintf(stderr, "wrote %s (%zu tensors, %zu bytes of weights)\n", output.c_str(),
                  contents.tensors.size(), bytes);
   }
-  if (args.has("report")) {
+  if (args.has("report") || args.has("report-text")) {
     convert::ConvertOptions reference = options;
     reference.dtype = DType::kF32;
     reference.keep.clear();
@@ -201,9 +253,6 @@ int Convert(int argc, char** argv) {
     reference.progress = nullptr;
     reference.note = nullptr;
     const convert::TernContents fp32 = convert::BuildContents(reference);
-    const auto sources = convert::ReadIdLines(args.get("report"));
-    std::vector<convert::IdSequence> refs;
-    if (args.has("references")) refs = convert::ReadIdLines(args.get("references"));
     convert::QualityReport report =
         convert::CompareModels(fp32, contents, sources, refs, static_cast<int32_t>(max_length));
     report.label = std::string(DTypeName(options.dtype)) +
