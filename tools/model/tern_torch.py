@@ -45,6 +45,15 @@ sinusoidal_positions(n_pos, d_model, dtype=torch.float64) -> [n_pos, d_model]
     Interleaved: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same angle).
 attention(q, k, v, mask=None) -> (out, probs)
     softmax(q k^T / sqrt(d_head) + mask) v; mask is additive (0 / -inf) or bool (True = masked).
+    bias (T5, added to the scaled logits) and shaw=(a_k, a_v) [Tq, Tk, dh] (Shaw et al.).
+t5_relative_position_bucket(rel, bidirectional, num_buckets, max_distance)  T5's, verbatim.
+rotary_tables(positions, rotary_dim, base) -> cos, sin [T, rotary_dim/2];
+apply_rotary(x, cos, sin, rotary_dim)  RoPE, LLaMA's rotate_half pairing.
+RMSNorm(d, eps)                  x / sqrt(mean(x^2) + eps) * weight.
+Positions (cfg.position): sinusoidal / learned are added to the embeddings; relative (shaw:
+per-layer relative_key / relative_value in self-attention; t5_bias: one
+relative_attention_bias table per stack) and rotary act inside self-attention only, with the
+query's position = the decoding step under the cache (which holds rotated keys).
 canonical_names(cfg, output_bias=False) -> list[str]  (in state_dict order)
 argmax_lowest(x) -> LongTensor   argmax over the last dim, lowest index on ties.
 
