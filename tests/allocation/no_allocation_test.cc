@@ -148,7 +148,8 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
 }
 
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
-// bias) and rotary positions, learned positions, with SwiGLU and RMSNorm, on both backends.
+// bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, on both
+// backends.
 TEST_CASE("translate allocates nothing after prepare: relative, rotary and learned positions", "[allocation]") {
   struct Positions {
     const char* name;
@@ -177,6 +178,7 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
          c->position = PositionKind::kLearned;
          c->max_positions = 16;
        }},
+      {"no positions", [](ModelConfig* c) { c->position = PositionKind::kNone; }},
   };
   std::vector<Variant> variants = {
       {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
