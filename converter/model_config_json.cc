@@ -43,7 +43,8 @@ const Choice<Architecture> kArchitectures[] = {{"encoder_decoder", Architecture:
 const Choice<ref::Activation> kActivations[] = {{"relu", ref::Activation::kReLU},
                                                 {"gelu", ref::Activation::kGELU},
                                                 {"swish", ref::Activation::kSwish},
-                                                {"gelu_tanh", ref::Activation::kGELUTanh}};
+                                                {"gelu_tanh", ref::Activation::kGELUTanh},
+                                                {"swiglu", ref::Activation::kSwiGLU}};
 const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost},
                                         {"pre", NormPlacement::kPre}};
 const Choice<ref::NormKind> kNormKinds[] = {{"layer_norm", ref::NormKind::kLayerNorm},

@@ -5,7 +5,8 @@
 //  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
 //    (attention through batch_matrix_multiply for many queries and vectorizable loops for one;
 //    LayerNorm and activations as vectorizable float loops), per the session's Kernels.
-//  - Embedding and positions: the reference kernels (row copies).
+//  - Embedding, positions, rotary rotations and SwiGLU's product: the reference kernels (row
+//    copies and one multiply-add per element, the same on both backends).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,8 @@
 #include "runtime/kernels/reference/layer_norm.h"
 #include "runtime/kernels/reference/linear.h"
 #include "runtime/kernels/reference/positions.h"
+#include "runtime/kernels/reference/relative_position.h"
+#include "runtime/kernels/reference/rotary.h"
 #include "runtime/kernels/reference/softmax.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
@@ -38,7 +41,11 @@ struct LinearKernel;
 namespace ops {
 
 using ref::AddRows;
+using ref::ApplyRotary;
 using ref::Embedding;
+using ref::Multiply;
+using ref::RotaryTables;
+using ref::T5BiasByDistance;
 using ref::Linear;
 using ref::SinusoidalPositions;
 
@@ -64,17 +71,18 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
 inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t ldq, const float* k,
                                int64_t ldk, const float* v, int64_t ldv, int64_t tq, int64_t tk,
                                int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
-                               float* scores, float* out, int64_t ldo) {
+                               float* scores, float* out, int64_t ldo,
+                               const ref::RelativePositions* rel = nullptr) {
 #if TERN_OPS_XNNPACK
   if (kernels.attention != nullptr) {
     xnn::MultiHeadAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask,
-                            scores, out, ldo);
+                            scores, out, ldo, rel);
     return;
   }
 #else
   (void)kernels;
 #endif
-  ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo);
+  ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel);
 }
 
 // See ref::LayerNorm.

@@ -41,6 +41,13 @@ void FormatName(char* buf, size_t size, const char* format, ...) {
   va_end(args);
 }
 
+// Position parameters of the whole model (per-layer Shaw tables live in AttentionWeights).
+struct PositionWeights {
+  WeightView encoder_learned, decoder_learned;  // learned: [max_positions, d_model]
+  const float* encoder_t5 = nullptr;            // T5: [buckets, heads]
+  const float* decoder_t5 = nullptr;
+};
+
 class WeightResolver {
  public:
   explicit WeightResolver(const Model& model) : model_(model), d_(model.config().d_model) {}
@@ -72,6 +79,19 @@ class WeightResolver {
     return Status::Ok();
   }
 
+  // A small f32 matrix the kernels read directly (relative-position tables).
+  Status Table(const char* name, int64_t rows, int64_t cols, const float** out) {
+    TensorInfo info;
+    const int64_t dims[2] = {rows, cols};
+    TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
+    if (info.dtype != DType::kF32) {
+      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; relative-position tables must be f32",
+                           name, DTypeName(info.dtype));
+    }
+    *out = static_cast<const float*>(info.data);
+    return Status::Ok();
+  }
+
   Status Linear(const char* prefix, int64_t out_features, int64_t in_features, LinearWeights* w) {
     TERN_RETURN_IF_ERROR(Matrix(Name(prefix, "weight"), out_features, in_features, &w->weight));
     return Vector(Name(prefix, "bias"), out_features, false, &w->bias);
@@ -83,13 +103,22 @@ class WeightResolver {
     return Vector(Name(prefix, "bias"), d_, has_beta, &n->beta);
   }
 
-  Status Attention(const char* prefix, AttentionWeights* a) {
+  // self_attention: Shaw's relative tables belong to self-attention only.
+  Status Attention(const char* prefix, bool self_attention, AttentionWeights* a) {
     char buf[kNameSize];
     const char* parts[] = {"q_proj", "k_proj", "v_proj", "out_proj"};
     LinearWeights* targets[] = {&a->q, &a->k, &a->v, &a->out};
     for (int i = 0; i < 4; ++i) {
       FormatName(buf, sizeof buf, "%s.%s", prefix, parts[i]);
       TERN_RETURN_IF_ERROR(Linear(buf, d_, d_, targets[i]));
+    }
+    const ModelConfig& c = model_.config();
+    if (self_attention && c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
+      const int64_t rows = 2 * static_cast<int64_t>(c.relative_max_distance) + 1;
+      FormatName(buf, sizeof buf, "%s.relative_key.weight", prefix);
+      TERN_RETURN_IF_ERROR(Table(buf, rows, c.d_head(), &a->relative_key));
+      FormatName(buf, sizeof buf, "%s.relative_value.weight", prefix);
+      TERN_RETURN_IF_ERROR(Table(buf, rows, c.d_head(), &a->relative_value));
     }
     return Status::Ok();
   }
@@ -99,14 +128,17 @@ class WeightResolver {
     FormatName(buf, sizeof buf, "%s.fc1", layer);
     TERN_RETURN_IF_ERROR(Linear(buf, model_.config().d_ff, d_, &f->fc1));
     FormatName(buf, sizeof buf, "%s.fc2", layer);
-    return Linear(buf, d_, model_.config().d_ff, &f->fc2);
+    TERN_RETURN_IF_ERROR(Linear(buf, d_, model_.config().d_ff, &f->fc2));
+    if (model_.config().activation != ref::Activation::kSwiGLU) return Status::Ok();
+    FormatName(buf, sizeof buf, "%s.fc3", layer);
+    return Linear(buf, model_.config().d_ff, d_, &f->fc3);
   }
 
   Status EncoderLayer(int i, EncoderLayerWeights* w) {
     char layer[kNameSize], buf[kNameSize];
     FormatName(layer, sizeof layer, "encoder.layers.%d", i);
     FormatName(buf, sizeof buf, "%s.self_attn", layer);
-    TERN_RETURN_IF_ERROR(Attention(buf, &w->self_attn));
+    TERN_RETURN_IF_ERROR(Attention(buf, true, &w->self_attn));
     FormatName(buf, sizeof buf, "%s.self_attn_layer_norm", layer);
     TERN_RETURN_IF_ERROR(Norm(buf, &w->self_attn_norm));
     TERN_RETURN_IF_ERROR(FeedForward(layer, &w->ffn));
@@ -118,11 +150,11 @@ class WeightResolver {
     char layer[kNameSize], buf[kNameSize];
     FormatName(layer, sizeof layer, "decoder.layers.%d", i);
     FormatName(buf, sizeof buf, "%s.self_attn", layer);
-    TERN_RETURN_IF_ERROR(Attention(buf, &w->self_attn));
+    TERN_RETURN_IF_ERROR(Attention(buf, true, &w->self_attn));
     FormatName(buf, sizeof buf, "%s.self_attn_layer_norm", layer);
     TERN_RETURN_IF_ERROR(Norm(buf, &w->self_attn_norm));
     FormatName(buf, sizeof buf, "%s.encoder_attn", layer);
-    TERN_RETURN_IF_ERROR(Attention(buf, &w->cross_attn));
+    TERN_RETURN_IF_ERROR(Attention(buf, false, &w->cross_attn));
     FormatName(buf, sizeof buf, "%s.encoder_attn_layer_norm", layer);
     TERN_RETURN_IF_ERROR(Norm(buf, &w->cross_attn_norm));
     TERN_RETURN_IF_ERROR(FeedForward(layer, &w->ffn));
@@ -153,6 +185,20 @@ class WeightResolver {
     return Status::Ok();
   }
 
+  // Learned position tables or the T5 bias tables, per the config's position kind.
+  Status Positions(PositionWeights* p) {
+    const ModelConfig& c = model_.config();
+    if (c.position == PositionKind::kLearned) {
+      TERN_RETURN_IF_ERROR(Matrix("encoder.embed_positions.weight", c.max_positions, d_, &p->encoder_learned));
+      TERN_RETURN_IF_ERROR(Matrix("decoder.embed_positions.weight", c.max_positions, d_, &p->decoder_learned));
+    }
+    if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
+      TERN_RETURN_IF_ERROR(Table("encoder.relative_attention_bias.weight", c.relative_buckets, c.heads, &p->encoder_t5));
+      TERN_RETURN_IF_ERROR(Table("decoder.relative_attention_bias.weight", c.relative_buckets, c.heads, &p->decoder_t5));
+    }
+    return Status::Ok();
+  }
+
  private:
   static constexpr size_t kNameSize = 128;
   const char* Name(const char* prefix, const char* leaf) {
@@ -168,7 +214,7 @@ class WeightResolver {
 }  // namespace
 
 struct EncoderDecoder::BufferIds {
-  int encoder_layers, decoder_layers, positions, src_lengths;
+  int encoder_layers, decoder_layers, positions, relative_scratch, enc_up, dec_up, src_lengths;
   int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
   int cross_kv, self_kv;
   int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
@@ -209,7 +255,8 @@ Status VisitEncoderLinears(const ModelConfig& c, const Limits& l, EncoderLayerWe
   TERN_RETURN_IF_ERROR(f(w.self_attn.v, rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.self_attn.out, rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
-  return f(w.ffn.fc2, rows, ff, d);
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc2, rows, ff, d));
+  return c.activation == ref::Activation::kSwiGLU ? f(w.ffn.fc3, rows, d, ff) : Status::Ok();
 }
 
 template <typename F>
@@ -227,7 +274,8 @@ Status VisitDecoderLinears(const ModelConfig& c, const Limits& l, DecoderLayerWe
   TERN_RETURN_IF_ERROR(f(w.cross_attn.v, src_rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.cross_attn.out, rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
-  return f(w.ffn.fc2, rows, ff, d);
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc2, rows, ff, d));
+  return c.activation == ref::Activation::kSwiGLU ? f(w.ffn.fc3, rows, d, ff) : Status::Ok();
 }
 
 template <typename F>
@@ -236,6 +284,29 @@ Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w
 }
 
 }  // namespace
+
+// Floats of the session's position tables (for positions [0, L), L = the longer of the source
+// and target limits): sinusoidal: one [L, d] table; learned: the encoder's and the decoder's
+// rows, dequantized; rotary: cos and sin [L, rotary_dim / 2]; T5: the encoder's and decoder's
+// bias by distance, [heads, 2L - 1] each; Shaw and none: nothing.
+size_t PositionFloats(const ModelConfig& c, const Limits& limits) {
+  const size_t rows = static_cast<size_t>(limits.max_source_length > limits.max_target_length
+                                              ? limits.max_source_length
+                                              : limits.max_target_length);
+  const size_t d = static_cast<size_t>(c.d_model);
+  switch (c.position) {
+    case PositionKind::kSinusoidal: return CheckedMul(rows, d);
+    case PositionKind::kLearned: return CheckedMul(2 * rows, d);
+    case PositionKind::kRotary: return CheckedMul(rows, static_cast<size_t>(c.rotary_dim > 0 ? c.rotary_dim : c.d_head()));
+    case PositionKind::kRelative:
+      if (c.relative_attention == RelativeAttention::kT5Bias) {
+        return CheckedMul(2 * static_cast<size_t>(c.heads), 2 * rows - 1);
+      }
+      return 0;
+    case PositionKind::kNone: return 0;
+  }
+  return 0;
+}
 
 Status ValidateArchitecture(const Model& model) {
   switch (model.config().architecture) {
@@ -252,10 +323,15 @@ Status ValidateArchitecture(const Model& model) {
 
 Status EncoderDecoder::Validate(const Model& model) {
   const ModelConfig& c = model.config();
-  if (c.position != PositionKind::kSinusoidal) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "encoder-decoder models support sinusoidal positions only (config.position = %d)",
-                         static_cast<int>(c.position));
+  if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
+    // T5's buckets: the encoder's bidirectional half (buckets / 2) again splits into exact
+    // (buckets / 4) and log-spaced buckets; the log needs max_distance beyond the exact ones.
+    if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0 || c.relative_max_distance <= c.relative_buckets / 2) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "T5 relative attention needs an even relative_buckets >= 4 and relative_max_distance > "
+                           "relative_buckets / 2 (got %d buckets, max distance %d)",
+                           c.relative_buckets, c.relative_max_distance);
+    }
   }
   if (c.encoder_layers < 1 || c.decoder_layers < 1) {
     return Status::Error(StatusCode::kInvalidConfig,
@@ -266,6 +342,8 @@ Status EncoderDecoder::Validate(const Model& model) {
   LinearWeights output;
   NormWeights enc_norm, dec_norm;
   TERN_RETURN_IF_ERROR(resolve.Globals(&src, &tgt, &output, &enc_norm, &dec_norm));
+  PositionWeights positions;
+  TERN_RETURN_IF_ERROR(resolve.Positions(&positions));
   for (int i = 0; i < c.encoder_layers; ++i) {
     EncoderLayerWeights layer;
     TERN_RETURN_IF_ERROR(resolve.EncoderLayer(i, &layer));
@@ -324,13 +402,23 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t le = static_cast<size_t>(c.encoder_layers);
   const size_t ld = static_cast<size_t>(c.decoder_layers);
-  const size_t positions = s > t ? s : t;
   const size_t keys = s > t ? s : t;
+  const size_t positions = PositionFloats(c, limits);
   // Weight tables and positions live for the whole session; encoder buffers only while
   // encoding (the encoder output also feeds the cross K/V step); decoder buffers while decoding.
   ids->encoder_layers = p->Add("encoder_layers", CheckedMul(le, sizeof(EncoderLayerWeights)), kPrepare, kDecoder);
   ids->decoder_layers = p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder);
-  ids->positions = p->Add("positions", CheckedMul(positions, d, f), kPrepare, kDecoder);
+  ids->positions = p->Add("positions", CheckedMul(positions, f), kPrepare, kDecoder);
+  ids->relative_scratch = -1;
+  if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
+    const size_t span = 2 * static_cast<size_t>(c.relative_max_distance) + 1;
+    ids->relative_scratch = p->Add("relative_scratch", CheckedMul(span, f), kEncoder, kDecoder);
+  }
+  ids->enc_up = ids->dec_up = -1;
+  if (c.activation == ref::Activation::kSwiGLU) {
+    ids->enc_up = p->Add("enc_up", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
+    ids->dec_up = p->Add("dec_up", CheckedMul(rows, ff, f), kDecoder, kDecoder);
+  }
   ids->src_lengths = p->Add("src_lengths", CheckedMul(b, sizeof(int32_t)), kEncoder, kDecoder);
   ids->enc_x = p->Add("enc_x", CheckedMul(b * s, d, f), kEncoder, kCrossKeysValues);
   ids->enc_q = p->Add("enc_q", CheckedMul(b * s, d, f), kEncoder, kEncoder);
@@ -538,7 +626,7 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   positions_ = reinterpret_cast<float*>(at(ids.positions));
   position_rows_ = limits.max_source_length > limits.max_target_length ? limits.max_source_length
                                                                        : limits.max_target_length;
-  ops::SinusoidalPositions(0, position_rows_, config_.d_model, config_.sinusoid_layout, positions_);
+  TERN_RETURN_IF_ERROR(PreparePositions(model, ids.relative_scratch >= 0 ? at(ids.relative_scratch) : nullptr));
   src_lengths_ = reinterpret_cast<int32_t*>(at(ids.src_lengths));
   enc_x_ = reinterpret_cast<float*>(at(ids.enc_x));
   enc_scratch_.q = reinterpret_cast<float*>(at(ids.enc_q));
@@ -546,6 +634,7 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   enc_scratch_.v = reinterpret_cast<float*>(at(ids.enc_v));
   enc_scratch_.attn = reinterpret_cast<float*>(at(ids.enc_attn));
   enc_scratch_.hidden = reinterpret_cast<float*>(at(ids.enc_hidden));
+  enc_scratch_.up = ids.enc_up >= 0 ? reinterpret_cast<float*>(at(ids.enc_up)) : nullptr;
   enc_scratch_.scores = reinterpret_cast<float*>(at(ids.enc_scores));
   cross_kv_ = reinterpret_cast<float*>(at(ids.cross_kv));
   self_kv_ = reinterpret_cast<float*>(at(ids.self_kv));
@@ -553,6 +642,7 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   dec_scratch_.q = reinterpret_cast<float*>(at(ids.dec_q));
   dec_scratch_.attn = reinterpret_cast<float*>(at(ids.dec_attn));
   dec_scratch_.hidden = reinterpret_cast<float*>(at(ids.dec_hidden));
+  dec_scratch_.up = ids.dec_up >= 0 ? reinterpret_cast<float*>(at(ids.dec_up)) : nullptr;
   dec_scratch_.scores = reinterpret_cast<float*>(at(ids.dec_scores));
   logits_ = reinterpret_cast<float*>(at(ids.logits));
   tokens_ = reinterpret_cast<int32_t*>(at(ids.tokens));
@@ -570,6 +660,72 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
     std::snprintf(report_, sizeof report_, "reference kernels: XNNPACK unusable here: %s", xnn.note);
   } else {
     std::snprintf(report_, sizeof report_, "reference kernels (this build has no XNNPACK)");
+  }
+  return Status::Ok();
+}
+
+Status EncoderDecoder::PreparePositions(const Model& model, uint8_t* relative_scratch) {
+  const ModelConfig& c = config_;
+  const int64_t d = c.d_model, rows = position_rows_;
+  enc_positions_ = dec_positions_ = nullptr;
+  enc_scratch_.positions = StackPositions();
+  dec_scratch_.positions = StackPositions();
+  WeightResolver resolve(model);
+  PositionWeights weights;
+  TERN_RETURN_IF_ERROR(resolve.Positions(&weights));
+  switch (c.position) {
+    case PositionKind::kSinusoidal:
+      ops::SinusoidalPositions(0, rows, d, c.sinusoid_layout, positions_);
+      enc_positions_ = dec_positions_ = positions_;
+      break;
+    case PositionKind::kLearned:
+      // Rows 0..rows-1 of each table, dequantized once (the tables may be int8 like embeddings).
+    {
+      float* enc = positions_;
+      float* dec = positions_ + rows * d;
+      for (int32_t p = 0; p < rows; ++p) {
+        ops::Embedding(weights.encoder_learned, &p, 1, 1.0f, enc + p * d);
+        ops::Embedding(weights.decoder_learned, &p, 1, 1.0f, dec + p * d);
+      }
+      enc_positions_ = enc;
+      dec_positions_ = dec;
+      break;
+    }
+    case PositionKind::kRotary: {
+      rotary_.rotary_dim = c.rotary_dim > 0 ? c.rotary_dim : c.d_head();
+      float* cos = positions_;
+      float* sin = positions_ + rows * (rotary_.rotary_dim / 2);
+      ops::RotaryTables(rows, rotary_.rotary_dim, c.rotary_base, cos, sin);
+      rotary_.cos = cos;
+      rotary_.sin = sin;
+      enc_scratch_.positions.rotary = &rotary_;
+      dec_scratch_.positions.rotary = &rotary_;
+      break;
+    }
+    case PositionKind::kRelative:
+      if (c.relative_attention == RelativeAttention::kT5Bias) {
+        // Bias by distance per head, bidirectional buckets for the encoder, unidirectional
+        // (looking back only) for the decoder's self-attention.
+        const int64_t span = 2 * rows - 1;
+        float* enc = positions_;
+        float* dec = positions_ + c.heads * span;
+        ops::T5BiasByDistance(weights.encoder_t5, c.heads, c.relative_buckets, c.relative_max_distance, true, rows, enc);
+        ops::T5BiasByDistance(weights.decoder_t5, c.heads, c.relative_buckets, c.relative_max_distance, false, rows, dec);
+        for (StackPositions* p : {&enc_scratch_.positions, &dec_scratch_.positions}) {
+          p->bias_stride = span;
+          p->bias_center = rows - 1;
+        }
+        enc_scratch_.positions.t5_bias = enc;
+        dec_scratch_.positions.t5_bias = dec;
+      } else {
+        for (StackPositions* p : {&enc_scratch_.positions, &dec_scratch_.positions}) {
+          p->relative_scratch = reinterpret_cast<float*>(relative_scratch);
+          p->max_distance = c.relative_max_distance;
+        }
+      }
+      break;
+    case PositionKind::kNone:
+      break;
   }
   return Status::Ok();
 }
@@ -738,7 +894,7 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     for (int64_t i = lengths[b]; i < seq; ++i) {
       ops::Embedding(src_embed_, &config_.pad_id, 1, config_.embedding_scale, x + i * d);
     }
-    ops::AddRows(x, positions_, seq, d);
+    if (enc_positions_ != nullptr) ops::AddRows(x, enc_positions_, seq, d);
   }
   for (int i = 0; i < config_.encoder_layers; ++i) {
     EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_, enc_scratch_);
@@ -819,7 +975,9 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   }
   const int64_t d = config_.d_model;
   ops::Embedding(tgt_embed_, tokens, rows, config_.embedding_scale, dec_x_);
-  for (int32_t b = 0; b < rows; ++b) ops::AddRows(dec_x_ + b * d, positions_ + position_ * d, 1, d);
+  if (dec_positions_ != nullptr) {
+    for (int32_t b = 0; b < rows; ++b) ops::AddRows(dec_x_ + b * d, dec_positions_ + position_ * d, 1, d);
+  }
 
   DecoderStepShape shape{};
   shape.batch = rows;

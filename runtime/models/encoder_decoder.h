@@ -1,5 +1,8 @@
 // The encoder-decoder Transformer of "Attention Is All You Need": token embeddings (scaled) +
 // positional encodings, N encoder layers, N decoder layers with a K/V cache, output projection.
+// Positions (config.position): sinusoidal or learned absolute positions added to the
+// embeddings, relative positions inside self-attention (Shaw et al. or T5's bias), or rotary
+// (RoPE) rotations of queries and keys; see docs/CONVENTIONS.md.
 // This class owns no memory: Prepare carves everything from the caller's arena by a plan that
 // depends only on the model, the limits and (XNNPACK backend) the CPU. The one exception is the
 // optional thread pool (Limits::threads > 1), which pthreadpool allocates on the heap at Prepare.
@@ -98,6 +101,8 @@ class EncoderDecoder {
                                 const BufferIds& ids, uint8_t* base);
   void Reset();
   Status ResolveWeights(const Model& model);
+  // Fills the position tables (positions_) and each stack's StackPositions.
+  Status PreparePositions(const Model& model, uint8_t* relative_scratch);
 
   ModelConfig config_;
   Limits limits_;
@@ -107,8 +112,11 @@ class EncoderDecoder {
   WeightView src_embed_, tgt_embed_;
   LinearWeights output_;
   NormWeights encoder_norm_, decoder_norm_;
-  float* positions_ = nullptr;  // [position_rows, d_model]
+  float* positions_ = nullptr;  // position tables (PositionFloats in encoder_decoder.cc)
   int64_t position_rows_ = 0;
+  const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null
+  const float* dec_positions_ = nullptr;
+  ref::RotaryTable rotary_;  // rotary: cos / sin tables inside positions_
   int32_t* src_lengths_ = nullptr;
   float* enc_x_ = nullptr;
   EncoderScratch enc_scratch_{};

@@ -30,12 +30,19 @@ void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, f
   Linear(in, batch, d, w.self_attn.q, s.q, d);
   Linear(in, batch, d, w.self_attn.k, cache.self_k + t * d, cache_stride);
   Linear(in, batch, d, w.self_attn.v, cache.self_v + t * d, cache_stride);
+  if (s.positions.rotary != nullptr) {  // RoPE: every row's query and new key sit at position t
+    ops::ApplyRotary(*s.positions.rotary, s.q, batch, d, config.heads, config.d_head(), t, 0);
+    ops::ApplyRotary(*s.positions.rotary, cache.self_k + t * d, batch, cache_stride, config.heads,
+                     config.d_head(), t, 0);
+  }
   ref::AttentionMask self_mask;
   self_mask.key_length = t + 1;
+  ref::RelativePositions terms;
+  const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
   for (int64_t b = 0; b < batch; ++b) {
     ops::MultiHeadAttention(s.kernels, s.q + b * d, d, cache.self_k + b * cache_stride, d,
                             cache.self_v + b * cache_stride, d, 1, t + 1, config.heads,
-                            config.d_head(), self_mask, s.scores, s.attn + b * d, d);
+                            config.d_head(), self_mask, s.scores, s.attn + b * d, d, rel);
   }
   Linear(s.attn, batch, d, w.self_attn.out, s.q, d);
   AddResidual(config, s.kernels, w.self_attn_norm, x, s.q, batch);
@@ -58,7 +65,7 @@ void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, f
 
   // Position-wise FFN.
   in = SubLayerInput(config, s.kernels, w.ffn_norm, x, batch, s.attn);
-  FeedForward(config, s.kernels, w.ffn, in, batch, s.hidden, s.q);
+  FeedForward(config, s.kernels, w.ffn, in, batch, s.hidden, s.up, s.q);
   AddResidual(config, s.kernels, w.ffn_norm, x, s.q, batch);
 }
 

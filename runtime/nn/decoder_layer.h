@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
+#include "runtime/nn/positions.h"
 #include "runtime/nn/weights.h"
 
 namespace tern {
@@ -23,7 +24,9 @@ struct DecoderScratch {
   float* q;       // [batch, d_model]
   float* attn;    // [batch, d_model]
   float* hidden;  // [batch, d_ff]
+  float* up;      // [batch, d_ff]: SwiGLU's up projection (null otherwise)
   float* scores;  // [max(target capacity, src_seq)]
+  StackPositions positions;  // rotary / relative positions of the decoder's self-attention
   ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
 };
 
@@ -41,7 +44,8 @@ void ComputeCrossKeysValues(const ModelConfig& config, const DecoderLayerWeights
                             const float* enc, int64_t batch, int64_t src_seq,
                             const DecoderLayerCache& cache);
 
-// x: [batch, d_model], updated in place. Appends this step's K/V to the self-attention cache.
+// x: [batch, d_model], updated in place. Appends this step's K/V to the self-attention cache
+// (keys already rotated, with rotary positions).
 void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, float* x,
                       const DecoderStepShape& shape, const DecoderLayerCache& cache,
                       const DecoderScratch& s);

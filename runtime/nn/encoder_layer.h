@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
+#include "runtime/nn/positions.h"
 #include "runtime/nn/weights.h"
 
 namespace tern {
@@ -17,7 +18,9 @@ struct EncoderScratch {
   float* v;       // [batch*seq, d_model]
   float* attn;    // [batch*seq, d_model]
   float* hidden;  // [batch*seq, d_ff]
+  float* up;      // [batch*seq, d_ff]: SwiGLU's up projection (null otherwise)
   float* scores;  // [seq*seq]
+  StackPositions positions;  // rotary / relative positions of the encoder's self-attention
   ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
 };
 

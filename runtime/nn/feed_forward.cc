@@ -6,9 +6,13 @@
 namespace tern {
 
 void FeedForward(const ModelConfig& config, const ops::Kernels& kernels, const FeedForwardWeights& w,
-                 const float* x, int64_t rows, float* hidden, float* out) {
+                 const float* x, int64_t rows, float* hidden, float* up, float* out) {
   Linear(x, rows, config.d_model, w.fc1, hidden, config.d_ff);
   ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
+  if (config.activation == ref::Activation::kSwiGLU) {
+    Linear(x, rows, config.d_model, w.fc3, up, config.d_ff);
+    ops::Multiply(hidden, up, rows * config.d_ff);
+  }
   Linear(hidden, rows, config.d_ff, w.fc2, out, config.d_model);
 }
 

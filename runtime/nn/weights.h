@@ -24,10 +24,14 @@ struct NormWeights {
 
 struct AttentionWeights {
   LinearWeights q, k, v, out;  // W^Q, W^K, W^V, W^O
+  // Shaw et al. relative positions (self-attention only): a^K, a^V [2k+1, d_head], or null.
+  const float* relative_key = nullptr;
+  const float* relative_value = nullptr;
 };
 
 struct FeedForwardWeights {
   LinearWeights fc1, fc2;  // W1 [d_ff, d], W2 [d, d_ff]
+  LinearWeights fc3;       // SwiGLU's up projection W3 [d_ff, d] (unused otherwise)
 };
 
 struct EncoderLayerWeights {

@@ -60,6 +60,54 @@ struct Variant {
   const char* expect;    // in the backend report
 };
 
+void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  xnn::SetUnsupportedPathsForTesting(v.unsupported);
+#endif
+  testing::AlignedBytes bytes = testing::ModelBytes(config, 21, v.dtype, v.group);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  Limits limits;
+  limits.backend = v.backend;
+  limits.threads = v.threads;
+  limits.beam_size = v.beam;
+  limits.max_batch = 3;
+  limits.max_source_length = 12;
+  limits.max_target_length = 10;
+  std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
+  Session session;
+  REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  xnn::SetUnsupportedPathsForTesting(0);
+#endif
+  INFO(session.backend_report());
+  CHECK(session.backend() == v.backend);
+  CHECK(std::string(session.backend_report()).find(v.expect) != std::string::npos);
+  const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
+                               8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+                               19, 2};
+  const int32_t lengths[3] = {5, 12, 2};
+  int32_t out[3 * 3 * 10];
+  int32_t out_lengths[3 * 3];
+  DecodingOptions options;
+  options.beam_size = v.beam;
+
+  testing::StartCountingAllocations();
+  Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
+  Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
+  const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
+  size_t produced = 0;
+  Status error = session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
+  const size_t allocations = testing::StopCountingAllocations();
+
+  INFO(first.message() << second.message());
+  CHECK(first.ok());
+  CHECK(second.ok());
+  CHECK(error.code() == StatusCode::kOutOfRange);
+  CHECK(allocations == 0);
+  CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+}
+
 // Every backend, weight dtype and XNNPACK path (fallbacks included), a thread pool, and beam
 // search: translate twice (batch 3 and 1: row counts change, so XNNPACK operators are
 // reshaped), plus an error path, with every allocation counted (all threads).
@@ -95,52 +143,57 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
 #endif
   for (const Variant& v : variants) {
     INFO(v.name);
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-    xnn::SetUnsupportedPathsForTesting(v.unsupported);
-#endif
-    const ModelConfig config = v.wide ? testing::WideConfig() : testing::TinyConfig();
-    testing::AlignedBytes bytes = testing::ModelBytes(config, 21, v.dtype, v.group);
-    auto model = Model::Load(bytes.data(), bytes.size());
-    REQUIRE(model.ok());
-    Limits limits;
-    limits.backend = v.backend;
-    limits.threads = v.threads;
-    limits.beam_size = v.beam;
-    limits.max_batch = 3;
-    limits.max_source_length = 12;
-    limits.max_target_length = 10;
-    std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
-    Session session;
-    REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-    xnn::SetUnsupportedPathsForTesting(0);
-#endif
-    INFO(session.backend_report());
-    CHECK(session.backend() == v.backend);
-    CHECK(std::string(session.backend_report()).find(v.expect) != std::string::npos);
-    const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
-                                 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
-                                 19, 2};
-    const int32_t lengths[3] = {5, 12, 2};
-    int32_t out[3 * 3 * 10];
-    int32_t out_lengths[3 * 3];
-    DecodingOptions options;
-    options.beam_size = v.beam;
+    TranslateWithoutAllocating(v, v.wide ? testing::WideConfig() : testing::TinyConfig());
+  }
+}
 
-    testing::StartCountingAllocations();
-    Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
-    Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
-    const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
-    size_t produced = 0;
-    Status error = session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
-    const size_t allocations = testing::StopCountingAllocations();
-
-    INFO(first.message() << second.message());
-    CHECK(first.ok());
-    CHECK(second.ok());
-    CHECK(error.code() == StatusCode::kOutOfRange);
-    CHECK(allocations == 0);
-    CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+// The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
+// bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, on both
+// backends.
+TEST_CASE("translate allocates nothing after prepare: relative, rotary and learned positions", "[allocation]") {
+  struct Positions {
+    const char* name;
+    void (*configure)(ModelConfig*);
+  };
+  const Positions kinds[] = {
+      {"shaw", [](ModelConfig* c) {
+         c->position = PositionKind::kRelative;
+         c->relative_attention = RelativeAttention::kShaw;
+         c->relative_max_distance = 3;
+       }},
+      {"t5 bias", [](ModelConfig* c) {
+         c->position = PositionKind::kRelative;
+         c->relative_attention = RelativeAttention::kT5Bias;
+         c->relative_buckets = 8;
+         c->relative_max_distance = 6;
+       }},
+      {"rotary + RMSNorm + SwiGLU", [](ModelConfig* c) {
+         c->position = PositionKind::kRotary;
+         c->rotary_dim = 6;
+         c->norm_placement = NormPlacement::kPre;
+         c->norm_kind = ref::NormKind::kRMSNorm;
+         c->activation = ref::Activation::kSwiGLU;
+       }},
+      {"learned", [](ModelConfig* c) {
+         c->position = PositionKind::kLearned;
+         c->max_positions = 16;
+       }},
+      {"no positions", [](ModelConfig* c) { c->position = PositionKind::kNone; }},
+  };
+  std::vector<Variant> variants = {
+      {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+      {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
+      {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3, "fully_connected_nc_qd8_f32_qc8w"},
+#endif
+  };
+  for (const Positions& kind : kinds) {
+    for (const Variant& v : variants) {
+      INFO(kind.name << ", " << v.name);
+      ModelConfig config = testing::TinyConfig();
+      kind.configure(&config);
+      TranslateWithoutAllocating(v, config);
+    }
   }
 }
 

@@ -45,6 +45,15 @@ sinusoidal_positions(n_pos, d_model, dtype=torch.float64) -> [n_pos, d_model]
     Interleaved: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same angle).
 attention(q, k, v, mask=None) -> (out, probs)
     softmax(q k^T / sqrt(d_head) + mask) v; mask is additive (0 / -inf) or bool (True = masked).
+    bias (T5, added to the scaled logits) and shaw=(a_k, a_v) [Tq, Tk, dh] (Shaw et al.).
+t5_relative_position_bucket(rel, bidirectional, num_buckets, max_distance)  T5's, verbatim.
+rotary_tables(positions, rotary_dim, base) -> cos, sin [T, rotary_dim/2];
+apply_rotary(x, cos, sin, rotary_dim)  RoPE, LLaMA's rotate_half pairing.
+RMSNorm(d, eps)                  x / sqrt(mean(x^2) + eps) * weight.
+Positions (cfg.position): sinusoidal / learned are added to the embeddings; relative (shaw:
+per-layer relative_key / relative_value in self-attention; t5_bias: one
+relative_attention_bias table per stack) and rotary act inside self-attention only, with the
+query's position = the decoding step under the cache (which holds rotated keys).
 canonical_names(cfg, output_bias=False) -> list[str]  (in state_dict order)
 argmax_lowest(x) -> LongTensor   argmax over the last dim, lowest index on ties.
 
@@ -89,10 +98,10 @@ class Config:
     encoder_layers: int = 2
     decoder_layers: int = 2
     d_ff: int = 64
-    activation: str = "relu"          # relu | gelu | swish
+    activation: str = "relu"          # relu | gelu | swish | swiglu (fc2(silu(fc1 x) * fc3 x))
     norm: str = "post"                # post | pre
     layer_norm_eps: float = 1e-5
-    position: str = "sinusoidal"
+    position: str = "sinusoidal"      # sinusoidal | learned | relative | rotary | none
     embedding_scale: Optional[float] = None   # None -> sqrt(d_model)
     shared_embeddings: bool = True
     tied_output: bool = True
@@ -104,6 +113,14 @@ class Config:
     unk_id: int = 3
     decoder_start_id: int = 1
     max_positions: int = 256
+    # Format 1.2 fields. to_dict() writes each only when it differs from its default, so the
+    # JSON of a config that does not use them is what it always was.
+    norm_kind: str = "layer_norm"     # layer_norm | rms_norm (x / sqrt(mean(x^2) + eps) * w)
+    relative_attention: str = "shaw"  # position "relative": shaw | t5_bias
+    relative_max_distance: int = 16   # Shaw: k (clip); T5: max_distance of the log buckets
+    relative_buckets: int = 32        # T5: buckets
+    rotary_dim: int = 0               # position "rotary": rotated dims per head (0 = d_head)
+    rotary_base: float = 10000.0
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -115,6 +132,18 @@ class Config:
     def d_head(self) -> int:
         return self.d_model // self.heads
 
+    @property
+    def rotary_dims(self) -> int:
+        return self.rotary_dim or self.d_head
+
+    @property
+    def shaw(self) -> bool:
+        return self.position == "relative" and self.relative_attention == "shaw"
+
+    @property
+    def t5_bias(self) -> bool:
+        return self.position == "relative" and self.relative_attention == "t5_bias"
+
     def validate(self):
         if self.architecture != "encoder_decoder":
             raise ValueError(f"architecture {self.architecture!r} not supported")
@@ -122,17 +151,36 @@ class Config:
             raise ValueError("d_model must be divisible by heads")
         if self.d_model % 2 != 0:
             raise ValueError("d_model must be even (interleaved sin/cos positions)")
-        if self.activation not in ("relu", "gelu", "swish"):
+        if self.activation not in ("relu", "gelu", "swish", "swiglu"):
             raise ValueError(f"activation {self.activation!r} not supported")
         if self.norm not in ("post", "pre"):
             raise ValueError(f"norm {self.norm!r} not supported")
-        if self.position != "sinusoidal":
+        if self.norm_kind not in ("layer_norm", "rms_norm"):
+            raise ValueError(f"norm_kind {self.norm_kind!r} not supported")
+        if self.position not in ("sinusoidal", "learned", "relative", "rotary", "none"):
             raise ValueError(f"position {self.position!r} not supported")
+        if self.relative_attention not in ("shaw", "t5_bias"):
+            raise ValueError(f"relative_attention {self.relative_attention!r} not supported")
+        if self.relative_max_distance <= 0:
+            raise ValueError("relative_max_distance must be > 0")
+        if self.position == "relative" and self.relative_attention == "t5_bias" and (
+                self.relative_buckets < 4 or self.relative_buckets % 2
+                or self.relative_max_distance <= self.relative_buckets // 2):
+            raise ValueError("t5_bias needs an even relative_buckets >= 4 and "
+                             "relative_max_distance > relative_buckets / 2")
+        if self.rotary_dim < 0 or self.rotary_dim % 2 or self.rotary_dim > self.d_head:
+            raise ValueError("rotary_dim must be even and at most d_head")
+        if self.position == "rotary" and self.d_head % 2:
+            raise ValueError("rotary positions need an even d_head")
         if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("shared_embeddings needs src_vocab_size == tgt_vocab_size")
 
+    _OPTIONAL = ("norm_kind", "relative_attention", "relative_max_distance", "relative_buckets",
+                 "rotary_dim", "rotary_base")
+
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name != "extra" and not (f.name in self._OPTIONAL and getattr(self, f.name) == f.default)}
         d.update(self.extra)
         return d
 
@@ -180,9 +228,18 @@ def sinusoidal_positions(n_pos: int, d_model: int, dtype=torch.float64, offset: 
     return pe.to(dtype)
 
 
-def attention(q, k, v, mask=None, dropout_p: float = 0.0, training: bool = False):
-    """q [..., Tq, dh], k/v [..., Tk, dh]. mask: additive float or bool (True = masked)."""
-    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+def attention(q, k, v, mask=None, dropout_p: float = 0.0, training: bool = False,
+              bias=None, shaw=None):
+    """q [..., Tq, dh], k/v [..., Tk, dh]. mask: additive float or bool (True = masked).
+    bias: T5 bias added to the scaled logits (broadcast to [..., Tq, Tk]).
+    shaw: (a_k, a_v), each [Tq, Tk, dh]: Shaw et al.'s relative key / value embeddings of each
+    query-key pair: e_ij = q_i.(k_j + a_k[i,j]) / sqrt(dh), z_i = sum_j p_ij (v_j + a_v[i,j])."""
+    scores = torch.matmul(q, k.transpose(-1, -2))
+    if shaw is not None:
+        scores = scores + torch.einsum("...qd,qkd->...qk", q, shaw[0])
+    scores = scores / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
     if mask is not None:
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(mask, float("-inf"))
@@ -191,7 +248,69 @@ def attention(q, k, v, mask=None, dropout_p: float = 0.0, training: bool = False
     probs = torch.softmax(scores, dim=-1)
     if dropout_p > 0.0 and training:
         probs = F.dropout(probs, dropout_p, True)
-    return torch.matmul(probs, v), probs
+    out = torch.matmul(probs, v)
+    if shaw is not None:
+        out = out + torch.einsum("...qk,qkd->...qd", probs, shaw[1])
+    return out, probs
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32,
+                                max_distance=128):
+    """T5's _relative_position_bucket, as in Hugging Face transformers (modeling_t5.py).
+    relative_position = key position - query position (LongTensor)."""
+    relative_buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    # now relative_position is in the range [0, inf)
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return relative_buckets
+
+
+def rotary_tables(positions, rotary_dim: int, base: float, dtype=torch.float64):
+    """cos, sin [T, rotary_dim/2] of positions * theta_i, theta_i = base^(-2i/rotary_dim)
+    (LLaMA's inv_freq), computed in float64."""
+    inv_freq = base ** (-torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
+    angle = positions.to(torch.float64)[:, None] * inv_freq[None, :]
+    return torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
+
+
+def apply_rotary(x, cos, sin, rotary_dim: int):
+    """x [..., T, d_head]; cos/sin [T, rotary_dim/2]. LLaMA / Hugging Face rotate_half: dim i
+    pairs with i + rotary_dim/2; dims beyond rotary_dim pass unchanged."""
+    h = rotary_dim // 2
+    x1, x2, rest = x[..., :h], x[..., h:rotary_dim], x[..., rotary_dim:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight (no mean subtraction, no bias)."""
+
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _norm(cfg: "Config"):
+    if cfg.norm_kind == "rms_norm":
+        return RMSNorm(cfg.d_model, cfg.layer_norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
 
 def argmax_lowest(x: torch.Tensor) -> torch.Tensor:
@@ -207,7 +326,7 @@ def _activation(name: str):
         return F.relu
     if name == "gelu":
         return lambda t: F.gelu(t)          # exact erf form (torch default)
-    if name == "swish":
+    if name in ("swish", "swiglu"):        # swiglu: the gate's silu; the FFN multiplies by fc3
         return lambda t: t * torch.sigmoid(t)
     raise ValueError(name)
 
@@ -215,23 +334,37 @@ def _activation(name: str):
 def canonical_names(cfg: Config, output_bias: bool = False) -> List[str]:
     """All canonical tensor names for cfg, in TernModel.state_dict() order."""
     lin = lambda p: [f"{p}.weight", f"{p}.bias"]
+    norm = (lambda p: [f"{p}.weight"]) if cfg.norm_kind == "rms_norm" else lin
+    shaw = lambda p: [f"{p}.relative_key.weight", f"{p}.relative_value.weight"] if cfg.shaw else []
     attn = lambda p: sum((lin(f"{p}.{x}") for x in ("q_proj", "k_proj", "v_proj", "out_proj")), [])
-    names = ["encoder.embed_tokens.weight"]
+    ffn = lambda p: lin(f"{p}.fc1") + lin(f"{p}.fc2") + (
+        lin(f"{p}.fc3") if cfg.activation == "swiglu" else [])
+
+    def stack_positions(stack):
+        out = []
+        if cfg.position == "learned":
+            out.append(f"{stack}.embed_positions.weight")
+        if cfg.t5_bias:
+            out.append(f"{stack}.relative_attention_bias.weight")
+        return out
+
+    names = ["encoder.embed_tokens.weight"] + stack_positions("encoder")
     for i in range(cfg.encoder_layers):
         p = f"encoder.layers.{i}"
-        names += attn(f"{p}.self_attn") + lin(f"{p}.self_attn_layer_norm")
-        names += lin(f"{p}.fc1") + lin(f"{p}.fc2") + lin(f"{p}.final_layer_norm")
+        names += attn(f"{p}.self_attn") + shaw(f"{p}.self_attn") + norm(f"{p}.self_attn_layer_norm")
+        names += ffn(p) + norm(f"{p}.final_layer_norm")
     if cfg.norm == "pre":
-        names += lin("encoder.layer_norm")
+        names += norm("encoder.layer_norm")
     if not cfg.shared_embeddings:
         names.append("decoder.embed_tokens.weight")
+    names += stack_positions("decoder")
     for i in range(cfg.decoder_layers):
         p = f"decoder.layers.{i}"
-        names += attn(f"{p}.self_attn") + lin(f"{p}.self_attn_layer_norm")
-        names += attn(f"{p}.encoder_attn") + lin(f"{p}.encoder_attn_layer_norm")
-        names += lin(f"{p}.fc1") + lin(f"{p}.fc2") + lin(f"{p}.final_layer_norm")
+        names += attn(f"{p}.self_attn") + shaw(f"{p}.self_attn") + norm(f"{p}.self_attn_layer_norm")
+        names += attn(f"{p}.encoder_attn") + norm(f"{p}.encoder_attn_layer_norm")
+        names += ffn(p) + norm(f"{p}.final_layer_norm")
     if cfg.norm == "pre":
-        names += lin("decoder.layer_norm")
+        names += norm("decoder.layer_norm")
     if not cfg.tied_output:
         names.append("output_projection.weight")
     if output_bias:
@@ -244,7 +377,11 @@ def canonical_names(cfg: Config, output_bias: bool = False) -> List[str]:
 # --------------------------------------------------------------------------------------------
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model: int, heads: int, attention_dropout: float = 0.0):
+    def __init__(self, d_model: int, heads: int, attention_dropout: float = 0.0,
+                 cfg: Optional[Config] = None, self_attention: bool = False):
+        """cfg + self_attention: the positions that act inside self-attention (Shaw's relative
+        key/value tables, registered here; rotary rotations of q and k). Cross-attention and
+        absolute positions: plain attention."""
         super().__init__()
         self.heads = heads
         self.d_head = d_model // heads
@@ -253,6 +390,13 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        self.cfg = cfg
+        self.shaw = cfg is not None and self_attention and cfg.shaw
+        self.rotary = cfg is not None and self_attention and cfg.position == "rotary"
+        if self.shaw:
+            n = 2 * cfg.relative_max_distance + 1
+            self.relative_key = nn.Embedding(n, self.d_head)    # a^K, shared by the heads
+            self.relative_value = nn.Embedding(n, self.d_head)  # a^V
 
     def _split(self, x):                     # [B,T,d] -> [B,H,T,dh]; head h = cols h*dh:(h+1)*dh
         B, T, _ = x.shape
@@ -261,26 +405,48 @@ class MultiHeadAttention(nn.Module):
     def kv(self, x):
         return self._split(self.k_proj(x)), self._split(self.v_proj(x))
 
-    def forward(self, x, kv_input=None, mask=None, cache: Optional[dict] = None, static_kv=False):
+    def forward(self, x, kv_input=None, mask=None, cache: Optional[dict] = None, static_kv=False,
+                offset: int = 0, bias=None):
         """x: queries [B,Tq,d]. kv_input: keys/values source (None = x, self-attention).
         cache (incremental decoding): for self-attention, new K/V are appended to cache['k'/'v'];
-        with static_kv (cross-attention), cache['k'/'v'] are computed once and reused."""
+        with static_kv (cross-attention), cache['k'/'v'] are computed once and reused.
+        offset: position of the first query and of the first new key (self-attention keys sit
+        at positions 0..). bias: T5 bias [1, H, Tq, Tk] added to the scaled logits.
+        Rotary: q and the new k are rotated before the cache, so the cache holds rotated keys."""
         q = self._split(self.q_proj(x))
         src = x if kv_input is None else kv_input
+        Tq = x.shape[1]
+        rot = None
+        if self.rotary:
+            pos = torch.arange(offset, offset + Tq, device=x.device)
+            cos, sin = rotary_tables(pos, self.cfg.rotary_dims, self.cfg.rotary_base, q.dtype)
+            rot = lambda t: apply_rotary(t, cos, sin, self.cfg.rotary_dims)
+            q = rot(q)
         if cache is None:
             k, v = self.kv(src)
+            if rot is not None:
+                k = rot(k)
         elif static_kv:
             if "k" not in cache:
                 cache["k"], cache["v"] = self.kv(src)
             k, v = cache["k"], cache["v"]
         else:
             k_new, v_new = self.kv(src)
+            if rot is not None:
+                k_new = rot(k_new)
             if "k" in cache:
                 k_new = torch.cat([cache["k"], k_new], dim=2)
                 v_new = torch.cat([cache["v"], v_new], dim=2)
             cache["k"], cache["v"] = k_new, v_new
             k, v = k_new, v_new
-        out, _ = attention(q, k, v, mask, self.attention_dropout, self.training)
+        shaw = None
+        if self.shaw:
+            qpos = torch.arange(offset, offset + Tq, device=x.device)[:, None]
+            kpos = torch.arange(k.shape[2], device=x.device)[None, :]
+            kk = self.cfg.relative_max_distance
+            idx = torch.clamp(kpos - qpos, -kk, kk) + kk                              # [Tq, Tk]
+            shaw = (self.relative_key(idx), self.relative_value(idx))
+        out, _ = attention(q, k, v, mask, self.attention_dropout, self.training, bias, shaw)
         B, H, T, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
 
@@ -290,24 +456,30 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout)
-        self.self_attn_layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout, cfg, True)
+        self.self_attn_layer_norm = _norm(cfg)
         self.fc1 = nn.Linear(d, cfg.d_ff)
         self.fc2 = nn.Linear(cfg.d_ff, d)
-        self.final_layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        if cfg.activation == "swiglu":
+            self.fc3 = nn.Linear(d, cfg.d_ff)  # SwiGLU's up projection W3
+        self.final_layer_norm = _norm(cfg)
         self.act = _activation(cfg.activation)
         self.dropout = nn.Dropout(dropout)
         self.activation_dropout = nn.Dropout(activation_dropout)
 
     def ffn(self, x):
-        return self.fc2(self.activation_dropout(self.act(self.fc1(x))))
+        h = self.act(self.fc1(x))
+        if "fc3" in self._modules:
+            h = h * self.fc3(x)
+        return self.fc2(self.activation_dropout(h))
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, bias=None):
+        sa = lambda h: self.self_attn(h, mask=mask, bias=bias)
         if self.pre:
-            x = x + self.dropout(self.self_attn(self.self_attn_layer_norm(x), mask=mask))
+            x = x + self.dropout(sa(self.self_attn_layer_norm(x)))
             x = x + self.dropout(self.ffn(self.final_layer_norm(x)))
         else:
-            x = self.self_attn_layer_norm(x + self.dropout(self.self_attn(x, mask=mask)))
+            x = self.self_attn_layer_norm(x + self.dropout(sa(x)))
             x = self.final_layer_norm(x + self.dropout(self.ffn(x)))
         return x
 
@@ -317,24 +489,30 @@ class DecoderLayer(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout)
-        self.self_attn_layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout, cfg, True)
+        self.self_attn_layer_norm = _norm(cfg)
         self.encoder_attn = MultiHeadAttention(d, cfg.heads, attention_dropout)
-        self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.encoder_attn_layer_norm = _norm(cfg)
         self.fc1 = nn.Linear(d, cfg.d_ff)
         self.fc2 = nn.Linear(cfg.d_ff, d)
-        self.final_layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        if cfg.activation == "swiglu":
+            self.fc3 = nn.Linear(d, cfg.d_ff)  # SwiGLU's up projection W3
+        self.final_layer_norm = _norm(cfg)
         self.act = _activation(cfg.activation)
         self.dropout = nn.Dropout(dropout)
         self.activation_dropout = nn.Dropout(activation_dropout)
 
     def ffn(self, x):
-        return self.fc2(self.activation_dropout(self.act(self.fc1(x))))
+        h = self.act(self.fc1(x))
+        if "fc3" in self._modules:
+            h = h * self.fc3(x)
+        return self.fc2(self.activation_dropout(h))
 
-    def forward(self, x, enc_out, self_mask, cross_mask, cache: Optional[dict] = None):
+    def forward(self, x, enc_out, self_mask, cross_mask, cache: Optional[dict] = None,
+                offset: int = 0, bias=None):
         sa_cache = None if cache is None else cache.setdefault("self", {})
         ca_cache = None if cache is None else cache.setdefault("cross", {})
-        sa = lambda h: self.self_attn(h, mask=self_mask, cache=sa_cache)
+        sa = lambda h: self.self_attn(h, mask=self_mask, cache=sa_cache, offset=offset, bias=bias)
         ca = lambda h: self.encoder_attn(h, enc_out, mask=cross_mask, cache=ca_cache,
                                          static_kv=True)
         if self.pre:
@@ -365,13 +543,36 @@ class _Stack(nn.Module):
             return self._modules["embed_tokens"]
         return self.__dict__["_borrowed_embed"]
 
+    def _init_positions(self, cfg: Config):
+        """Per-stack position parameters: learned absolute rows, or T5's bias table (shared by
+        the stack's layers)."""
+        if cfg.position == "learned":
+            self.embed_positions = nn.Embedding(cfg.max_positions, cfg.d_model)
+        if cfg.t5_bias:
+            self.relative_attention_bias = nn.Embedding(cfg.relative_buckets, cfg.heads)
+
     def embed(self, ids, offset: int = 0):
         T = ids.shape[1]
         if offset + T > self.cfg.max_positions:
             raise ValueError(f"position {offset + T - 1} >= max_positions {self.cfg.max_positions}")
         w = self.embedding().weight
-        pe = sinusoidal_positions(T, self.cfg.d_model, w.dtype, offset).to(w.device)
-        return self.dropout(F.embedding(ids, w) * self.cfg.embedding_scale + pe)
+        x = F.embedding(ids, w) * self.cfg.embedding_scale
+        if self.cfg.position == "sinusoidal":
+            x = x + sinusoidal_positions(T, self.cfg.d_model, w.dtype, offset).to(w.device)
+        elif self.cfg.position == "learned":
+            x = x + self.embed_positions(torch.arange(offset, offset + T, device=w.device))
+        return self.dropout(x)
+
+    def t5_bias(self, q_offset: int, tq: int, tk: int, bidirectional: bool):
+        """[1, H, tq, tk]: table[bucket(key - query)] per head, or None without T5 bias."""
+        if not self.cfg.t5_bias:
+            return None
+        w = self.relative_attention_bias.weight
+        qpos = torch.arange(q_offset, q_offset + tq, device=w.device)[:, None]
+        kpos = torch.arange(tk, device=w.device)[None, :]
+        buckets = t5_relative_position_bucket(kpos - qpos, bidirectional, self.cfg.relative_buckets,
+                                              self.cfg.relative_max_distance)
+        return self.relative_attention_bias(buckets).permute(2, 0, 1)[None]
 
 
 class Encoder(_Stack):
@@ -379,18 +580,21 @@ class Encoder(_Stack):
         super().__init__()
         self.cfg = cfg
         self._init_embedding(cfg.src_vocab_size, cfg.d_model, None)
+        self._init_positions(cfg)
         self.layers = nn.ModuleList(
             [EncoderLayer(cfg, dropout, attention_dropout, activation_dropout)
              for _ in range(cfg.encoder_layers)])
         if cfg.norm == "pre":
-            self.layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+            self.layer_norm = _norm(cfg)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, src_ids, src_pad_mask=None):
         x = self.embed(src_ids)
         mask = None if src_pad_mask is None else src_pad_mask[:, None, None, :]   # [B,1,1,S]
+        S = src_ids.shape[1]
+        bias = self.t5_bias(0, S, S, bidirectional=True)
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, bias)
         if self.cfg.norm == "pre":
             x = self.layer_norm(x)
         return x
@@ -402,11 +606,12 @@ class Decoder(_Stack):
         super().__init__()
         self.cfg = cfg
         self._init_embedding(cfg.tgt_vocab_size, cfg.d_model, shared_embed)
+        self._init_positions(cfg)
         self.layers = nn.ModuleList(
             [DecoderLayer(cfg, dropout, attention_dropout, activation_dropout)
              for _ in range(cfg.decoder_layers)])
         if cfg.norm == "pre":
-            self.layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+            self.layer_norm = _norm(cfg)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tgt_ids, enc_out, src_pad_mask=None, cache: Optional[dict] = None):
@@ -423,9 +628,10 @@ class Decoder(_Stack):
         if not bool(self_mask.any()):
             self_mask = None
         cross_mask = None if src_pad_mask is None else src_pad_mask[:, None, None, :]
+        bias = self.t5_bias(offset, T, Tk, bidirectional=False)
         for i, layer in enumerate(self.layers):
             lc = None if cache is None else cache.setdefault(i, {})
-            x = layer(x, enc_out, self_mask, cross_mask, lc)
+            x = layer(x, enc_out, self_mask, cross_mask, lc, offset, bias)
         if cache is not None:
             cache["pos"] = offset + T
         if self.cfg.norm == "pre":

@@ -24,6 +24,23 @@ def cfg_pre_gelu():
                      src_vocab_size=37, tgt_vocab_size=41)
 
 
+def cfg_positions():
+    """One small config per position kind / block variant (format 1.2)."""
+    base = dict(d_model=24, heads=3, encoder_layers=2, decoder_layers=2, d_ff=32,
+                src_vocab_size=30, tgt_vocab_size=30)
+    return [
+        tt.Config(**base, position="learned", max_positions=40),
+        tt.Config(**base, norm="pre", position="relative", relative_attention="shaw",
+                  relative_max_distance=2, shared_embeddings=False, tied_output=False),
+        tt.Config(**base, norm="pre", position="relative", relative_attention="t5_bias",
+                  relative_buckets=8, relative_max_distance=6),
+        tt.Config(**base, norm="pre", norm_kind="rms_norm", activation="swiglu",
+                  position="rotary", rotary_dim=6),
+        tt.Config(**base, position="rotary"),          # rotary over all of d_head
+        tt.Config(**base, activation="swiglu", position="none"),
+    ]
+
+
 def expected_names(cfg, output_bias):
     """Written directly from the CONVENTIONS.md table (independent of tt.canonical_names)."""
     names = set()
@@ -49,14 +66,25 @@ def expected_names(cfg, output_bias):
             for m in ("fc1", "fc2", "final_layer_norm"):
                 for x in wb:
                     names.add(f"{p}.{m}.{x}")
+            if cfg.activation == "swiglu":
+                names |= {f"{p}.fc3.weight", f"{p}.fc3.bias"}
+            if cfg.position == "relative" and cfg.relative_attention == "shaw":
+                names |= {f"{p}.self_attn.relative_key.weight",
+                          f"{p}.self_attn.relative_value.weight"}
         if cfg.norm == "pre":
             for x in wb:
                 names.add(f"{stack}.layer_norm.{x}")
+        if cfg.position == "learned":
+            names.add(f"{stack}.embed_positions.weight")
+        if cfg.position == "relative" and cfg.relative_attention == "t5_bias":
+            names.add(f"{stack}.relative_attention_bias.weight")
+    if cfg.norm_kind == "rms_norm":  # RMSNorm has a weight only
+        names = {n for n in names if not ("layer_norm" in n and n.endswith(".bias"))}
     return names
 
 
 def test_state_dict_names():
-    for cfg in (cfg_post_relu(), cfg_pre_gelu()):
+    for cfg in [cfg_post_relu(), cfg_pre_gelu()] + cfg_positions():
         for bias in (False, True):
             m = tt.TernModel(cfg, output_bias=bias)
             keys = list(m.state_dict().keys())
@@ -97,7 +125,8 @@ def test_incremental_equals_full():
     for cfg in (cfg_post_relu(), cfg_pre_gelu(),
                 tt.Config(d_model=16, heads=2, encoder_layers=1, decoder_layers=2, d_ff=24,
                           activation="swish", norm="post", shared_embeddings=False,
-                          tied_output=True, src_vocab_size=20, tgt_vocab_size=30)):
+                          tied_output=True, src_vocab_size=20, tgt_vocab_size=30),
+                *cfg_positions()):
         m = tt.TernModel(cfg, output_bias=True).double().eval()
         _randomize(m, gen, 3.0)
         src = torch.tensor([[5, 9, 11, 7, 2], [8, 6, 2, 0, 0], [2, 0, 0, 0, 0]])
@@ -125,7 +154,8 @@ def test_incremental_equals_full():
             assert torch.allclose(enc[b:b + 1, :n], alone, atol=1e-10, rtol=0)
             lg = m.decode_logits(alone, tgt[b:b + 1])
             assert torch.allclose(full_logits[b:b + 1], lg, atol=1e-10, rtol=0)
-        print(f"ok incremental == full ({cfg.norm}/{cfg.activation}): {inc}")
+        print(f"ok incremental == full ({cfg.norm}/{cfg.activation}/{cfg.position}"
+              f"{'/' + cfg.relative_attention if cfg.position == 'relative' else ''}): {inc}")
 
 
 def test_causal():
@@ -253,6 +283,51 @@ def test_seed_golden_attention():
     print("ok seed golden attention")
 
 
+def test_t5_buckets():
+    """T5's _relative_position_bucket against values worked out from its definition."""
+    r = torch.tensor([0, -1, 1, -7, -8, -11, -12, -16, -32, -64, -127, -128, -1000, 8, 16, 128])
+    assert tt.t5_relative_position_bucket(r, True, 32, 128).tolist() == \
+        [0, 1, 17, 7, 8, 8, 9, 10, 12, 14, 15, 15, 15, 24, 26, 31]
+    r = torch.tensor([5, 0, -1, -15, -16, -31, -32, -64, -127, -1000])
+    assert tt.t5_relative_position_bucket(r, False, 32, 128).tolist() == \
+        [0, 0, 1, 15, 16, 21, 21, 26, 31, 31]
+    print("ok t5 buckets")
+
+
+def test_position_math():
+    # rotary: q_m . k_n depends only on m - n; dims beyond rotary_dim untouched
+    gen = torch.Generator().manual_seed(3)
+    q, k = torch.randn(1, 8, generator=gen, dtype=torch.float64), torch.randn(1, 8, generator=gen,
+                                                                              dtype=torch.float64)
+    def dot(m, n, r=8):
+        cq, sq = tt.rotary_tables(torch.tensor([m]), r, 10000.0)
+        ck, sk = tt.rotary_tables(torch.tensor([n]), r, 10000.0)
+        return float((tt.apply_rotary(q, cq, sq, r) * tt.apply_rotary(k, ck, sk, r)).sum())
+    assert abs(dot(5, 2) - dot(40, 37)) < 1e-12
+    c, s_ = tt.rotary_tables(torch.tensor([3]), 6, 10000.0)
+    assert torch.equal(tt.apply_rotary(q, c, s_, 6)[:, 6:], q[:, 6:])
+    # RMSNorm: x / sqrt(mean(x^2) + eps) * w
+    n = tt.RMSNorm(4, 1e-6).double()
+    x = torch.tensor([[1.0, -2.0, 3.0, 0.5]], dtype=torch.float64)
+    want = x / math.sqrt((1 + 4 + 9 + 0.25) / 4 + 1e-6)
+    assert torch.allclose(n(x), want, atol=1e-15)
+    # Shaw with zero tables and T5 with a zero bias are plain attention
+    for cfg in cfg_positions()[1:3]:
+        m = tt.TernModel(cfg).double().eval()
+        _randomize(m, gen, 2.0)
+        src, tgt = torch.tensor([[5, 9, 11, 7, 2]]), torch.tensor([[1, 4, 7, 9]])
+        with torch.no_grad():
+            before = m(src, tgt)
+            for name, p in m.named_parameters():
+                if "relative" in name:
+                    p.zero_()
+            plain = tt.TernModel(tt.Config(**{**cfg.to_dict(), "position": "none"})).double()
+            plain.load_state_dict({k: v for k, v in m.state_dict().items() if "relative" not in k})
+            assert torch.allclose(m(src, tgt), plain(src, tgt), atol=1e-12)
+            assert not torch.allclose(before, plain(src, tgt))
+    print("ok rotary / rms_norm / relative-zero checks")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     test_state_dict_names()
@@ -261,5 +336,7 @@ if __name__ == "__main__":
     test_seed_golden_attention()
     test_causal()
     test_incremental_equals_full()
+    test_t5_buckets()
+    test_position_math()
     test_safetensors_roundtrip()
     print("ALL OK")

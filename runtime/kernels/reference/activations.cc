@@ -28,9 +28,14 @@ void Activate(Activation act, float* x, int64_t n) {
   switch (act) {
     case Activation::kReLU: Relu(x, n); return;
     case Activation::kGELU: Gelu(x, n); return;
-    case Activation::kSwish: Swish(x, n); return;
+    case Activation::kSwish:
+    case Activation::kSwiGLU: Swish(x, n); return;
     case Activation::kGELUTanh: GeluTanh(x, n); return;
   }
+}
+
+void Multiply(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= y[i];
 }
 
 }  // namespace tern::ref

@@ -10,12 +10,25 @@ namespace tern::ref {
 void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
                                const float* v, int64_t ldv, int64_t tq, int64_t tk,
                                int64_t d_head, const AttentionMask& mask, float* scores,
-                               float* out, int64_t ldo) {
+                               float* out, int64_t ldo, const RelativePositions* rel,
+                               int64_t head) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
+  const bool bias = rel != nullptr && rel->bias != nullptr;
+  const int64_t span = shaw ? 2 * rel->max_distance + 1 : 0;
   for (int64_t i = 0; i < tq; ++i) {
     float* row = scores + i * tk;
     const float* qi = q + i * ldq;
+    const int64_t position = rel != nullptr ? rel->query_position + i : i;
+    if (shaw) {  // q_i . a^K_r for every clipped distance r: the key term of e_ij.
+      for (int64_t r = 0; r < span; ++r) {
+        const float* a = rel->shaw_key + r * d_head;
+        float dot = 0.0f;
+        for (int64_t c = 0; c < d_head; ++c) dot += qi[c] * a[c];
+        rel->scratch[r] = dot;
+      }
+    }
     for (int64_t j = 0; j < tk; ++j) {
       const bool visible =
           j < mask.key_length && (!mask.causal || j <= i + mask.causal_offset);
@@ -26,7 +39,9 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
       const float* kj = k + j * ldk;
       float dot = 0.0f;
       for (int64_t c = 0; c < d_head; ++c) dot += qi[c] * kj[c];
+      if (shaw) dot += rel->scratch[ShawIndex(j - position, rel->max_distance)];
       row[j] = dot * scale;
+      if (bias) row[j] += rel->bias[head * rel->bias_stride + (j - position) + rel->bias_center];
     }
   }
   SoftmaxRows(scores, tq, tk);
@@ -34,21 +49,35 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
     const float* a = scores + i * tk;
     float* oi = out + i * ldo;
     for (int64_t c = 0; c < d_head; ++c) oi[c] = 0.0f;
+    if (shaw) {
+      for (int64_t r = 0; r < span; ++r) rel->scratch[r] = 0.0f;
+    }
+    const int64_t position = rel != nullptr ? rel->query_position + i : i;
     for (int64_t j = 0; j < tk; ++j) {
       if (a[j] == 0.0f) continue;  // Masked keys contribute nothing (and may be garbage).
       const float* vj = v + j * ldv;
       for (int64_t c = 0; c < d_head; ++c) oi[c] += a[j] * vj[c];
+      if (shaw) rel->scratch[ShawIndex(j - position, rel->max_distance)] += a[j];
+    }
+    if (shaw) {  // sum_j alpha_ij a^V_clip(j-i), grouped by clipped distance.
+      for (int64_t r = 0; r < span; ++r) {
+        const float w = rel->scratch[r];
+        if (w == 0.0f) continue;
+        const float* av = rel->shaw_value + r * d_head;
+        for (int64_t c = 0; c < d_head; ++c) oi[c] += w * av[c];
+      }
     }
   }
 }
 
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
-                        const AttentionMask& mask, float* scores, float* out, int64_t ldo) {
+                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const RelativePositions* rel) {
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t col = h * d_head;
     ScaledDotProductAttention(q + col, ldq, k + col, ldk, v + col, ldv, tq, tk, d_head, mask,
-                              scores, out + col, ldo);
+                              scores, out + col, ldo, rel, h);
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/reference/relative_position.h"
+
 namespace tern::ref {
 
 // Which keys a query may see. Key j is visible to query i when j < key_length and, if causal,
@@ -19,16 +21,20 @@ struct AttentionMask {
 };
 
 // One head. q: [tq, d_head] stride ldq; k, v: [tk, d_head] strides ldk, ldv; out: [tq, d_head]
-// stride ldo. scores: scratch of tq * tk floats.
+// stride ldo. scores: scratch of tq * tk floats. rel (may be null): relative-position terms
+// (relative_position.h) of head `head`.
 void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
                                const float* v, int64_t ldv, int64_t tq, int64_t tk,
                                int64_t d_head, const AttentionMask& mask, float* scores,
-                               float* out, int64_t ldo);
+                               float* out, int64_t ldo, const RelativePositions* rel = nullptr,
+                               int64_t head = 0);
 
 // All heads. q: [tq, heads*d_head] stride ldq, k/v [tk, heads*d_head] strides ldk/ldv, out
 // [tq, heads*d_head] stride ldo (heads concatenated). scores: scratch of tq * tk floats.
+// rel: relative-position terms, or null.
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
-                        const AttentionMask& mask, float* scores, float* out, int64_t ldo);
+                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const RelativePositions* rel = nullptr);
 
 }  // namespace tern::ref

@@ -38,6 +38,7 @@ void Activate(ref::Activation act, float* x, int64_t n) {
       Gelu(x, n);
       return;
     case ref::Activation::kSwish:
+    case ref::Activation::kSwiGLU:  // the gate; the FFN multiplies by the up projection
       Swish(x, n);
       return;
     case ref::Activation::kGELUTanh:

@@ -60,8 +60,10 @@ TERN_VECTOR_CLONES
 void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_t ldk,
                              const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                              int64_t d_head, const ref::AttentionMask& mask, float* scores,
-                             float* out, int64_t ldo) {
+                             float* out, int64_t ldo, const ref::RelativePositions* rel) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
+  const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
+  const int64_t span = shaw ? 2 * rel->max_distance + 1 : 0;
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t col = h * d_head;
     for (int64_t i = 0; i < tq; ++i) {
@@ -72,17 +74,41 @@ void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_
       for (int64_t c = 0; c < d_head; ++c) oi[c] = 0.0f;
       if (visible <= 0) continue;  // Fully masked: zeros, as the reference gives.
       const float* qi = q + i * ldq + col;
-      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + col, d_head) * scale;
+      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + col, d_head);
+      const int64_t position = rel != nullptr ? rel->query_position + i : i;
+      if (shaw) {  // + q_i . a^K_clip(j-i): one dot product per clipped distance.
+        float* qa = rel->scratch;
+        for (int64_t r = 0; r < span; ++r) qa[r] = Dot(qi, rel->shaw_key + r * d_head, d_head);
+        for (int64_t j = 0; j < visible; ++j) scores[j] += qa[ref::ShawIndex(j - position, rel->max_distance)];
+      }
+      for (int64_t j = 0; j < visible; ++j) scores[j] *= scale;
+      if (rel != nullptr && rel->bias != nullptr) {
+        const float* b = rel->bias + h * rel->bias_stride + rel->bias_center - position;
+        for (int64_t j = 0; j < visible; ++j) scores[j] += b[j];
+      }
       const float max = Max(scores, visible);
       if (!(max > -INFINITY) || max == INFINITY) {  // inf or NaN scores: the reference's way
         ref::AttentionMask all;
         all.key_length = visible;
+        ref::RelativePositions one;
+        if (rel != nullptr) {
+          one = *rel;
+          one.query_position = position;
+        }
         ref::ScaledDotProductAttention(qi, ldq, k + col, ldk, v + col, ldv, 1, visible, d_head, all,
-                                       scores, oi, ldo);
+                                       scores, oi, ldo, rel != nullptr ? &one : nullptr, h);
         continue;
       }
       const float inv = 1.0f / ExpSum(scores, visible, max);
       for (int64_t j = 0; j < visible; ++j) Axpy(scores[j] * inv, v + j * ldv + col, oi, d_head);
+      if (shaw) {  // + sum_j alpha_ij a^V_clip(j-i), the weights summed per clipped distance.
+        float* w = rel->scratch;
+        for (int64_t r = 0; r < span; ++r) w[r] = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) w[ref::ShawIndex(j - position, rel->max_distance)] += scores[j] * inv;
+        for (int64_t r = 0; r < span; ++r) {
+          if (w[r] != 0.0f) Axpy(w[r], rel->shaw_value + r * d_head, oi, d_head);
+        }
+      }
     }
   }
 }
@@ -154,8 +180,20 @@ void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int6
   }
 }
 
+// scores [heads, tq, n] += the T5 bias of each head for distance j - (query_position + i).
+TERN_VECTOR_CLONES
+void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64_t n, float* scores) {
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < tq; ++i) {
+      const float* b = rel.bias + h * rel.bias_stride + rel.bias_center - (rel.query_position + i);
+      float* row = scores + (h * tq + i) * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += b[j];
+    }
+  }
+}
+
 bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo) {
+             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo, const ref::RelativePositions* rel) {
   const AttentionShape& s = a.shape;
   if (!Reshape(a, tq, n)) return false;
   const GatherLayout l = Gather(s);
@@ -168,8 +206,12 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
   GatherHeads(k, ldk, n, s.heads, dh, 1.0f, kh);
   GatherHeads(v, ldv, n, s.heads, dh, 1.0f, vh);
   if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
-      !Ok(xnn_run_operator(a.qk, a.pool)) ||
-      !Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) ||
+      !Ok(xnn_run_operator(a.qk, a.pool))) {
+    a.reshaped[0] = -1;
+    return false;
+  }
+  if (rel != nullptr && rel->bias != nullptr) AddBias(*rel, s.heads, tq, n, a.scores);
+  if (!Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) ||
       !Ok(xnn_run_operator(a.softmax, a.pool)) ||
       !Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) ||
       !Ok(xnn_run_operator(a.av, a.pool))) {
@@ -242,14 +284,15 @@ Status CreateAttention(const AttentionShape& shape, Attention* a) {
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
                         const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                         int64_t d_head, const ref::AttentionMask& mask, float* scores, float* out,
-                        int64_t ldo) {
+                        int64_t ldo, const ref::RelativePositions* rel) {
   const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
-  if (a.qk != nullptr && tq > 1 && !mask.causal && visible > 0 && heads == a.shape.heads &&
+  const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
+  if (a.qk != nullptr && tq > 1 && !mask.causal && !shaw && visible > 0 && heads == a.shape.heads &&
       d_head == a.shape.d_head && tq <= a.shape.max_queries && visible <= a.shape.max_keys &&
-      Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo)) {
+      Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel)) {
     return;
   }
-  MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo);
+  MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel);
 }
 
 }  // namespace tern::xnn

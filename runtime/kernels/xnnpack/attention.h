@@ -10,6 +10,11 @@
 //  - one query (a decoder step), or a causal mask: our own vectorizable loops, skipping keys the
 //    query cannot see.
 //
+// Relative positions (ref::RelativePositions): a T5 bias is added to the score buffer between
+// Q K^T and the softmax on the batched path and to each score in the loops; Shaw's a^K / a^V
+// terms run in the loops only (one extra d_head dot product per clipped distance and query,
+// and one axpy per distance for the values), on either path's shapes.
+//
 // Measured on this project's 2-core x86 machine (Zen 4, AVX-512), 8 heads x 64, CPU time per
 // call (other processes running):
 //   1 query x 32 keys:    loops 4.2 us,  batch_matrix_multiply (+ gathers) 7.8-8.8 us
@@ -78,12 +83,13 @@ Status CreateAttention(const AttentionShape& shape, Attention* attention);
 void MultiHeadAttention(Attention& attention, const float* q, int64_t ldq, const float* k,
                         int64_t ldk, const float* v, int64_t ldv, int64_t tq, int64_t tk,
                         int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
-                        float* scores, float* out, int64_t ldo);
+                        float* scores, float* out, int64_t ldo,
+                        const ref::RelativePositions* rel = nullptr);
 
 // The loops alone (tests compare both ways against the reference).
 void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_t ldk,
                              const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                              int64_t d_head, const ref::AttentionMask& mask, float* scores,
-                             float* out, int64_t ldo);
+                             float* out, int64_t ldo, const ref::RelativePositions* rel = nullptr);
 
 }  // namespace tern::xnn

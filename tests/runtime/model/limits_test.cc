@@ -116,7 +116,7 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
   const Case cases[] = {
       {[](ModelConfig* c) { c->architecture = static_cast<Architecture>(200); },
        "config.architecture"},
-      {[](ModelConfig* c) { c->activation = static_cast<ref::Activation>(4); },
+      {[](ModelConfig* c) { c->activation = static_cast<ref::Activation>(5); },
        "config.activation"},
       {[](ModelConfig* c) { c->norm_placement = static_cast<NormPlacement>(2); },
        "config.norm_placement"},

@@ -105,6 +105,133 @@ TEST_CASE("a tensor whose shape disagrees with the config is named with both sha
   CHECK_THAT(s.message(), ContainsSubstring("[24,16]"));
 }
 
+ModelConfig ShawConfig() {
+  ModelConfig c = testing::TinyConfig();
+  c.position = PositionKind::kRelative;
+  c.relative_attention = RelativeAttention::kShaw;
+  c.relative_max_distance = 3;
+  return c;
+}
+
+ModelConfig T5Config() {
+  ModelConfig c = testing::TinyConfig();
+  c.position = PositionKind::kRelative;
+  c.relative_attention = RelativeAttention::kT5Bias;
+  c.relative_buckets = 8;
+  c.relative_max_distance = 6;
+  return c;
+}
+
+ModelConfig LlamaLikeConfig() {
+  ModelConfig c = testing::TinyConfig();
+  c.position = PositionKind::kRotary;
+  c.rotary_dim = 4;
+  c.norm_placement = NormPlacement::kPre;
+  c.norm_kind = ref::NormKind::kRMSNorm;
+  c.activation = ref::Activation::kSwiGLU;
+  return c;
+}
+
+ModelConfig LearnedConfig() {
+  ModelConfig c = testing::TinyConfig();
+  c.position = PositionKind::kLearned;
+  return c;
+}
+
+TEST_CASE("position variants and SwiGLU load, and each new tensor missing is named", "[loader][positions]") {
+  struct Case {
+    ModelConfig config;
+    const char* tensor;
+  };
+  const Case cases[] = {
+      {ShawConfig(), "encoder.layers.0.self_attn.relative_key.weight"},
+      {ShawConfig(), "decoder.layers.1.self_attn.relative_value.weight"},
+      {T5Config(), "encoder.relative_attention_bias.weight"},
+      {T5Config(), "decoder.relative_attention_bias.weight"},
+      {LlamaLikeConfig(), "decoder.layers.1.fc3.weight"},
+      {LearnedConfig(), "encoder.embed_positions.weight"},
+      {LearnedConfig(), "decoder.embed_positions.weight"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.tensor);
+    convert::TernContents c = testing::RandomContents(k.config, 13);
+    CHECK(LoadStatus(Serialize(c)).ok());
+    const auto before = c.tensors.size();
+    c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
+                                   [&](const convert::EncodedTensor& t) { return t.name == k.tensor; }),
+                    c.tensors.end());
+    REQUIRE(c.tensors.size() + 1 == before);
+    const Status s = LoadStatus(Serialize(c));
+    CHECK(s.code() == StatusCode::kMissingTensor);
+    CHECK_THAT(s.message(), ContainsSubstring(k.tensor));
+  }
+  // Cross-attention has no relative tables: the Shaw model has none to miss there.
+  convert::TernContents shaw = testing::RandomContents(ShawConfig(), 14);
+  for (const auto& t : shaw.tensors) CHECK(t.name.find("encoder_attn.relative") == std::string::npos);
+}
+
+TEST_CASE("misshaped position tensors are named with both shapes", "[loader][positions]") {
+  struct Case {
+    ModelConfig config;
+    const char* tensor;
+    std::vector<int64_t> shape;  // same element count, wrong shape
+    const char* got;
+    const char* want;
+  };
+  const Case cases[] = {
+      {ShawConfig(), "encoder.layers.1.self_attn.relative_key.weight", {8, 7}, "[8,7]", "[7,8]"},
+      {T5Config(), "decoder.relative_attention_bias.weight", {2, 8}, "[2,8]", "[8,2]"},
+      {LearnedConfig(), "encoder.embed_positions.weight", {16, 64}, "[16,64]", "[64,16]"},
+      {LlamaLikeConfig(), "encoder.layers.0.fc3.weight", {16, 24}, "[16,24]", "[24,16]"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.tensor);
+    convert::TernContents c = testing::RandomContents(k.config, 15);
+    for (auto& t : c.tensors) {
+      if (t.name == k.tensor) t.shape = k.shape;
+    }
+    const Status s = LoadStatus(Serialize(c));
+    CHECK(s.code() == StatusCode::kShapeMismatch);
+    CHECK_THAT(s.message(), ContainsSubstring(k.tensor));
+    CHECK_THAT(s.message(), ContainsSubstring(k.got));
+    CHECK_THAT(s.message(), ContainsSubstring(k.want));
+  }
+}
+
+TEST_CASE("bad position settings are refused", "[loader][positions]") {
+  struct Case {
+    const char* what;
+    ModelConfig config;
+    const char* message;
+  };
+  ModelConfig odd = LlamaLikeConfig();
+  odd.rotary_dim = 3;
+  ModelConfig wide = LlamaLikeConfig();
+  wide.rotary_dim = 10;  // d_head is 8
+  ModelConfig few = T5Config();
+  few.relative_buckets = 2;
+  ModelConfig near = T5Config();
+  near.relative_max_distance = 4;  // not beyond buckets / 2
+  const Case cases[] = {
+      {"odd rotary_dim", odd, "rotary_dim"},
+      {"rotary_dim beyond d_head", wide, "rotary_dim"},
+      {"two T5 buckets", few, "relative_buckets"},
+      {"T5 max distance within the exact buckets", near, "relative_max_distance"},
+  };
+  for (const Case& k : cases) {
+    ModelConfig valid = k.config;
+    valid.rotary_dim = 4;
+    valid.relative_buckets = 8;
+    valid.relative_max_distance = 6;
+    convert::TernContents c = testing::RandomContents(valid, 16);  // tensors of a valid config
+    c.config = k.config;
+    const Status s = LoadStatus(Serialize(c));
+    INFO(k.what << ": " << s.message());
+    CHECK(s.code() == StatusCode::kInvalidConfig);
+    CHECK_THAT(s.message(), ContainsSubstring(k.message));
+  }
+}
+
 TEST_CASE("data sizes that do not match dtype and shape are rejected", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 8);
   c.tensors[3].data.resize(c.tensors[3].data.size() - 4);

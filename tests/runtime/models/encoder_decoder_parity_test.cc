@@ -137,6 +137,28 @@ TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch on XNNPA
 }
 #endif
 
+// The position variants (tools/fixtures/make_position_fixtures.py): learned absolute positions,
+// Shaw et al. relative positions, T5's relative bias, and a LLaMA-like block (rotary positions,
+// RMSNorm, SwiGLU), on both backends.
+const char* const kPositionFixtures[] = {"learned_pos", "shaw_rel", "t5_bias", "rotary_rms_swiglu"};
+
+TEST_CASE("position variants match PyTorch", "[parity][positions]") {
+  for (const char* name : kPositionFixtures) {
+    INFO(name);
+    CheckFixture(name, Backend::kReference);
+  }
+}
+
+#if TERN_TEST_XNNPACK
+TEST_CASE("position variants match PyTorch on XNNPACK", "[parity][positions][xnnpack]") {
+  for (const char* name : kPositionFixtures) {
+    INFO(name);
+    CheckFixture(name, Backend::kXnnpack);
+    CheckFixture(name, Backend::kXnnpack, 2);
+  }
+}
+#endif
+
 // Teacher-forced logits of the fixture's model in `dtype` on `backend`, all steps:
 // [tgt_seq][batch][vocab].
 std::vector<float> ReducedPrecisionLogits(const testing::ParityFixture& f, Backend backend, std::string* report) {
@@ -190,6 +212,39 @@ TEST_CASE("reduced-precision weights stay close to fp32", "[parity]") {
     INFO(DTypeName(dtype) << " max logit error " << worst);
     CHECK(worst < (dtype == DType::kF16 ? 0.02f : 0.2f));
     CHECK(worst > 0.0f);  // The weights really were reduced.
+  }
+}
+
+TEST_CASE("position variants converted to int8 load, stay near fp32 and translate", "[parity][positions]") {
+  std::vector<Backend> backends = {Backend::kReference};
+  if (TERN_TEST_XNNPACK) backends.push_back(Backend::kXnnpack);
+  for (const char* name : kPositionFixtures) {
+    const testing::ParityFixture f = testing::LoadParityFixture(name, DType::kI8);
+    for (Backend backend : backends) {
+      std::string report;
+      const float worst = ErrorVsFp32(f, ReducedPrecisionLogits(f, backend, &report));
+      INFO(name << " int8 on " << report << ": max logit error " << worst);
+      CHECK(worst < 0.5f);
+      CHECK(worst > 0.0f);
+      Prepared p;
+      p.fixture = f;
+      auto model = Model::Load(p.fixture.model.data(), p.fixture.model.size());
+      REQUIRE(model.ok());
+      Limits limits;
+      limits.backend = backend;
+      limits.max_source_length = static_cast<int32_t>(f.src_seq);
+      limits.max_target_length = static_cast<int32_t>(f.max_len);
+      std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
+      Session session;
+      REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+      GreedyOptions options;
+      options.max_length = static_cast<int32_t>(f.max_len);
+      std::vector<int32_t> out(static_cast<size_t>(f.max_len));
+      size_t produced = 0;
+      Span<const int32_t> src(f.src_ids.data(), static_cast<size_t>(f.src_lengths[0]));
+      REQUIRE(session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, options).ok());
+      CHECK(produced > 0);
+    }
   }
 }
 

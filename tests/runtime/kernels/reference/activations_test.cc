@@ -28,6 +28,7 @@ double Ref(Activation act, double x) {
     case Activation::kGELU:
       return RefGelu(x);
     case Activation::kSwish:
+    case Activation::kSwiGLU:  // the gate's nonlinearity; the FFN multiplies by fc3
       return RefSwish(x);
     case Activation::kGELUTanh:
       return RefGeluTanh(x);
@@ -103,7 +104,7 @@ TEST_CASE("Activations: Swish / SiLU", "[kernels][activations]") {
 TEST_CASE("Activations: Activate dispatches each kind to its own function",
           "[kernels][activations]") {
   const Activation kinds[] = {Activation::kReLU, Activation::kGELU, Activation::kSwish,
-                              Activation::kGELUTanh};
+                              Activation::kGELUTanh, Activation::kSwiGLU};
   for (Activation act : kinds) {
     // -1 gives a different value under every kind (0, -0.15866, -0.26894, -0.15881).
     std::vector<float> x = Inputs(499, 33);
@@ -115,6 +116,19 @@ TEST_CASE("Activations: Activate dispatches each kind to its own function",
       INFO("kind " << static_cast<int>(act) << " x " << in[i] << " got " << x[i]);
       REQUIRE(std::fabs(x[i] - want) <= 1e-5 * std::fabs(want) + 1e-6);
     }
+  }
+}
+
+TEST_CASE("Activations: SwiGLU = silu(gate) * up", "[kernels][activations]") {
+  // FFN(x) = W2 (silu(W1 x) * W3 x): Activate(kSwiGLU) on the gate, then Multiply by the up.
+  std::vector<float> gate = Inputs(512, 37), up = Inputs(513, 37);
+  const std::vector<float> in = gate;
+  tern::ref::Activate(Activation::kSwiGLU, gate.data(), 37);
+  tern::ref::Multiply(gate.data(), up.data(), 37);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double want = RefSwish(in[i]) * up[i];
+    INFO("gate " << in[i] << " up " << up[i]);
+    REQUIRE(std::fabs(gate[i] - want) <= 1e-5 * std::fabs(want) + 1e-5);
   }
 }
 

@@ -52,7 +52,7 @@ class Batched {
 };
 
 void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
-           uint32_t seed, Batched* batched = nullptr) {
+           uint32_t seed, Batched* batched = nullptr, const ref::RelativePositions* rel = nullptr) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   const int64_t d = heads * d_head;
@@ -66,17 +66,20 @@ void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::Att
   std::vector<float> scores(static_cast<size_t>(tq * tk));
   if (batched != nullptr) {
     xnn::Attention& a = batched->get();
+    if (rel != nullptr) a.reshaped[0] = a.reshaped[1] = -1;  // so reshaped[0] says whether it ran
     xnn::MultiHeadAttention(a, q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
-                            mask, scores.data(), got.data(), ldo);
-    // Many queries without a causal mask and some key visible: batch_matrix_multiply ran.
-    const bool expect_batched = tq > 1 && !mask.causal && mask.key_length > 0;
+                            mask, scores.data(), got.data(), ldo, rel);
+    // Many queries without a causal mask and some key visible: batch_matrix_multiply ran
+    // (not with Shaw's terms, which run in the loops).
+    const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
+    const bool expect_batched = tq > 1 && !mask.causal && mask.key_length > 0 && !shaw;
     CHECK((a.reshaped[0] == tq) == expect_batched);
   } else {
     xnn::MultiHeadAttentionLoops(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
-                                 mask, scores.data(), got.data(), ldo);
+                                 mask, scores.data(), got.data(), ldo, rel);
   }
   ref::MultiHeadAttention(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head, mask,
-                          scores.data(), want.data(), ldo);
+                          scores.data(), want.data(), ldo, rel);
   // Outputs are convex combinations of V rows (|v| <= 2); the scores' different summation
   // order moves them by float rounding of the dot products times the softmax's sensitivity.
   float worst = 0.0f;
@@ -138,6 +141,60 @@ TEST_CASE("xnnpack batched attention matches the reference, shapes changing",
       ref::AttentionMask none;  // nothing visible: zeros, loops
       none.key_length = 0;
       Check(4, 6, heads, d_head, none, seed++, &batched);
+    }
+  }
+}
+
+TEST_CASE("xnnpack attention with relative positions (Shaw, T5 bias) matches the reference, both ways",
+          "[xnnpack][attention][relative]") {
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  uint32_t seed = 5000;
+  const int64_t max_distance = 3, length = 13;
+  for (int64_t d_head : {5, 16}) {
+    for (int64_t heads : {1, 3}) {
+      std::vector<float> a_k(static_cast<size_t>((2 * max_distance + 1) * d_head)), a_v(a_k.size());
+      std::vector<float> bias(static_cast<size_t>(heads * (2 * length - 1)));
+      std::vector<float> scratch(static_cast<size_t>(2 * max_distance + 1));
+      for (auto* t : {&a_k, &a_v, &bias}) {
+        for (auto& x : *t) x = dist(rng);
+      }
+      xnn::AttentionShape shape;
+      shape.heads = heads;
+      shape.d_head = d_head;
+      shape.max_queries = length;
+      shape.max_keys = length;
+      Batched batched(shape);
+      for (int kind = 0; kind < 3; ++kind) {  // Shaw, T5 bias, both
+        ref::RelativePositions rel;
+        if (kind != 1) {
+          rel.shaw_key = a_k.data();
+          rel.shaw_value = a_v.data();
+          rel.max_distance = max_distance;
+          rel.scratch = scratch.data();
+        }
+        if (kind != 0) {
+          rel.bias = bias.data();
+          rel.bias_stride = 2 * length - 1;
+          rel.bias_center = length - 1;
+        }
+        for (int64_t t : {9, 13, 4}) {  // encoder: queries from position 0
+          ref::AttentionMask all;
+          all.key_length = t;
+          Check(t, t, heads, d_head, all, seed++, &batched, &rel);
+          Check(t, t, heads, d_head, all, seed++, nullptr, &rel);
+          ref::AttentionMask padded;
+          padded.key_length = 3;
+          Check(t, t, heads, d_head, padded, seed++, &batched, &rel);
+        }
+        for (int64_t step : {0, 5, 12}) {  // decoder steps: one query at position `step`
+          rel.query_position = step;
+          ref::AttentionMask cache;
+          cache.key_length = step + 1;
+          Check(1, step + 1, heads, d_head, cache, seed++, &batched, &rel);
+        }
+        rel.query_position = 0;
+      }
     }
   }
 }
