@@ -65,5 +65,6 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch
