@@ -7,7 +7,7 @@
 #include <set>
 
 #include "converter/architectures/architecture.h"
-#include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/decoder_only_layout.h"
 #include "converter/error.h"
 #include "converter/precision.h"
 #include "converter/readers/checkpoint.h"
@@ -107,16 +107,17 @@ TernContents BuildContents(const ConvertOptions& options) {
 
   TernContents out;
   out.config = mapped.config;
-  if (out.config.architecture != Architecture::kEncoderDecoder) {
-    throw Error(mapped.config_label +
-                ": only architecture \"encoder_decoder\" can be converted by this version");
-  }
   if (out.config.heads <= 0 || out.config.d_model <= 0 ||
       out.config.d_model % out.config.heads != 0) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
                 " does not divide d_model = " + std::to_string(out.config.d_model));
   }
-  const std::vector<ExpectedTensor> layout = EncoderDecoderLayout(out.config);
+  std::vector<ExpectedTensor> layout;
+  try {
+    layout = ModelLayout(out.config);
+  } catch (const Error& e) {
+    throw Error(mapped.config_label + ": " + e.what());
+  }
   std::set<std::string> in_layout;
   for (const auto& e : layout) in_layout.insert(e.name);
   for (const auto& kv : mapped.tensors) {

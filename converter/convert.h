@@ -24,7 +24,7 @@ namespace tern::convert {
 
 struct ConvertOptions {
   std::string checkpoint;
-  std::string arch = "tern";   // tern | marian | marian_npz | nn_transformer | annotated
+  std::string arch = "tern";   // tern | marian | marian_npz | nn_transformer | annotated | gpt2
   std::string config;          // optional: config.json (tern: full; marian: HF config.json;
                                // annotated: partial tern config)
   std::string map;             // nn_transformer: JSON name map

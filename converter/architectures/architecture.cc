@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "converter/architectures/architecture_util.h"
-#include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/decoder_only_layout.h"
 #include "converter/error.h"
 #include "converter/model_config_json.h"
 
@@ -263,12 +263,14 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
   }
   out.config = ParseModelConfig(text, out.config_label);
   ApplyOverrides(options, &out);
-  if (out.config.architecture != Architecture::kEncoderDecoder) {
-    throw Error(out.config_label +
-                ": only architecture \"encoder_decoder\" can be converted by this version");
+  std::vector<ExpectedTensor> layout;
+  try {
+    layout = ModelLayout(out.config);
+  } catch (const Error& e) {
+    throw Error(out.config_label + ": " + e.what());
   }
   Sources src(ckpt, options.skip_prefixes);
-  for (const auto& e : EncoderDecoderLayout(out.config)) src.Direct(&out, e.name, e.name);
+  for (const auto& e : layout) src.Direct(&out, e.name, e.name);
   src.CheckAllUsed("(not part of this architecture/config; wrong config or name map?)");
   return out;
 }
@@ -277,7 +279,7 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {"tern", "marian", "marian_npz", "nn_transformer",
-                                                 "annotated"};
+                                                 "annotated", "gpt2"};
   return names;
 }
 
@@ -287,6 +289,7 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
   if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
   if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
+  if (options.arch == "gpt2") return arch::MapGpt2(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

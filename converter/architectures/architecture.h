@@ -12,6 +12,8 @@
 //                   a JSON name map (--map) for the embeddings, generator and position buffers
 //   annotated       The Annotated Transformer's make_model state_dict (linears.0..3,
 //                   feed_forward.w_1/w_2, sublayer.N.norm.a_2/b_2, src_embed.0.lut, generator.proj)
+//   gpt2            Hugging Face GPT-2 (decoder-only): transformer.wte/wpe, h.N.attn.c_attn
+//                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
 //
 // Every source tensor must be used, verified-and-dropped (position tables, tied copies) or
 // skipped by the user; anything else is an "unexpected tensor" error naming it.

@@ -66,5 +66,6 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
 MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

@@ -4,12 +4,27 @@ namespace tern {
 
 const char* Version() { return "0.1.0"; }
 
+namespace {
+
+// A Session translates; a decoder-only model generates through tern::Generator.
+Status CheckTranslationModel(const Model& model) {
+  if (model.config().architecture == Architecture::kDecoderOnly) {
+    return Status::Error(StatusCode::kFailedPrecondition,
+                         "this is a decoder-only (language) model: use tern::Generator, not a translation session");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& limits) {
+  TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   return EncoderDecoder::RequiredArenaBytes(model, limits);
 }
 
 Status Session::Prepare(const Model& model, const Limits& limits, void* arena,
                         size_t arena_bytes) {
+  TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   return model_.Prepare(model, limits, arena, arena_bytes);
 }
 

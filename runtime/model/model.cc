@@ -37,7 +37,27 @@ Status CheckConfig(const ModelConfig& c) {
     return bad("decoder_layers", c.decoder_layers);
   }
   if (c.d_ff <= 0 || c.d_ff > ConfigBounds::kMaxDff) return bad("d_ff", c.d_ff);
-  if (c.src_vocab_size <= 0 || c.src_vocab_size > ConfigBounds::kMaxVocab) {
+  // A decoder-only model (GPT) has no encoder and no source side: its config must say so
+  // rather than carry fields nothing reads.
+  const bool decoder_only = c.architecture == Architecture::kDecoderOnly;
+  if (decoder_only) {
+    if (c.encoder_layers != 0) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.encoder_layers = %d: a decoder-only model has no encoder (must be 0)",
+                           c.encoder_layers);
+    }
+    if (c.src_vocab_size != 0) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.src_vocab_size = %d: a decoder-only model has no source vocabulary "
+                           "(must be 0; its vocabulary is tgt_vocab_size)",
+                           c.src_vocab_size);
+    }
+    if (c.shared_embeddings) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.shared_embeddings: a decoder-only model has no encoder table to share");
+    }
+    if (c.decoder_layers < 1) return bad("decoder_layers", c.decoder_layers);
+  } else if (c.src_vocab_size <= 0 || c.src_vocab_size > ConfigBounds::kMaxVocab) {
     return bad("src_vocab_size", c.src_vocab_size);
   }
   if (c.tgt_vocab_size <= 0 || c.tgt_vocab_size > ConfigBounds::kMaxVocab) {
@@ -72,7 +92,8 @@ Status CheckConfig(const ModelConfig& c) {
   if (!(c.act_threshold >= 0.0f && c.act_threshold < 1.0f)) {
     return Status::Error(StatusCode::kInvalidConfig, "config.act_threshold is not in [0, 1)");
   }
-  const int32_t min_vocab = c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
+  const int32_t min_vocab = decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size
+                                                                                 : c.src_vocab_size;
   const struct {
     const char* name;
     int32_t value;

@@ -8,6 +8,7 @@
 #include "runtime/decoding/beam_search.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/models/architectures.h"
+#include "runtime/models/decoder_only.h"
 #include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
@@ -311,9 +312,7 @@ size_t PositionFloats(const ModelConfig& c, const Limits& limits) {
 Status ValidateArchitecture(const Model& model) {
   switch (model.config().architecture) {
     case Architecture::kEncoderDecoder: return EncoderDecoder::Validate(model);
-    case Architecture::kDecoderOnly:
-      return Status::Error(StatusCode::kNotSupported,
-                           "architecture decoder_only is not supported by this runtime version");
+    case Architecture::kDecoderOnly: return DecoderOnly::Validate(model);
     case Architecture::kUniversal:
       return Status::Error(StatusCode::kNotSupported,
                            "architecture universal is not supported by this runtime version");

@@ -197,5 +197,82 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
   }
 }
 
+// Decoder-only generation (tern::Generator): prefill of prompts of different lengths, greedy and
+// sampled (top-k + top-p) steps, a batch then a single prompt (XNNPACK operators reshaped), and
+// an error path, on every backend and weight dtype, with every allocation counted.
+TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
+  struct LmVariant {
+    const char* name;
+    Backend backend;
+    DType dtype;
+    int32_t threads;
+  };
+  std::vector<LmVariant> variants = {{"reference f32", Backend::kReference, DType::kF32, 1},
+                                     {"reference i8", Backend::kReference, DType::kI8, 1}};
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  variants.push_back({"xnnpack f32", Backend::kXnnpack, DType::kF32, 1});
+  variants.push_back({"xnnpack f16", Backend::kXnnpack, DType::kF16, 1});
+  variants.push_back({"xnnpack i8", Backend::kXnnpack, DType::kI8, 1});
+  variants.push_back({"xnnpack i4", Backend::kXnnpack, DType::kI4, 1});
+  variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
+#endif
+  for (const LmVariant& v : variants) {
+    INFO(v.name);
+    ModelConfig config = testing::WideConfig();
+    config.architecture = Architecture::kDecoderOnly;
+    config.encoder_layers = 0;
+    config.src_vocab_size = 0;
+    config.shared_embeddings = false;
+    config.norm_placement = NormPlacement::kPre;
+    config.activation = ref::Activation::kGELUTanh;
+    config.position = PositionKind::kLearned;
+    testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    INFO(model.status().message());
+    REQUIRE(model.ok());
+    Limits limits;
+    limits.backend = v.backend;
+    limits.threads = v.threads;
+    limits.max_batch = 3;
+    limits.max_source_length = 12;
+    limits.max_target_length = 20;
+    std::vector<uint8_t> arena(Generator::RequiredArenaBytes(model.value(), limits).value());
+    Generator generator;
+    REQUIRE(generator.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+    INFO(generator.backend_report());
+    CHECK(generator.backend() == v.backend);
+    const int32_t prompts[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
+                                     8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+                                     19, 2};
+    const int32_t lengths[3] = {5, 12, 2};
+    int32_t out[3 * 20];
+    int32_t out_lengths[3];
+    GenerationOptions greedy;
+    greedy.stop_at_eos = false;
+    GenerationOptions sampled = greedy;
+    sampled.max_new_tokens = 6;
+    sampled.sampling.temperature = 0.9f;
+    sampled.sampling.top_k = 8;
+    sampled.sampling.top_p = 0.9f;
+    sampled.sampling.seed = 3;
+
+    testing::StartCountingAllocations();
+    Status first = generator.Generate(prompts, 12, lengths, 3, greedy, out, 20, out_lengths);
+    Status second = generator.Generate(prompts, 12, lengths, 1, sampled, out, 20, out_lengths);
+    const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
+    size_t produced = 0;
+    Status error = generator.Generate(Span<const int32_t>(bad, 3), Span<int32_t>(out, 20), &produced);
+    const size_t allocations = testing::StopCountingAllocations();
+
+    INFO(first.message() << second.message());
+    CHECK(first.ok());
+    CHECK(second.ok());
+    CHECK(out_lengths[0] == 6);
+    CHECK(error.code() == StatusCode::kOutOfRange);
+    CHECK(allocations == 0);
+    CHECK(generator.decoder_only().kernel_fallback_calls() == 0);
+  }
+}
+
 }  // namespace
 }  // namespace tern

@@ -335,7 +335,7 @@ TEST_CASE("unknown --arch", "[architectures][errors]") {
   REQUIRE_THROWS_WITH(
       BuildContents(o),
       ContainsSubstring(
-          "unknown --arch \"t5\"; expected one of tern, marian, marian_npz, nn_transformer, annotated"));
+          "unknown --arch \"t5\"; expected one of tern, marian, marian_npz, nn_transformer, annotated, gpt2"));
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/decoder_only_layout.h"
 #include "converter/convert.h"
 #include "converter/readers/safetensors.h"
 
@@ -36,7 +36,7 @@ convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed, D
   std::mt19937 rng(seed);
   convert::TernContents contents;
   contents.config = config;
-  for (const auto& e : convert::EncoderDecoderLayout(config)) {
+  for (const auto& e : convert::ModelLayout(config)) {
     convert::HostTensor t;
     t.name = e.name;
     t.shape = e.shape;

@@ -7,5 +7,6 @@ int Translate(int argc, char** argv);
 int Convert(int argc, char** argv);
 int Inspect(int argc, char** argv);
 int Bench(int argc, char** argv);
+int Generate(int argc, char** argv);
 
 }  // namespace tern::cli

@@ -40,7 +40,11 @@ int Inspect(int argc, char** argv) {
   limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
   limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", cap));
   limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", cap));
-  auto arena = Session::RequiredArenaBytes(model, limits);
+  // A language model is run by a Generator (max-source: longest prompt; max-length: prompt +
+  // generated tokens), a translation model by a Session.
+  auto arena = model.config().architecture == Architecture::kDecoderOnly
+                   ? Generator::RequiredArenaBytes(model, limits)
+                   : Session::RequiredArenaBytes(model, limits);
   if (!arena.ok()) throw std::runtime_error(arena.status().message());
 
   nlohmann::ordered_json j;

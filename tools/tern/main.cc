@@ -14,6 +14,7 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  translate  translate lines from stdin (text through the model's tokenizer, or --ids)\n"
+    "  generate   continue prompts (token ids) with a decoder-only model: greedy or sampled\n"
     "  convert    convert a checkpoint to a .tern model (fp32, fp16, int8, int4)\n"
     "  inspect    print a .tern model's config, tensors, metadata and arena size\n"
     "  bench      time load, encode, greedy decoding; arena and peak memory (batch 1)\n"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   const char* command = argv[1];
   try {
     if (!std::strcmp(command, "translate")) return tern::cli::Translate(argc - 2, argv + 2);
+    if (!std::strcmp(command, "generate")) return tern::cli::Generate(argc - 2, argv + 2);
     if (!std::strcmp(command, "convert")) return tern::cli::Convert(argc - 2, argv + 2);
     if (!std::strcmp(command, "inspect")) return tern::cli::Inspect(argc - 2, argv + 2);
     if (!std::strcmp(command, "bench")) return tern::cli::Bench(argc - 2, argv + 2);

@@ -23,8 +23,10 @@
 #include "runtime/core/span.h"
 #include "runtime/core/status.h"
 #include "runtime/decoding/beam_search.h"
+#include "runtime/decoding/generate.h"
 #include "runtime/decoding/greedy.h"
 #include "runtime/model/model.h"
+#include "runtime/models/decoder_only.h"
 #include "runtime/models/encoder_decoder.h"
 #include "tern/limits.h"
 
@@ -63,6 +65,40 @@ class Session {
 
  private:
   EncoderDecoder model_;
+};
+
+// Text generation with a decoder-only model (GPT-2 style; docs/api.md): the Session of a
+// language model. Prepare plans one arena (K/V cache, activations, sampler scratch); after it,
+// Generate never allocates.
+//
+//   tern::Limits limits;                  // max_target_length: prompt + generated tokens
+//   size_t need = tern::Generator::RequiredArenaBytes(*model, limits).value();
+//   tern::Generator generator;
+//   generator.Prepare(*model, limits, arena, need);
+//   tern::GenerationOptions options;      // greedy; sampling.temperature/top_k/top_p/seed
+//   options.max_new_tokens = 20;
+//   generator.Generate(prompt, out, &out_length, options);
+class Generator {
+ public:
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+
+  // A batch of prompts (see tern::Generate in runtime/decoding/generate.h).
+  Status Generate(const int32_t* prompts, int64_t prompt_stride, const int32_t* prompt_lengths,
+                  int32_t batch, const GenerationOptions& options, int32_t* out_ids,
+                  int64_t out_stride, int32_t* out_lengths);
+  // One prompt; out receives the new tokens (without EOS).
+  Status Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t* out_length,
+                  const GenerationOptions& options = GenerationOptions());
+
+  // Lower level: Prefill / DecodeStep for custom loops and scoring.
+  DecoderOnly& decoder_only() { return model_; }
+  size_t arena_used_bytes() const { return model_.arena_used_bytes(); }
+  Backend backend() const { return model_.backend(); }
+  const char* backend_report() const { return model_.backend_report(); }
+
+ private:
+  DecoderOnly model_;
 };
 
 }  // namespace tern

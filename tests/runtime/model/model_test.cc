@@ -282,10 +282,11 @@ TEST_CASE("absurd configs are rejected before anything is sized from them", "[lo
 
 TEST_CASE("unsupported architectures and versions say so", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 11);
+  // An encoder-decoder config marked decoder-only: its encoder fields are named as wrong.
   c.config.architecture = Architecture::kDecoderOnly;
   Status s = LoadStatus(Serialize(c));
-  CHECK(s.code() == StatusCode::kNotSupported);
-  CHECK_THAT(s.message(), ContainsSubstring("decoder_only"));
+  CHECK(s.code() == StatusCode::kInvalidConfig);
+  CHECK_THAT(s.message(), ContainsSubstring("a decoder-only model has no encoder"));
 }
 
 TEST_CASE("unaligned and null model pointers are rejected", "[loader]") {

@@ -1,0 +1,36 @@
+// Generation with a decoder-only model: run the prompt through the model at once (prefill),
+// then pick one token per step (runtime/decoding/sampling.h: greedy or sampled), feed it back,
+// and stop at EOS, at max_new_tokens, or when the sequence fills the session
+// (limits.max_target_length counts prompt + generated tokens).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/status.h"
+#include "runtime/decoding/options.h"
+#include "runtime/decoding/sampling.h"
+
+namespace tern {
+
+class DecoderOnly;
+
+struct GenerationOptions {
+  // New tokens per sequence, EOS included when it is generated. 0: until the session is full.
+  int32_t max_new_tokens = 0;
+  bool stop_at_eos = true;  // false: EOS is a token like any other
+  // temperature 0 (the default): greedy, lowest id on ties. Sequence r of a batch draws from
+  // PCG32 stream r of `seed`, so a prompt gives the same tokens alone or in row r of a batch.
+  SamplingOptions sampling;
+  TokenCallback on_token = nullptr;  // per new token of each sequence; false cancels
+  void* user = nullptr;
+};
+
+// Sequence b's prompt is prompts[b * prompt_stride + i], i < prompt_lengths[b]. Writes its new
+// tokens (without the prompt, without EOS) to out_ids[b * out_stride ...] and their count to
+// out_lengths[b]. out_stride must hold the most tokens a sequence may get: max_new_tokens, or
+// the session's capacity minus the shortest prompt when that is smaller (or max_new_tokens is 0).
+Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_stride,
+                const int32_t* prompt_lengths, int32_t batch, const GenerationOptions& options,
+                int32_t* out_ids, int64_t out_stride, int32_t* out_lengths);
+
+}  // namespace tern

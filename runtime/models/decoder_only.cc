@@ -1,0 +1,648 @@
+#include "runtime/models/decoder_only.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "runtime/decoding/sampling.h"
+#include "runtime/kernels/ops.h"
+#include "runtime/nn/linear.h"
+#include "runtime/nn/residual.h"
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include <pthreadpool.h>
+
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/attention.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#define TERN_XNNPACK_BUILD 1
+#else
+#define TERN_XNNPACK_BUILD 0
+#endif
+
+namespace tern {
+
+namespace {
+
+// Lifetimes: everything lives from Prepare on; XNNPACK's prepare-time scratch only in Prepare.
+enum Phase : int { kPrepare = 0, kRun = 1 };
+
+void FormatName(char* buf, size_t size, const char* format, ...) __attribute__((format(printf, 3, 4)));
+void FormatName(char* buf, size_t size, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, size, format, args);
+  va_end(args);
+}
+
+// Canonical names (docs/CONVENTIONS.md, decoder-only) -> views into the model file.
+class Resolver {
+ public:
+  explicit Resolver(const Model& model) : model_(model), c_(model.config()) {}
+
+  Status Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) {
+    TensorInfo info;
+    const int64_t dims[2] = {rows, cols};
+    TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
+    if (info.dtype == DType::kI32) {
+      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4",
+                           name);
+    }
+    *out = info.AsWeight();
+    return Status::Ok();
+  }
+
+  Status Vector(const char* name, int64_t size, bool required, const float** out) {
+    if (!required && !model_.Find(name, nullptr)) {
+      *out = nullptr;
+      return Status::Ok();
+    }
+    TensorInfo info;
+    TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
+    if (info.dtype != DType::kF32) {
+      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; biases and norms must be f32",
+                           name, DTypeName(info.dtype));
+    }
+    *out = static_cast<const float*>(info.data);
+    return Status::Ok();
+  }
+
+  Status Linear(const char* prefix, int64_t out_features, int64_t in_features, LinearWeights* w) {
+    char buf[kNameSize];
+    FormatName(buf, sizeof buf, "%s.weight", prefix);
+    TERN_RETURN_IF_ERROR(Matrix(buf, out_features, in_features, &w->weight));
+    FormatName(buf, sizeof buf, "%s.bias", prefix);
+    return Vector(buf, out_features, false, &w->bias);
+  }
+
+  Status Norm(const char* prefix, NormWeights* n) {
+    char buf[kNameSize];
+    FormatName(buf, sizeof buf, "%s.weight", prefix);
+    TERN_RETURN_IF_ERROR(Vector(buf, c_.d_model, true, &n->gamma));
+    FormatName(buf, sizeof buf, "%s.bias", prefix);
+    return Vector(buf, c_.d_model, c_.norm_kind != ref::NormKind::kRMSNorm, &n->beta);
+  }
+
+  Status Layer(int i, DecoderOnlyLayerWeights* w) {
+    char buf[kNameSize];
+    const char* parts[] = {"q_proj", "k_proj", "v_proj", "out_proj"};
+    LinearWeights* targets[] = {&w->self_attn.q, &w->self_attn.k, &w->self_attn.v, &w->self_attn.out};
+    for (int p = 0; p < 4; ++p) {
+      FormatName(buf, sizeof buf, "decoder.layers.%d.self_attn.%s", i, parts[p]);
+      TERN_RETURN_IF_ERROR(Linear(buf, c_.d_model, c_.d_model, targets[p]));
+    }
+    FormatName(buf, sizeof buf, "decoder.layers.%d.self_attn_layer_norm", i);
+    TERN_RETURN_IF_ERROR(Norm(buf, &w->self_attn_norm));
+    FormatName(buf, sizeof buf, "decoder.layers.%d.fc1", i);
+    TERN_RETURN_IF_ERROR(Linear(buf, c_.d_ff, c_.d_model, &w->ffn.fc1));
+    FormatName(buf, sizeof buf, "decoder.layers.%d.fc2", i);
+    TERN_RETURN_IF_ERROR(Linear(buf, c_.d_model, c_.d_ff, &w->ffn.fc2));
+    FormatName(buf, sizeof buf, "decoder.layers.%d.final_layer_norm", i);
+    return Norm(buf, &w->ffn_norm);
+  }
+
+  Status Globals(WeightView* embed, WeightView* positions, LinearWeights* output, NormWeights* norm) {
+    TERN_RETURN_IF_ERROR(Matrix("decoder.embed_tokens.weight", c_.tgt_vocab_size, c_.d_model, embed));
+    if (c_.position == PositionKind::kLearned) {
+      TERN_RETURN_IF_ERROR(Matrix("decoder.embed_positions.weight", c_.max_positions, c_.d_model, positions));
+    }
+    if (c_.tied_output) {
+      output->weight = *embed;
+    } else {
+      TERN_RETURN_IF_ERROR(Matrix("output_projection.weight", c_.tgt_vocab_size, c_.d_model, &output->weight));
+    }
+    TERN_RETURN_IF_ERROR(Vector("output_projection.bias", c_.tgt_vocab_size, false, &output->bias));
+    if (c_.has_final_norm()) TERN_RETURN_IF_ERROR(Norm("decoder.layer_norm", norm));
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr size_t kNameSize = 128;
+  const Model& model_;
+  const ModelConfig& c_;
+};
+
+// Rows of the activation buffers: a whole prompt (prefill) or one token per sequence (step).
+int64_t PrefillRows(const Limits& l) {
+  return l.max_source_length < l.max_target_length ? l.max_source_length : l.max_target_length;
+}
+int64_t ScratchRows(const Limits& l) {
+  const int64_t p = PrefillRows(l);
+  return p > l.max_batch ? p : l.max_batch;
+}
+
+// Every linear layer in a fixed order with the rows and strides it is called with.
+template <typename F>
+Status VisitLayerLinears(const ModelConfig& c, const Limits& l, DecoderOnlyLayerWeights& w, F&& f) {
+  const int64_t d = c.d_model, ff = c.d_ff, rows = ScratchRows(l);
+  TERN_RETURN_IF_ERROR(f(w.self_attn.q, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.k, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.v, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.self_attn.out, rows, d, d));
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
+  return f(w.ffn.fc2, rows, ff, d);
+}
+
+template <typename F>
+Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w, F&& f) {
+  return f(w, static_cast<int64_t>(l.max_batch), c.d_model, c.tgt_vocab_size);
+}
+
+}  // namespace
+
+struct DecoderOnly::BufferIds {
+  int layers, sinusoids, kv, x, q, k, v, attn, hidden, scores, position_ids, logits, lengths;
+  int step_tokens, step_ids, sampling, generators;
+  int xnn_region, xnn_scratch, xnn_context, xnn_kernels, xnn_attention;
+  int qd8_input, qd8_params, f16_input, f16_output;
+};
+
+struct DecoderOnly::XnnPlan {
+  Backend backend = Backend::kReference;
+  int32_t threads = 1;
+  char note[Status::kMaxMessage] = "";
+#if TERN_XNNPACK_BUILD
+  xnn::LinearPlanner planner;
+  xnn::ContextNeeds needs;
+  size_t region_bytes = 0;
+  size_t scratch_bytes = 0;
+  int32_t linears = 0;
+  int32_t on_path[xnn::kLinearPathCount] = {};
+  int32_t off_preferred = 0;  // layers not on their weight's preferred path
+#endif
+};
+
+Status DecoderOnly::Validate(const Model& model) {
+  const ModelConfig& c = model.config();
+  if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal) {
+    return Status::Error(StatusCode::kNotSupported,
+                         "decoder-only models support learned or sinusoidal positions (config.position = %d)",
+                         static_cast<int>(c.position));
+  }
+  if (c.activation == ref::Activation::kSwiGLU) {
+    return Status::Error(StatusCode::kNotSupported,
+                         "decoder-only models do not support config.activation = swiglu yet");
+  }
+  Resolver resolve(model);
+  WeightView embed, positions;
+  LinearWeights output;
+  NormWeights norm;
+  TERN_RETURN_IF_ERROR(resolve.Globals(&embed, &positions, &output, &norm));
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    DecoderOnlyLayerWeights layer;
+    TERN_RETURN_IF_ERROR(resolve.Layer(i, &layer));
+  }
+  return Status::Ok();
+}
+
+Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
+  const ModelConfig& c = model.config();
+  if (c.architecture != Architecture::kDecoderOnly) {
+    return Status::Error(StatusCode::kFailedPrecondition,
+                         "this model is not decoder-only (use tern::Session to translate with it)");
+  }
+  if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
+      limits.backend != Backend::kXnnpack) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.backend = %d is not a backend",
+                         static_cast<int>(limits.backend));
+  }
+  if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
+    return Status::Error(StatusCode::kNotSupported,
+                         "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
+  }
+  if (limits.threads < 1 || limits.threads > 256) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed", limits.threads);
+  }
+  if (limits.max_batch < 1 || limits.max_batch > 4096) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
+                         limits.max_batch);
+  }
+  if (limits.beam_size != 1) {
+    return Status::Error(StatusCode::kNotSupported,
+                         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
+                         limits.beam_size);
+  }
+  if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_source_length (longest prompt) = %d; 1 to the model's max_positions (%d) allowed",
+                         limits.max_source_length, c.max_positions);
+  }
+  if (limits.max_target_length < 1 || limits.max_target_length > c.max_positions) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_target_length (prompt + generated tokens) = %d; 1 to the model's "
+                         "max_positions (%d) allowed",
+                         limits.max_target_length, c.max_positions);
+  }
+  return Status::Ok();
+}
+
+Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPlan& xnn,
+                         GreedyPlanner* p, BufferIds* ids) {
+  const size_t f = sizeof(float);
+  const size_t d = static_cast<size_t>(c.d_model);
+  const size_t ff = static_cast<size_t>(c.d_ff);
+  const size_t b = static_cast<size_t>(limits.max_batch);
+  const size_t t = static_cast<size_t>(limits.max_target_length);
+  const size_t rows = static_cast<size_t>(ScratchRows(limits));
+  const size_t prefill = static_cast<size_t>(PrefillRows(limits));
+  const size_t layers = static_cast<size_t>(c.decoder_layers);
+  const size_t vocab = static_cast<size_t>(c.tgt_vocab_size);
+  ids->layers = p->Add("layers", CheckedMul(layers, sizeof(DecoderOnlyLayerWeights)), kPrepare, kRun);
+  ids->sinusoids = -1;
+  if (c.position == PositionKind::kSinusoidal) ids->sinusoids = p->Add("positions", CheckedMul(t, d, f), kPrepare, kRun);
+  ids->kv = p->Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d, f)), kRun, kRun);
+  ids->x = p->Add("x", CheckedMul(rows, d, f), kRun, kRun);
+  ids->q = p->Add("q", CheckedMul(rows, d, f), kRun, kRun);
+  ids->k = p->Add("k", CheckedMul(rows, d, f), kRun, kRun);
+  ids->v = p->Add("v", CheckedMul(rows, d, f), kRun, kRun);
+  ids->attn = p->Add("attn", CheckedMul(rows, d, f), kRun, kRun);
+  ids->hidden = p->Add("hidden", CheckedMul(rows, ff, f), kRun, kRun);
+  // The reference attention scores a prompt's [queries, keys] block at once.
+  ids->scores = p->Add("scores", CheckedMul(prefill, t, f), kRun, kRun);
+  ids->position_ids = p->Add("position_ids", CheckedMul(rows, sizeof(int32_t)), kRun, kRun);
+  ids->step_ids = p->Add("step_ids", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
+  ids->logits = p->Add("logits", CheckedMul(b, vocab, f), kRun, kRun);
+  ids->lengths = p->Add("lengths", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
+  ids->step_tokens = p->Add("step_tokens", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
+  ids->sampling = p->Add("sampling_scratch", SamplingScratchBytes(c.tgt_vocab_size), kRun, kRun);
+  ids->generators = p->Add("generators", CheckedMul(b, sizeof(Pcg32)), kRun, kRun);
+  ids->xnn_region = ids->xnn_scratch = ids->xnn_context = ids->xnn_kernels = ids->xnn_attention = -1;
+  ids->qd8_input = ids->qd8_params = ids->f16_input = ids->f16_output = -1;
+#if TERN_XNNPACK_BUILD
+  if (xnn.backend == Backend::kXnnpack) {
+    ids->xnn_region = p->Add("xnnpack_operators", xnn.region_bytes, kPrepare, kRun);
+    ids->xnn_context = p->Add("xnnpack_context", sizeof(xnn::Context), kPrepare, kRun);
+    ids->xnn_kernels = p->Add("xnnpack_kernels", CheckedMul(static_cast<size_t>(xnn.linears), sizeof(xnn::LinearKernel)),
+                              kPrepare, kRun);
+    // Attention runs as vectorized loops (causal prompt, or one query per step): the struct
+    // without operators selects them.
+    ids->xnn_attention = p->Add("xnnpack_attention", sizeof(xnn::Attention), kPrepare, kRun);
+    if (xnn.scratch_bytes) ids->xnn_scratch = p->Add("xnnpack_prepare_scratch", xnn.scratch_bytes, kPrepare, kPrepare);
+    if (xnn.needs.qd8) {
+      ids->qd8_input = p->Add("qd8_input", xnn.needs.qd8_input_bytes, kRun, kRun);
+      ids->qd8_params = p->Add("qd8_params", xnn.needs.qd8_params_bytes, kRun, kRun);
+    }
+    if (xnn.needs.f16) {
+      ids->f16_input = p->Add("f16_input", xnn.needs.f16_input_bytes, kRun, kRun);
+      ids->f16_output = p->Add("f16_output", xnn.needs.f16_output_bytes, kRun, kRun);
+    }
+  }
+#else
+  (void)xnn;
+#endif
+  return p->Plan();
+}
+
+Status DecoderOnly::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
+  plan->threads = limits.threads;
+  plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
+                                                                             : Backend::kXnnpack;
+  if (plan->backend == Backend::kReference) return Status::Ok();
+#if TERN_XNNPACK_BUILD
+  const Status usable = xnn::Initialize();
+  if (!usable.ok()) {
+    plan->backend = Backend::kReference;
+    std::snprintf(plan->note, sizeof plan->note, "%s", usable.message());
+    return Status::Ok();
+  }
+  const ModelConfig& c = model.config();
+  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
+    xnn::LinearSpec spec;
+    spec.weight = w.weight;
+    spec.bias = w.bias;
+    spec.max_rows = rows;
+    spec.input_stride = ldx;
+    spec.output_stride = ldy;
+    xnn::LinearChoice choice;
+    TERN_RETURN_IF_ERROR(plan->planner.Choose(spec, &choice));
+    plan->region_bytes = CheckedAdd(plan->region_bytes, choice.xnn_bytes);
+    if (choice.scratch_bytes > plan->scratch_bytes) plan->scratch_bytes = choice.scratch_bytes;
+    plan->needs.Add(spec, choice.path);
+    ++plan->linears;
+    ++plan->on_path[static_cast<int>(choice.path)];
+    if (xnn::PreferredPath(w.weight) != choice.path) ++plan->off_preferred;
+    return Status::Ok();
+  };
+  Resolver resolve(model);
+  WeightView embed, positions;
+  LinearWeights output;
+  NormWeights norm;
+  TERN_RETURN_IF_ERROR(resolve.Globals(&embed, &positions, &output, &norm));
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    DecoderOnlyLayerWeights layer;
+    TERN_RETURN_IF_ERROR(resolve.Layer(i, &layer));
+    TERN_RETURN_IF_ERROR(VisitLayerLinears(c, limits, layer, measure));
+  }
+  TERN_RETURN_IF_ERROR(VisitOutputLinear(c, limits, output, measure));
+  size_t context_bytes = 0;
+  TERN_RETURN_IF_ERROR(xnn::MeasureContext(plan->needs, &context_bytes));
+  plan->region_bytes = CheckedAdd(plan->region_bytes, context_bytes);
+#else
+  (void)model;
+#endif
+  return Status::Ok();
+}
+
+Result<size_t> DecoderOnly::RequiredArenaBytes(const Model& model, const Limits& limits) {
+  TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
+  GreedyPlanner planner;
+  BufferIds ids;
+  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
+  return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+}
+
+DecoderOnly::~DecoderOnly() { Reset(); }
+
+void DecoderOnly::Reset() {
+  started_ = false;
+  layers_ = nullptr;
+  xnn_context_ = nullptr;
+  backend_ = Backend::kReference;
+  arena_used_ = 0;
+  batch_ = 0;
+#if TERN_XNNPACK_BUILD
+  if (pool_ != nullptr) pthreadpool_destroy(pool_);
+#endif
+  pool_ = nullptr;
+}
+
+uint64_t DecoderOnly::kernel_fallback_calls() const {
+#if TERN_XNNPACK_BUILD
+  if (xnn_context_ != nullptr) return xnn_context_->fallback_calls;
+#endif
+  return 0;
+}
+
+int32_t DecoderOnly::prompt_capacity() const { return static_cast<int32_t>(PrefillRows(limits_)); }
+
+Status DecoderOnly::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
+  Reset();
+  const Status status = PrepareInArena(model, limits, arena, arena_bytes);
+  if (!status.ok()) {
+    Reset();
+    std::snprintf(report_, sizeof report_, "not prepared: %s", status.message());
+  }
+  return status;
+}
+
+Status DecoderOnly::ResolveWeights(const Model& model) {
+  Resolver resolve(model);
+  TERN_RETURN_IF_ERROR(resolve.Globals(&embed_, &learned_positions_, &output_, &final_norm_));
+  for (int i = 0; i < config_.decoder_layers; ++i) TERN_RETURN_IF_ERROR(resolve.Layer(i, &layers_[i]));
+  return Status::Ok();
+}
+
+Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
+  if (model.schema() == nullptr) return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
+  if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
+  TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
+  GreedyPlanner planner;
+  BufferIds ids;
+  TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
+  const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+  if (arena_bytes < required) {
+    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
+                         arena_bytes, required);
+  }
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
+  uint8_t* base = reinterpret_cast<uint8_t*>((raw + GreedyPlanner::kAlignment - 1) &
+                                             ~uintptr_t{GreedyPlanner::kAlignment - 1});
+  auto at = [&](int id) { return base + planner.offset(id); };
+  config_ = model.config();
+  limits_ = limits;
+  arena_used_ = required;
+  layers_ = reinterpret_cast<DecoderOnlyLayerWeights*>(at(ids.layers));
+  for (int i = 0; i < config_.decoder_layers; ++i) new (&layers_[i]) DecoderOnlyLayerWeights();
+  TERN_RETURN_IF_ERROR(ResolveWeights(model));
+  if (ids.sinusoids >= 0) {
+    sinusoids_ = reinterpret_cast<float*>(at(ids.sinusoids));
+    ops::SinusoidalPositions(0, limits.max_target_length, config_.d_model, config_.sinusoid_layout, sinusoids_);
+  }
+  kv_ = reinterpret_cast<float*>(at(ids.kv));
+  x_ = reinterpret_cast<float*>(at(ids.x));
+  scratch_.q = reinterpret_cast<float*>(at(ids.q));
+  scratch_.k = reinterpret_cast<float*>(at(ids.k));
+  scratch_.v = reinterpret_cast<float*>(at(ids.v));
+  scratch_.attn = reinterpret_cast<float*>(at(ids.attn));
+  scratch_.hidden = reinterpret_cast<float*>(at(ids.hidden));
+  scratch_.scores = reinterpret_cast<float*>(at(ids.scores));
+  scratch_.kernels = ops::Kernels();
+  position_ids_ = reinterpret_cast<int32_t*>(at(ids.position_ids));
+  step_ids_ = reinterpret_cast<int32_t*>(at(ids.step_ids));
+  logits_ = reinterpret_cast<float*>(at(ids.logits));
+  lengths_ = reinterpret_cast<int32_t*>(at(ids.lengths));
+  step_tokens_ = reinterpret_cast<int32_t*>(at(ids.step_tokens));
+  sampling_scratch_ = at(ids.sampling);
+  generators_ = reinterpret_cast<Pcg32*>(at(ids.generators));
+  for (int32_t b = 0; b < limits.max_batch; ++b) new (&generators_[b]) Pcg32();
+
+  backend_ = xnn.backend;
+  if (backend_ == Backend::kXnnpack) {
+    TERN_RETURN_IF_ERROR(CreateXnnpackOperators(xnn, planner, ids, base));
+  } else if (limits.backend == Backend::kReference) {
+    std::snprintf(report_, sizeof report_, "reference kernels (requested)");
+  } else if (xnn.note[0] != '\0') {
+    std::snprintf(report_, sizeof report_, "reference kernels: XNNPACK unusable here: %s", xnn.note);
+  } else {
+    std::snprintf(report_, sizeof report_, "reference kernels (this build has no XNNPACK)");
+  }
+  return Status::Ok();
+}
+
+Status DecoderOnly::CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
+                                           const BufferIds& ids, uint8_t* base) {
+#if TERN_XNNPACK_BUILD
+  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
+  xnn::Context* context = new (at(ids.xnn_context)) xnn::Context();
+  xnn_context_ = context;
+  context->qd8_input = reinterpret_cast<int8_t*>(at(ids.qd8_input));
+  context->qd8_input_bytes = ids.qd8_input >= 0 ? plan.needs.qd8_input_bytes : 0;
+  context->qd8_params = at(ids.qd8_params);
+  context->qd8_params_bytes = ids.qd8_params >= 0 ? plan.needs.qd8_params_bytes : 0;
+  context->f16_input = reinterpret_cast<uint16_t*>(at(ids.f16_input));
+  context->f16_input_bytes = ids.f16_input >= 0 ? plan.needs.f16_input_bytes : 0;
+  context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
+  context->f16_output_bytes = ids.f16_output >= 0 ? plan.needs.f16_output_bytes : 0;
+  bool pool_failed = false;
+  if (plan.threads > 1) {
+    pool_ = pthreadpool_create(static_cast<size_t>(plan.threads));  // heap, here and never later
+    pool_failed = pool_ == nullptr;
+  }
+  context->pool = pool_;
+  xnn::Attention* attention = new (at(ids.xnn_attention)) xnn::Attention();
+  attention->pool = pool_;
+  scratch_.kernels.attention = attention;
+  scratch_.kernels.vectorized = true;
+
+  xnn::LinearKernel* kernels = reinterpret_cast<xnn::LinearKernel*>(at(ids.xnn_kernels));
+  uint8_t* scratch = at(ids.xnn_scratch);
+  xnn::LinearPlanner choices = plan.planner;
+  int32_t next = 0;
+  auto create = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
+    xnn::LinearSpec spec;
+    spec.weight = w.weight;
+    spec.bias = w.bias;
+    spec.max_rows = rows;
+    spec.input_stride = ldx;
+    spec.output_stride = ldy;
+    xnn::LinearChoice choice;
+    TERN_RETURN_IF_ERROR(choices.Choose(spec, &choice));
+    if (next >= plan.linears) return Status::Error(StatusCode::kInternal, "more linear layers than planned");
+    xnn::LinearKernel* kernel = new (&kernels[next++]) xnn::LinearKernel();
+    TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context, scratch, kernel));
+    w.kernel = choice.path == xnn::LinearPath::kReference ? nullptr : kernel;
+    return Status::Ok();
+  };
+  size_t used = 0;
+  {
+    xnn::ArenaScope scope(at(ids.xnn_region), plan.region_bytes);
+    TERN_RETURN_IF_ERROR(xnn::CreateContext(plan.needs, context));
+    for (int i = 0; i < config_.decoder_layers; ++i) {
+      TERN_RETURN_IF_ERROR(VisitLayerLinears(config_, limits_, layers_[i], create));
+    }
+    TERN_RETURN_IF_ERROR(VisitOutputLinear(config_, limits_, output_, create));
+    used = scope.used();
+  }
+  if (used != plan.region_bytes) {
+    return Status::Error(StatusCode::kInternal, "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu",
+                         used, plan.region_bytes);
+  }
+  size_t n = 0;
+  auto append = [&](const char* format, auto... args) {
+    if (n < sizeof report_) {
+      const int wrote = std::snprintf(report_ + n, sizeof report_ - n, format, args...);
+      if (wrote > 0) n += static_cast<size_t>(wrote);
+    }
+  };
+  append("xnnpack, %d thread%s%s: %d linear layers:", pool_ ? plan.threads : 1, pool_ ? "s" : "",
+         pool_failed ? " (pthreadpool_create failed; running on the calling thread)" : "", plan.linears);
+  const char* separator = " ";
+  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
+    if (plan.on_path[p] == 0) continue;
+    append("%s%d %s", separator, plan.on_path[p], xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
+    separator = ", ";
+  }
+  if (plan.off_preferred > 0) append("; %d layers off their preferred path (fallback)", plan.off_preferred);
+  append("%s", "; causal attention, LayerNorm, activations: vectorized loops");
+  return Status::Ok();
+#else
+  (void)plan;
+  (void)planner;
+  (void)ids;
+  (void)base;
+  return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
+#endif
+}
+
+SelfAttentionCache DecoderOnly::Cache(int layer) const {
+  const size_t per_half = static_cast<size_t>(limits_.max_batch) * limits_.max_target_length * config_.d_model;
+  SelfAttentionCache cache;
+  cache.k = kv_ + (2 * static_cast<size_t>(layer)) * per_half;
+  cache.v = kv_ + (2 * static_cast<size_t>(layer) + 1) * per_half;
+  cache.capacity = limits_.max_target_length;
+  return cache;
+}
+
+void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t count, float* x) {
+  const int64_t d = config_.d_model;
+  ops::Embedding(embed_, ids, count, config_.embedding_scale, x);
+  if (config_.position == PositionKind::kLearned) {
+    // The learned table may be quantized like any embedding: dequantize its rows, then add.
+    ops::Embedding(learned_positions_, positions, count, 1.0f, scratch_.attn);
+    ops::AddRows(x, scratch_.attn, count, d);
+  } else {
+    for (int64_t i = 0; i < count; ++i) ops::AddRows(x + i * d, sinusoids_ + positions[i] * d, 1, d);
+  }
+}
+
+Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths, int32_t batch,
+                            const float** logits) {
+  started_ = false;
+  if (layers_ == nullptr) return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
+  if (batch < 1 || batch > limits_.max_batch) {
+    return Status::Error(StatusCode::kInvalidArgument, "batch of %d prompts; this session allows 1 to %d", batch,
+                         limits_.max_batch);
+  }
+  if (ids == nullptr || lengths == nullptr || logits == nullptr) {
+    return Status::Error(StatusCode::kInvalidArgument, "prompt ids, lengths or logits pointer is null");
+  }
+  const int32_t most = prompt_capacity();
+  for (int32_t b = 0; b < batch; ++b) {
+    if (lengths[b] < 1 || lengths[b] > most || lengths[b] > stride) {
+      return Status::Error(StatusCode::kOutOfRange, "prompt %d has %d tokens; 1 to %d allowed", b, lengths[b], most);
+    }
+    for (int32_t i = 0; i < lengths[b]; ++i) {
+      const int32_t id = ids[b * stride + i];
+      if (id < 0 || id >= config_.tgt_vocab_size) {
+        return Status::Error(StatusCode::kOutOfRange, "prompt %d: token id %d at %d is outside the vocabulary [0, %d)",
+                             b, id, i, config_.tgt_vocab_size);
+      }
+    }
+  }
+  const int64_t d = config_.d_model;
+  const int32_t vocab = config_.tgt_vocab_size;
+  // One prompt at a time: all its tokens go through each layer together (the rows of every
+  // linear call), with the causal mask; only its last row needs logits.
+  for (int32_t b = 0; b < batch; ++b) {
+    const int64_t count = lengths[b];
+    for (int64_t i = 0; i < count; ++i) position_ids_[i] = static_cast<int32_t>(i);
+    Embed(ids + b * stride, position_ids_, count, x_);
+    for (int l = 0; l < config_.decoder_layers; ++l) {
+      DecoderOnlyLayerPrefill(config_, layers_[l], x_, b, 0, count, Cache(l), scratch_);
+    }
+    float* last = x_ + (count - 1) * d;
+    FinalNorm(config_, scratch_.kernels, final_norm_, last, 1);
+    Linear(last, 1, d, output_, logits_ + static_cast<int64_t>(b) * vocab, vocab);
+    lengths_[b] = lengths[b];
+  }
+  batch_ = batch;
+  started_ = true;
+  *logits = logits_;
+  return Status::Ok();
+}
+
+Status DecoderOnly::DecodeStep(const int32_t* tokens, const float** logits) {
+  if (!started_) return Status::Error(StatusCode::kFailedPrecondition, "DecodeStep before Prefill");
+  if (tokens == nullptr || logits == nullptr) {
+    return Status::Error(StatusCode::kInvalidArgument, "tokens or logits pointer is null");
+  }
+  for (int32_t b = 0; b < batch_; ++b) {
+    if (tokens[b] == kFinished) continue;
+    if (lengths_[b] >= limits_.max_target_length) {
+      return Status::Error(StatusCode::kOutOfRange,
+                           "sequence %d is full: the session holds %d positions (limits.max_target_length)", b,
+                           limits_.max_target_length);
+    }
+    if (tokens[b] < 0 || tokens[b] >= config_.tgt_vocab_size) {
+      return Status::Error(StatusCode::kOutOfRange, "token id %d is outside the vocabulary [0, %d)", tokens[b],
+                           config_.tgt_vocab_size);
+    }
+  }
+  const int64_t d = config_.d_model;
+  // A finished sequence keeps the batch's shape: it runs a throwaway token (id 0) at its last
+  // free slot (or its last slot when full), which nothing reads again, and does not grow.
+  for (int32_t b = 0; b < batch_; ++b) {
+    const bool finished = tokens[b] == kFinished;
+    const int32_t full = limits_.max_target_length - 1;
+    position_ids_[b] = finished && lengths_[b] > full ? full : lengths_[b];
+    step_ids_[b] = finished ? 0 : tokens[b];
+  }
+  Embed(step_ids_, position_ids_, batch_, x_);
+  for (int l = 0; l < config_.decoder_layers; ++l) {
+    DecoderOnlyLayerStep(config_, layers_[l], x_, batch_, position_ids_, Cache(l), scratch_);
+  }
+  FinalNorm(config_, scratch_.kernels, final_norm_, x_, batch_);
+  Linear(x_, batch_, d, output_, logits_, config_.tgt_vocab_size);
+  for (int32_t b = 0; b < batch_; ++b) {
+    if (tokens[b] != kFinished) ++lengths_[b];
+  }
+  *logits = logits_;
+  return Status::Ok();
+}
+
+}  // namespace tern

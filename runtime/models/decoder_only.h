@@ -1,0 +1,128 @@
+// A decoder-only Transformer language model (GPT-2, Radford et al. 2019): token embeddings +
+// positions (learned, or the paper's sinusoids), N layers of causal self-attention and FFN
+// (runtime/nn/decoder_only_layer.h), a final norm, the output projection (tied to the
+// embedding in GPT-2). No encoder, no cross-attention.
+//
+// Limits for this architecture:
+//   max_batch          sequences generated together
+//   max_target_length  positions per sequence, prompt + generated tokens: the K/V cache
+//                      capacity (at most the model's max_positions)
+//   max_source_length  longest prompt one Prefill takes (prefill rows; capped by
+//                      max_target_length)
+//   beam_size          must be 1
+//
+// Like EncoderDecoder this class owns no memory: Prepare carves the weights table, the K/V
+// cache, activations, logits and the sampler's scratch from the caller's arena by a plan that
+// RequiredArenaBytes runs too; with the XNNPACK backend every linear layer's operator and packed
+// weights are in the arena as well. Prefill and DecodeStep allocate nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/result.h"
+#include "runtime/memory/planner.h"
+#include "runtime/model/model.h"
+#include "runtime/nn/decoder_only_layer.h"
+#include "runtime/nn/weights.h"
+#include "tern/limits.h"
+
+struct pthreadpool;
+
+namespace tern {
+
+struct Pcg32;
+
+namespace xnn {
+struct Context;
+}  // namespace xnn
+
+class DecoderOnly {
+ public:
+  DecoderOnly() = default;
+  ~DecoderOnly();  // Destroys the thread pool, if any.
+  DecoderOnly(const DecoderOnly&) = delete;
+  DecoderOnly& operator=(const DecoderOnly&) = delete;
+
+  // Tensors and config this architecture needs; used by Model::Load.
+  static Status Validate(const Model& model);
+  static Status CheckLimits(const Model& model, const Limits& limits);
+  // Bytes of arena Prepare needs (a dry run for XNNPACK, as EncoderDecoder::RequiredArenaBytes).
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+
+  // Starts `batch` sequences: sequence b is prompt ids[b * stride + i], i < lengths[b] (1 to
+  // prompt_capacity() tokens). Runs every prompt token through the model, a whole prompt at a
+  // time, and returns the logits of each prompt's last token: [batch, vocab], valid until the
+  // next call.
+  Status Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths, int32_t batch,
+                 const float** logits);
+  // Appends tokens[b] to sequence b (for every sequence of the last Prefill) and returns the
+  // logits of the token after it: [batch, vocab]. tokens[b] == kFinished: sequence b is done;
+  // it does not grow and its logits row is meaningless (the batch keeps its shape).
+  static constexpr int32_t kFinished = -1;
+  Status DecodeStep(const int32_t* tokens, const float** logits);
+
+  const ModelConfig& config() const { return config_; }
+  const Limits& limits() const { return limits_; }
+  int32_t vocab_size() const { return config_.tgt_vocab_size; }
+  int32_t batch() const { return batch_; }
+  // Tokens sequence b holds (prompt + appended).
+  int32_t length(int32_t b) const { return lengths_[b]; }
+  int32_t capacity() const { return limits_.max_target_length; }
+  int32_t prompt_capacity() const;
+  size_t arena_used_bytes() const { return arena_used_; }
+  Backend backend() const { return backend_; }
+  const char* backend_report() const { return report_; }
+  uint64_t kernel_fallback_calls() const;
+
+  // Arena scratch for the generation loop: [max_batch] tokens, and SamplingScratchBytes(vocab)
+  // bytes (8-byte aligned) plus one Pcg32 per sequence.
+  int32_t* step_tokens() const { return step_tokens_; }
+  void* sampling_scratch() const { return sampling_scratch_; }
+  Pcg32* generators() const { return generators_; }
+
+ private:
+  struct BufferIds;
+  struct XnnPlan;
+  static Status Plan(const ModelConfig& config, const Limits& limits, const XnnPlan& xnn,
+                     GreedyPlanner* planner, BufferIds* ids);
+  static Status PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan);
+  Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  Status CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
+                                const BufferIds& ids, uint8_t* base);
+  Status ResolveWeights(const Model& model);
+  // x[0..count) = embed(ids) * scale + position(start + i).
+  void Embed(const int32_t* ids, const int32_t* positions, int64_t count, float* x);
+  SelfAttentionCache Cache(int layer) const;
+  void Reset();
+
+  ModelConfig config_;
+  Limits limits_;
+  size_t arena_used_ = 0;
+  DecoderOnlyLayerWeights* layers_ = nullptr;
+  WeightView embed_;
+  WeightView learned_positions_;  // learned: [max_positions, d]
+  float* sinusoids_ = nullptr;    // sinusoidal: [capacity, d]
+  LinearWeights output_;
+  NormWeights final_norm_;
+  float* kv_ = nullptr;  // per layer: K then V, [max_batch, capacity, d]
+  float* x_ = nullptr;   // [rows, d]
+  DecoderOnlyScratch scratch_{};
+  int32_t* position_ids_ = nullptr;  // [rows]
+  int32_t* step_ids_ = nullptr;      // [max_batch]: DecodeStep's tokens, finished rows as 0
+  float* logits_ = nullptr;          // [max_batch, vocab]
+  int32_t* lengths_ = nullptr;       // [max_batch]
+  int32_t* step_tokens_ = nullptr;
+  void* sampling_scratch_ = nullptr;
+  Pcg32* generators_ = nullptr;
+  int32_t batch_ = 0;
+  bool started_ = false;
+  Backend backend_ = Backend::kReference;
+  xnn::Context* xnn_context_ = nullptr;
+  pthreadpool* pool_ = nullptr;
+  char report_[512] = "not prepared";
+};
+
+}  // namespace tern

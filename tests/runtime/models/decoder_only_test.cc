@@ -1,0 +1,291 @@
+// The decoder-only model (runtime/models/decoder_only.h) on random weights, on the reference
+// kernels and on XNNPACK: a prompt prefilled at once equals the same tokens one step at a time;
+// a batch of prompts of different lengths equals each prompt alone; the arena is what
+// RequiredArenaBytes says; the config checks name their field; generation stops where it should
+// and samples reproducibly.
+#include <catch2/catch_test_macros.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/support/tiny_model.h"
+
+namespace tern {
+namespace {
+
+ModelConfig GptConfig() {
+  ModelConfig c;
+  c.architecture = Architecture::kDecoderOnly;
+  c.d_model = 32;
+  c.heads = 4;
+  c.encoder_layers = 0;
+  c.decoder_layers = 2;
+  c.d_ff = 64;
+  c.activation = ref::Activation::kGELUTanh;
+  c.norm_placement = NormPlacement::kPre;
+  c.position = PositionKind::kLearned;
+  c.src_vocab_size = 0;
+  c.tgt_vocab_size = 40;
+  c.tied_output = true;
+  c.max_positions = 48;
+  c.eos_id = c.bos_id = c.pad_id = c.unk_id = c.decoder_start_id = 39;
+  return c;
+}
+
+std::vector<Backend> Backends() {
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  return {Backend::kReference, Backend::kXnnpack};
+#else
+  return {Backend::kReference};
+#endif
+}
+
+struct Lm {
+  testing::AlignedBytes bytes;
+  Model model;
+  std::vector<uint8_t> arena;
+  Generator generator;
+};
+
+void Prepare(Lm* lm, const ModelConfig& config, Backend backend, int32_t batch = 1, int32_t capacity = 40,
+             int32_t prompt = 16, DType dtype = DType::kF32) {
+  lm->bytes = testing::RandomModelBytes(config, 7, dtype);
+  auto model = Model::Load(lm->bytes.data(), lm->bytes.size());
+  INFO(model.status().message());
+  REQUIRE(model.ok());
+  lm->model = model.value();
+  Limits limits;
+  limits.backend = backend;
+  limits.max_batch = batch;
+  limits.max_target_length = capacity;
+  limits.max_source_length = prompt;
+  auto need = Generator::RequiredArenaBytes(lm->model, limits);
+  INFO(need.status().message());
+  REQUIRE(need.ok());
+  lm->arena.assign(need.value(), 0xCD);
+  const Status s = lm->generator.Prepare(lm->model, limits, lm->arena.data(), lm->arena.size());
+  INFO(s.message());
+  REQUIRE(s.ok());
+  REQUIRE(lm->generator.backend() == backend);
+  CHECK(lm->generator.arena_used_bytes() == need.value());
+}
+
+float MaxAbsDiff(const float* a, const float* b, int64_t n) {
+  float worst = 0.0f;
+  for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+const std::vector<int32_t> kPrompt = {3, 17, 5, 22, 9, 30, 1};
+
+TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step", "[decoder_only]") {
+  for (Backend backend : Backends()) {
+    Lm lm;
+    Prepare(&lm, GptConfig(), backend);
+    INFO(lm.generator.backend_report());
+    DecoderOnly& m = lm.generator.decoder_only();
+    const int32_t vocab = m.vocab_size();
+    const int32_t n = static_cast<int32_t>(kPrompt.size());
+    const float* logits = nullptr;
+    REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
+    const std::vector<float> whole(logits, logits + vocab);
+    CHECK(m.length(0) == n);
+    const int32_t one = 1;
+    REQUIRE(m.Prefill(kPrompt.data(), 1, &one, 1, &logits).ok());
+    for (int32_t i = 1; i < n; ++i) REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
+    CHECK(m.length(0) == n);
+    CHECK(MaxAbsDiff(whole.data(), logits, vocab) <= 1e-5f);
+  }
+}
+
+TEST_CASE("decoder-only: the two backends agree", "[decoder_only]") {
+  if (Backends().size() < 2) return;
+  std::vector<std::vector<float>> results;
+  for (Backend backend : Backends()) {
+    Lm lm;
+    Prepare(&lm, GptConfig(), backend);
+    DecoderOnly& m = lm.generator.decoder_only();
+    const int32_t n = static_cast<int32_t>(kPrompt.size());
+    const float* logits = nullptr;
+    REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
+    std::vector<float> all(logits, logits + m.vocab_size());
+    const int32_t next = 11;
+    REQUIRE(m.DecodeStep(&next, &logits).ok());
+    all.insert(all.end(), logits, logits + m.vocab_size());
+    results.push_back(all);
+  }
+  CHECK(MaxAbsDiff(results[0].data(), results[1].data(), static_cast<int64_t>(results[0].size())) <= 1e-4f);
+}
+
+TEST_CASE("decoder-only: a batch of prompts of different lengths equals each prompt alone", "[decoder_only]") {
+  const std::vector<std::vector<int32_t>> prompts = {{3, 17, 5, 22, 9}, {8}, {12, 4, 33}};
+  for (Backend backend : Backends()) {
+    GenerationOptions options;
+    options.max_new_tokens = 12;
+    options.stop_at_eos = false;
+    std::vector<std::vector<int32_t>> alone;
+    {
+      Lm lm;
+      Prepare(&lm, GptConfig(), backend, 1);
+      for (const auto& p : prompts) {
+        std::vector<int32_t> out(12);
+        size_t length = 0;
+        const Status s = lm.generator.Generate(Span<const int32_t>(p.data(), p.size()),
+                                               Span<int32_t>(out.data(), out.size()), &length, options);
+        INFO(s.message());
+        REQUIRE(s.ok());
+        CHECK(length == 12);
+        out.resize(length);
+        alone.push_back(out);
+      }
+    }
+    Lm lm;
+    Prepare(&lm, GptConfig(), backend, 3);
+    std::vector<int32_t> ids(3 * 5, -1), lengths = {5, 1, 3};
+    for (size_t b = 0; b < 3; ++b) std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
+    std::vector<int32_t> out(3 * 12), out_lengths(3);
+    const Status s = lm.generator.Generate(ids.data(), 5, lengths.data(), 3, options, out.data(), 12, out_lengths.data());
+    INFO(s.message());
+    REQUIRE(s.ok());
+    for (size_t b = 0; b < 3; ++b) {
+      INFO("prompt " << b);
+      REQUIRE(out_lengths[b] == 12);
+      CHECK(std::vector<int32_t>(out.begin() + 12 * b, out.begin() + 12 * b + 12) == alone[b]);
+    }
+  }
+}
+
+TEST_CASE("decoder-only: generation stops at EOS, max_new_tokens and the session's capacity", "[decoder_only]") {
+  Lm lm;
+  Prepare(&lm, GptConfig(), Backend::kReference, 1, /*capacity=*/12, /*prompt=*/8);
+  GenerationOptions options;
+  options.stop_at_eos = false;
+  std::vector<int32_t> out(64);
+  size_t length = 0;
+  // No budget: the output span (64) is more than fits, so the session's 12 positions decide.
+  REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
+                                &length, options).ok());
+  CHECK(length == 12 - kPrompt.size());
+  options.max_new_tokens = 3;
+  REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
+                                &length, options).ok());
+  CHECK(length == 3);
+  // EOS: make the model's own first greedy token the EOS id (only the generation's stop rule
+  // reads eos_id), and expect an empty continuation.
+  const int32_t first = out[0];
+  ModelConfig c = GptConfig();
+  c.eos_id = first;
+  Lm eos;
+  Prepare(&eos, c, Backend::kReference, 1, 12, 8);
+  GenerationOptions stop;
+  REQUIRE(eos.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
+                                 &length, stop).ok());
+  CHECK(length == 0);
+  // A too-small output stride for the batch call.
+  int32_t n = static_cast<int32_t>(kPrompt.size()), produced = 0;
+  const Status small = lm.generator.Generate(kPrompt.data(), n, &n, 1, GenerationOptions(), out.data(), 2, &produced);
+  CHECK(small.code() == StatusCode::kInvalidArgument);
+  // A prompt longer than the session's prompt limit.
+  std::vector<int32_t> longer(9, 1);
+  const Status too_long = lm.generator.Generate(Span<const int32_t>(longer.data(), longer.size()),
+                                                Span<int32_t>(out.data(), 64), &length, options);
+  CHECK(too_long.code() == StatusCode::kOutOfRange);
+}
+
+TEST_CASE("decoder-only: sampling is reproducible and per-row", "[decoder_only]") {
+  Lm lm;
+  Prepare(&lm, GptConfig(), Backend::kReference, 2);
+  GenerationOptions options;
+  options.max_new_tokens = 16;
+  options.stop_at_eos = false;
+  options.sampling.temperature = 1.0f;
+  options.sampling.top_p = 0.95f;
+  options.sampling.seed = 99;
+  auto run = [&](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    std::vector<int32_t> ids(2 * 8, 0), lengths = {static_cast<int32_t>(a.size()), static_cast<int32_t>(b.size())};
+    std::copy(a.begin(), a.end(), ids.begin());
+    std::copy(b.begin(), b.end(), ids.begin() + 8);
+    std::vector<int32_t> out(2 * 16), out_lengths(2);
+    REQUIRE(lm.generator.Generate(ids.data(), 8, lengths.data(), 2, options, out.data(), 16, out_lengths.data()).ok());
+    return out;
+  };
+  const std::vector<int32_t> first = run({3, 4, 5}, {6});
+  CHECK(first == run({3, 4, 5}, {6}));
+  // Row 1's draws depend on its prompt, the seed and its row only.
+  const std::vector<int32_t> other = run({20, 21}, {6});
+  CHECK(std::equal(first.begin() + 16, first.end(), other.begin() + 16));
+  options.sampling.seed = 100;
+  CHECK(first != run({3, 4, 5}, {6}));
+  // Greedy (temperature 0) ignores the seed.
+  options.sampling = SamplingOptions();
+  options.sampling.seed = 1;
+  const std::vector<int32_t> g1 = run({3, 4, 5}, {6});
+  options.sampling.seed = 2;
+  CHECK(g1 == run({3, 4, 5}, {6}));
+}
+
+TEST_CASE("decoder-only: arena size, sinusoidal positions, untied output, int8", "[decoder_only]") {
+  for (Backend backend : Backends()) {
+    ModelConfig c = GptConfig();
+    c.position = PositionKind::kSinusoidal;
+    c.tied_output = false;
+    c.embedding_scale = 2.0f;
+    Lm lm;
+    Prepare(&lm, c, backend, 2, 40, 16, DType::kI8);
+    std::vector<int32_t> out(8);
+    size_t length = 0;
+    GenerationOptions options;
+    options.stop_at_eos = false;
+    REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 8),
+                                  &length, options).ok());
+    CHECK(length == 8);
+    // One byte short of the requirement is refused.
+    Generator small;
+    Limits limits = lm.generator.decoder_only().limits();
+    const Status s = small.Prepare(lm.model, limits, lm.arena.data(), lm.arena.size() - 1);
+    CHECK(s.code() == StatusCode::kArenaTooSmall);
+  }
+}
+
+TEST_CASE("decoder-only configs have no encoder fields; sessions and generators refuse the wrong model",
+          "[decoder_only]") {
+  auto load_error = [](const ModelConfig& c) {
+    convert::TernContents contents = testing::RandomContents(GptConfig(), 1);
+    contents.config = c;
+    testing::AlignedBytes bytes(convert::SerializeModel(contents));
+    auto model = Model::Load(bytes.data(), bytes.size());
+    return model.ok() ? std::string() : std::string(model.status().message());
+  };
+  ModelConfig c = GptConfig();
+  c.src_vocab_size = 40;
+  CHECK(load_error(c).find("src_vocab_size = 40: a decoder-only model has no source vocabulary") != std::string::npos);
+  c = GptConfig();
+  c.encoder_layers = 2;
+  CHECK(load_error(c).find("encoder_layers = 2: a decoder-only model has no encoder") != std::string::npos);
+  c = GptConfig();
+  c.eos_id = 40;
+  CHECK(load_error(c).find("eos_id = 40") != std::string::npos);
+  c = GptConfig();
+  c.position = PositionKind::kRotary;
+  CHECK(load_error(c).find("learned or sinusoidal") != std::string::npos);
+  CHECK(load_error(GptConfig()).empty());
+
+  testing::AlignedBytes lm_bytes = testing::RandomModelBytes(GptConfig(), 1);
+  auto lm = Model::Load(lm_bytes.data(), lm_bytes.size());
+  REQUIRE(lm.ok());
+  Limits limits;
+  auto session_need = Session::RequiredArenaBytes(lm.value(), limits);
+  REQUIRE(!session_need.ok());
+  CHECK(std::string(session_need.status().message()).find("tern::Generator") != std::string::npos);
+  testing::AlignedBytes mt_bytes = testing::RandomModelBytes(testing::TinyConfig(), 1);
+  auto mt = Model::Load(mt_bytes.data(), mt_bytes.size());
+  REQUIRE(mt.ok());
+  CHECK(!Generator::RequiredArenaBytes(mt.value(), limits).ok());
+  limits.beam_size = 2;
+  CHECK(Generator::RequiredArenaBytes(lm.value(), limits).status().code() == StatusCode::kNotSupported);
+}
+
+}  // namespace
+}  // namespace tern
