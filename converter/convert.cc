@@ -107,9 +107,17 @@ TernContents BuildContents(const ConvertOptions& options) {
 
   TernContents out;
   out.config = mapped.config;
-  if (out.config.architecture != Architecture::kEncoderDecoder) {
+  if (out.config.architecture != Architecture::kEncoderDecoder &&
+      out.config.architecture != Architecture::kUniversal) {
     throw Error(mapped.config_label +
-                ": only architecture \"encoder_decoder\" can be converted by this version");
+                ": only architectures \"encoder_decoder\" and \"universal\" can be converted by this version");
+  }
+  if (out.config.architecture == Architecture::kUniversal &&
+      (out.config.encoder_layers != 1 || out.config.decoder_layers != 1 || out.config.universal_steps < 1)) {
+    throw Error(mapped.config_label + ": a universal transformer has one shared block per stack (encoder_layers = " +
+                std::to_string(out.config.encoder_layers) + ", decoder_layers = " +
+                std::to_string(out.config.decoder_layers) + "; both must be 1) applied universal_steps = " +
+                std::to_string(out.config.universal_steps) + " >= 1 times");
   }
   if (out.config.heads <= 0 || out.config.d_model <= 0 ||
       out.config.d_model % out.config.heads != 0) {

@@ -263,9 +263,10 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
   }
   out.config = ParseModelConfig(text, out.config_label);
   ApplyOverrides(options, &out);
-  if (out.config.architecture != Architecture::kEncoderDecoder) {
+  if (out.config.architecture != Architecture::kEncoderDecoder &&
+      out.config.architecture != Architecture::kUniversal) {
     throw Error(out.config_label +
-                ": only architecture \"encoder_decoder\" can be converted by this version");
+                ": only architectures \"encoder_decoder\" and \"universal\" can be converted by this version");
   }
   Sources src(ckpt, options.skip_prefixes);
   for (const auto& e : EncoderDecoderLayout(out.config)) src.Direct(&out, e.name, e.name);

@@ -8,6 +8,12 @@
 // linear layer gets an XNNPACK operator created at Prepare, its packed weights, its operator
 // struct and the conversion scratch all in the arena; Encode and DecodeStep only set up and run
 // operators (and reshape one when its row count changes, which allocates nothing).
+//
+// The Universal Transformer (config.architecture = Universal) is this class with one shared
+// encoder layer and one shared decoder layer applied config.universal_steps times, a coordinate
+// embedding before each step and optional adaptive computation time (runtime/models/universal.cc,
+// docs/CONVENTIONS.md): the weights and their XNNPACK operators exist once; the decoder keeps one
+// self-attention K/V cache per step.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +22,7 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/decoder_layer.h"
 #include "runtime/nn/encoder_layer.h"
 #include "runtime/nn/weights.h"
@@ -98,6 +105,11 @@ class EncoderDecoder {
                                 const BufferIds& ids, uint8_t* base);
   void Reset();
   Status ResolveWeights(const Model& model);
+  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ [batch, seq] and
+  // over dec_x_ for one decoder position.
+  void UniversalEncoderSteps(int32_t batch, int64_t seq);
+  void UniversalDecoderSteps(const DecoderStepShape& shape);
+  bool universal() const { return config_.architecture == Architecture::kUniversal; }
 
   ModelConfig config_;
   Limits limits_;
@@ -107,6 +119,9 @@ class EncoderDecoder {
   WeightView src_embed_, tgt_embed_;
   LinearWeights output_;
   NormWeights encoder_norm_, decoder_norm_;
+  HaltingWeights encoder_halting_, decoder_halting_;  // Universal with ACT only
+  float* step_signal_ = nullptr;                        // Universal: [d_model], PE(step)
+  ActState enc_act_{}, dec_act_{};                      // Universal with ACT only
   float* positions_ = nullptr;  // [position_rows, d_model]
   int64_t position_rows_ = 0;
   int32_t* src_lengths_ = nullptr;
