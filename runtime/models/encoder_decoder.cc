@@ -453,6 +453,14 @@ Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limi
   return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
 }
 
+Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
+  TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
+  BufferIds ids;
+  return Plan(model.config(), limits, xnn, planner, &ids);
+}
+
 Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
   plan->threads = limits.threads;
   plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference

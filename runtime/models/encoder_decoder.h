@@ -54,6 +54,10 @@ class EncoderDecoder {
   // so it costs a few small heap blocks and no packing.
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
 
+  // The plan behind RequiredArenaBytes: every buffer's name, size and offset (what Prepare
+  // places; for inspection and tests, e.g. that universal_steps changes only the K/V caches).
+  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner);
+
   Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
 
   // Runs the encoder over `batch` sentences src_ids[b * src_stride + i], i < lengths[b], then
