@@ -290,6 +290,12 @@ Status EncoderDecoder::Validate(const Model& model) {
                            "and config.decoder_layers = %d must both be 1",
                            c.encoder_layers, c.decoder_layers);
     }
+    if (c.position != PositionKind::kSinusoidal) {
+      // The coordinate embedding adds the sinusoid table's position and step rows every step.
+      return Status::Error(StatusCode::kNotSupported,
+                           "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
+                           static_cast<int>(c.position));
+    }
     if (c.universal_steps < 1) {
       return Status::Error(StatusCode::kInvalidConfig,
                            "config.universal_steps = %d; a universal transformer applies its block at least once",
