@@ -107,6 +107,14 @@ TernContents BuildContents(const ConvertOptions& options) {
 
   TernContents out;
   out.config = mapped.config;
+  const ModelConfig& mc = out.config;
+  if (mc.architecture == Architecture::kUniversal &&
+      (mc.encoder_layers != 1 || mc.decoder_layers != 1 || mc.universal_steps < 1)) {
+    throw Error(mapped.config_label + ": a universal transformer has one shared block per stack (encoder_layers = " +
+                std::to_string(mc.encoder_layers) + ", decoder_layers = " +
+                std::to_string(mc.decoder_layers) + "; both must be 1) applied universal_steps = " +
+                std::to_string(mc.universal_steps) + " >= 1 times");
+  }
   if (out.config.heads <= 0 || out.config.d_model <= 0 ||
       out.config.d_model % out.config.heads != 0) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +

@@ -42,9 +42,10 @@ std::vector<ExpectedTensor> ModelLayout(const ModelConfig& c) {
   switch (c.architecture) {
     case Architecture::kEncoderDecoder: return EncoderDecoderLayout(c);
     case Architecture::kDecoderOnly: return DecoderOnlyLayout(c);
-    default: break;
+    case Architecture::kUniversal:  // one block per stack: checked by the converter
+      return EncoderDecoderLayout(c);
   }
-  throw Error("architecture \"universal\" cannot be converted by this version");
+  throw Error("unknown architecture");
 }
 
 }  // namespace tern::convert

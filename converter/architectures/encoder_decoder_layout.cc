@@ -82,6 +82,14 @@ std::vector<ExpectedTensor> EncoderDecoderLayout(const ModelConfig& c) {
     AddNorm(&out, "encoder.layer_norm", d, bias);
     AddNorm(&out, "decoder.layer_norm", d, bias);
   }
+  if (c.architecture == Architecture::kUniversal && c.act_threshold > 0.0f) {
+    // Universal Transformer ACT halting units, p = sigmoid(W s + b): kept f32 (role kVector)
+    // since quantizing them could flip halting decisions; d + 1 numbers per stack.
+    for (const char* stack : {"encoder", "decoder"}) {
+      out.push_back({std::string(stack) + ".halting.weight", {1, d}, TensorRole::kVector, true});
+      out.push_back({std::string(stack) + ".halting.bias", {1}, TensorRole::kVector, true});
+    }
+  }
   return out;
 }
 

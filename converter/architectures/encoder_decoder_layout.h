@@ -1,4 +1,5 @@
-// The tensors a tern encoder-decoder needs, by canonical name (docs/CONVENTIONS.md), with
+// The tensors a tern encoder-decoder (or Universal Transformer: the same names with one layer
+// per stack, plus the ACT halting units) needs, by canonical name (docs/CONVENTIONS.md), with
 // their shapes and whether they are quantizable matrices. Checkpoint readers map their names
 // onto these; the converter then checks the checkpoint against this list.
 #pragma once

@@ -163,6 +163,27 @@ class WeightResolver {
     return Norm(buf, &w->ffn_norm);
   }
 
+  // Universal Transformer ACT: "<stack>.halting.weight" [1, d] and ".bias" [1], f32 (a
+  // quantized halting unit could flip halting decisions; it is d + 1 numbers).
+  Status Halting(const char* stack, HaltingWeights* h) {
+    const int64_t dims[2] = {1, d_};
+    const int64_t one = 1;
+    const char* leaves[] = {"weight", "bias"};
+    const float** targets[] = {&h->weight, &h->bias};
+    for (int i = 0; i < 2; ++i) {
+      char buf[kNameSize];
+      FormatName(buf, sizeof buf, "%s.halting.%s", stack, leaves[i]);
+      TensorInfo info;
+      TERN_RETURN_IF_ERROR(model_.Require(buf, i == 0 ? 2 : 1, i == 0 ? dims : &one, &info));
+      if (info.dtype != DType::kF32) {
+        return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; the halting unit must be f32",
+                             buf, DTypeName(info.dtype));
+      }
+      *targets[i] = static_cast<const float*>(info.data);
+    }
+    return Status::Ok();
+  }
+
   // Embeddings, output projection and the pre-LN final norms.
   Status Globals(WeightView* src, WeightView* tgt, LinearWeights* output, NormWeights* enc_norm,
                  NormWeights* dec_norm) {
@@ -216,6 +237,8 @@ class WeightResolver {
 
 struct EncoderDecoder::BufferIds {
   int encoder_layers, decoder_layers, positions, relative_scratch, enc_up, dec_up, src_lengths;
+  // Universal Transformer only (-1 otherwise): the step's timing signal, ACT state per stack.
+  int step_signal, enc_act_acc, enc_act_weights, enc_act_out, dec_act_acc, dec_act_weights, dec_act_out;
   int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
   int cross_kv, self_kv;
   int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
@@ -313,9 +336,7 @@ Status ValidateArchitecture(const Model& model) {
   switch (model.config().architecture) {
     case Architecture::kEncoderDecoder: return EncoderDecoder::Validate(model);
     case Architecture::kDecoderOnly: return DecoderOnly::Validate(model);
-    case Architecture::kUniversal:
-      return Status::Error(StatusCode::kNotSupported,
-                           "architecture universal is not supported by this runtime version");
+    case Architecture::kUniversal: return EncoderDecoder::Validate(model);
   }
   return Status::Error(StatusCode::kInvalidConfig, "unknown architecture");
 }
@@ -336,6 +357,26 @@ Status EncoderDecoder::Validate(const Model& model) {
     return Status::Error(StatusCode::kInvalidConfig,
                          "an encoder-decoder model needs at least one encoder and one decoder layer");
   }
+  if (c.architecture == Architecture::kUniversal) {
+    // One shared block per stack, stored once as layer 0 (docs/CONVENTIONS.md).
+    if (c.encoder_layers != 1 || c.decoder_layers != 1) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "a universal transformer stores one shared block per stack: config.encoder_layers = %d "
+                           "and config.decoder_layers = %d must both be 1",
+                           c.encoder_layers, c.decoder_layers);
+    }
+    if (c.position != PositionKind::kSinusoidal) {
+      // The coordinate embedding adds the sinusoid table's position and step rows every step.
+      return Status::Error(StatusCode::kNotSupported,
+                           "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
+                           static_cast<int>(c.position));
+    }
+    if (c.universal_steps < 1) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.universal_steps = %d; a universal transformer applies its block at least once",
+                           c.universal_steps);
+    }
+  }
   WeightResolver resolve(model);
   WeightView src, tgt;
   LinearWeights output;
@@ -350,6 +391,11 @@ Status EncoderDecoder::Validate(const Model& model) {
   for (int i = 0; i < c.decoder_layers; ++i) {
     DecoderLayerWeights layer;
     TERN_RETURN_IF_ERROR(resolve.DecoderLayer(i, &layer));
+  }
+  if (c.architecture == Architecture::kUniversal && c.act_threshold > 0.0f) {
+    HaltingWeights halting;
+    TERN_RETURN_IF_ERROR(resolve.Halting("encoder", &halting));
+    TERN_RETURN_IF_ERROR(resolve.Halting("decoder", &halting));
   }
   return Status::Ok();
 }
@@ -401,6 +447,9 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t le = static_cast<size_t>(c.encoder_layers);
   const size_t ld = static_cast<size_t>(c.decoder_layers);
+  // Self-attention K/V caches: one per decoder layer, or (Universal) one per recurrent step.
+  const bool universal = c.architecture == Architecture::kUniversal;
+  const size_t kv_layers = universal ? static_cast<size_t>(c.universal_steps) : ld;
   const size_t keys = s > t ? s : t;
   const size_t positions = PositionFloats(c, limits);
   // Weight tables and positions live for the whole session; encoder buffers only while
@@ -427,7 +476,7 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   ids->enc_hidden = p->Add("enc_hidden", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
   ids->enc_scores = p->Add("enc_scores", CheckedMul(s, s, f), kEncoder, kEncoder);
   ids->cross_kv = p->Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d, f)), kCrossKeysValues, kDecoder);
-  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(ld, 2, rows), CheckedMul(t, d, f)), kDecoder, kDecoder);
+  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), CheckedMul(t, d, f)), kDecoder, kDecoder);
   ids->dec_x = p->Add("dec_x", CheckedMul(rows, d, f), kDecoder, kDecoder);
   ids->dec_q = p->Add("dec_q", CheckedMul(rows, d, f), kDecoder, kDecoder);
   ids->dec_attn = p->Add("dec_attn", CheckedMul(rows, d, f), kDecoder, kDecoder);
@@ -438,6 +487,20 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   ids->beam_scratch = -1;
   if (k > 1) ids->beam_scratch = p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d, f)), kDecoder, kDecoder);
   ids->decoder_state = p->Add("decoder_state", DecoderStateBytes(c, limits), kDecoder, kDecoder);
+  ids->step_signal = ids->enc_act_acc = ids->enc_act_weights = ids->enc_act_out = -1;
+  ids->dec_act_acc = ids->dec_act_weights = ids->dec_act_out = -1;
+  if (universal) {
+    // Reused by every step: apart from self_kv, nothing here depends on universal_steps.
+    ids->step_signal = p->Add("step_signal", CheckedMul(d, f), kEncoder, kDecoder);
+    if (c.act_threshold > 0.0f) {
+      ids->enc_act_acc = p->Add("encoder_act_acc", CheckedMul(b * s, f), kEncoder, kEncoder);
+      ids->enc_act_weights = p->Add("encoder_act_weights", CheckedMul(b * s, f), kEncoder, kEncoder);
+      ids->enc_act_out = p->Add("encoder_act_out", CheckedMul(b * s, d, f), kEncoder, kEncoder);
+      ids->dec_act_acc = p->Add("decoder_act_acc", CheckedMul(rows, f), kDecoder, kDecoder);
+      ids->dec_act_weights = p->Add("decoder_act_weights", CheckedMul(rows, f), kDecoder, kDecoder);
+      ids->dec_act_out = p->Add("decoder_act_out", CheckedMul(rows, d, f), kDecoder, kDecoder);
+    }
+  }
   ids->xnn_region = ids->xnn_scratch = ids->xnn_context = ids->xnn_kernels = -1;
   ids->qd8_input = ids->qd8_params = ids->f16_input = ids->f16_output = -1;
   ids->xnn_attention = ids->att_gather = ids->att_scores = ids->att_qk_workspace = ids->att_av_workspace = -1;
@@ -481,6 +544,14 @@ Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limi
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
   // Slack to align an arbitrary caller pointer to the planner's alignment.
   return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+}
+
+Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
+  TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
+  XnnPlan xnn;
+  TERN_RETURN_IF_ERROR(PlanXnnpack(model, limits, &xnn));
+  BufferIds ids;
+  return Plan(model.config(), limits, xnn, planner, &ids);
 }
 
 Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
@@ -555,6 +626,11 @@ Status EncoderDecoder::ResolveWeights(const Model& model) {
   }
   for (int i = 0; i < config_.decoder_layers; ++i) {
     TERN_RETURN_IF_ERROR(resolve.DecoderLayer(i, &decoder_layers_[i]));
+  }
+  encoder_halting_ = decoder_halting_ = HaltingWeights();
+  if (universal() && config_.act_threshold > 0.0f) {
+    TERN_RETURN_IF_ERROR(resolve.Halting("encoder", &encoder_halting_));
+    TERN_RETURN_IF_ERROR(resolve.Halting("decoder", &decoder_halting_));
   }
   return Status::Ok();
 }
@@ -647,6 +723,10 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   tokens_ = reinterpret_cast<int32_t*>(at(ids.tokens));
   beam_scratch_ = ids.beam_scratch >= 0 ? reinterpret_cast<float*>(at(ids.beam_scratch)) : nullptr;
   decoder_state_ = at(ids.decoder_state);
+  auto floats = [&](int id) { return id >= 0 ? reinterpret_cast<float*>(at(id)) : nullptr; };
+  step_signal_ = floats(ids.step_signal);
+  enc_act_ = ActState{floats(ids.enc_act_acc), floats(ids.enc_act_weights), floats(ids.enc_act_out)};
+  dec_act_ = ActState{floats(ids.dec_act_acc), floats(ids.dec_act_weights), floats(ids.dec_act_out)};
 
   backend_ = xnn.backend;
   enc_scratch_.kernels = ops::Kernels();
@@ -893,10 +973,15 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     for (int64_t i = lengths[b]; i < seq; ++i) {
       ops::Embedding(src_embed_, &config_.pad_id, 1, config_.embedding_scale, x + i * d);
     }
-    if (enc_positions_ != nullptr) ops::AddRows(x, enc_positions_, seq, d);
+    // Universal: the positions come with each step's coordinate embedding instead.
+    if (enc_positions_ != nullptr && !universal()) ops::AddRows(x, enc_positions_, seq, d);
   }
-  for (int i = 0; i < config_.encoder_layers; ++i) {
-    EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_, enc_scratch_);
+  if (universal()) {
+    UniversalEncoderSteps(batch, seq);
+  } else {
+    for (int i = 0; i < config_.encoder_layers; ++i) {
+      EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_, enc_scratch_);
+    }
   }
   FinalNorm(config_, enc_scratch_.kernels, encoder_norm_, enc_x_, batch * seq);
   const size_t layer_kv = static_cast<size_t>(batch) * seq * d;
@@ -939,7 +1024,8 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
   const int64_t capacity = limits_.max_target_length;
   const size_t used = static_cast<size_t>(position_ * d) * sizeof(float);
   const size_t self_kv = static_cast<size_t>(decoder_rows()) * capacity * d;
-  for (int64_t half = 0; half < 2LL * config_.decoder_layers; ++half) {
+  const int64_t kv_layers = universal() ? config_.universal_steps : config_.decoder_layers;
+  for (int64_t half = 0; half < 2LL * kv_layers; ++half) {
     float* cache = self_kv_ + half * self_kv;
     for (int32_t sentence = 0; sentence < batch_; ++sentence) {
       bool identity = true;
@@ -974,7 +1060,7 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   }
   const int64_t d = config_.d_model;
   ops::Embedding(tgt_embed_, tokens, rows, config_.embedding_scale, dec_x_);
-  if (dec_positions_ != nullptr) {
+  if (dec_positions_ != nullptr && !universal()) {
     for (int32_t b = 0; b < rows; ++b) ops::AddRows(dec_x_ + b * d, dec_positions_ + position_ * d, 1, d);
   }
 
@@ -987,7 +1073,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   shape.src_lengths = src_lengths_;
   const size_t cross_kv = static_cast<size_t>(batch_) * src_seq_ * d;
   const size_t self_kv = static_cast<size_t>(rows) * limits_.max_target_length * d;
-  for (int i = 0; i < config_.decoder_layers; ++i) {
+  if (universal()) UniversalDecoderSteps(shape);
+  for (int i = 0; i < config_.decoder_layers && !universal(); ++i) {
     DecoderLayerCache cache;
     cache.self_k = self_kv_ + (2 * i) * self_kv;
     cache.self_v = self_kv_ + (2 * i + 1) * self_kv;

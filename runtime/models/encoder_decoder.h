@@ -11,6 +11,12 @@
 // linear layer gets an XNNPACK operator created at Prepare, its packed weights, its operator
 // struct and the conversion scratch all in the arena; Encode and DecodeStep only set up and run
 // operators (and reshape one when its row count changes, which allocates nothing).
+//
+// The Universal Transformer (config.architecture = Universal) is this class with one shared
+// encoder layer and one shared decoder layer applied config.universal_steps times, a coordinate
+// embedding before each step and optional adaptive computation time (runtime/models/universal.cc,
+// docs/CONVENTIONS.md): the weights and their XNNPACK operators exist once; the decoder keeps one
+// self-attention K/V cache per step.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +25,7 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/decoder_layer.h"
 #include "runtime/nn/encoder_layer.h"
 #include "runtime/nn/weights.h"
@@ -49,6 +56,10 @@ class EncoderDecoder {
   // packed-weight memory, which is recorded and refused (runtime/kernels/xnnpack/allocator.h),
   // so it costs a few small heap blocks and no packing.
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+
+  // The plan behind RequiredArenaBytes: every buffer's name, size and offset (what Prepare
+  // places; for inspection and tests, e.g. that universal_steps changes only the K/V caches).
+  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner);
 
   Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
 
@@ -103,6 +114,11 @@ class EncoderDecoder {
   Status ResolveWeights(const Model& model);
   // Fills the position tables (positions_) and each stack's StackPositions.
   Status PreparePositions(const Model& model, uint8_t* relative_scratch);
+  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ [batch, seq] and
+  // over dec_x_ for one decoder position.
+  void UniversalEncoderSteps(int32_t batch, int64_t seq);
+  void UniversalDecoderSteps(const DecoderStepShape& shape);
+  bool universal() const { return config_.architecture == Architecture::kUniversal; }
 
   ModelConfig config_;
   Limits limits_;
@@ -112,6 +128,9 @@ class EncoderDecoder {
   WeightView src_embed_, tgt_embed_;
   LinearWeights output_;
   NormWeights encoder_norm_, decoder_norm_;
+  HaltingWeights encoder_halting_, decoder_halting_;  // Universal with ACT only
+  float* step_signal_ = nullptr;                        // Universal: [d_model], PE(step)
+  ActState enc_act_{}, dec_act_{};                      // Universal with ACT only
   float* positions_ = nullptr;  // position tables (PositionFloats in encoder_decoder.cc)
   int64_t position_rows_ = 0;
   const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null

@@ -276,3 +276,63 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// The Universal Transformer: the shared block's operators run T times per token, ACT state and
+// the per-step caches live in the arena; greedy and beam, both backends, with and without ACT.
+TEST_CASE("universal transformer translate allocates nothing after prepare", "[allocation][universal]") {
+  std::vector<Backend> backends = {Backend::kReference};
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  backends.push_back(Backend::kXnnpack);
+#endif
+  for (Backend backend : backends) {
+    for (float act : {0.0f, 0.6f}) {
+      for (DType dtype : {DType::kF32, DType::kI8}) {
+        for (int32_t beam : {1, 2}) {
+          INFO("backend " << static_cast<int>(backend) << ", act " << act << ", " << DTypeName(dtype) << ", beam "
+                          << beam);
+          ModelConfig config = testing::TinyConfig();
+          config.architecture = Architecture::kUniversal;
+          config.encoder_layers = config.decoder_layers = 1;
+          config.universal_steps = 4;
+          config.act_threshold = act;
+          testing::AlignedBytes bytes = testing::ModelBytes(config, 22, dtype, 0);
+          auto model = Model::Load(bytes.data(), bytes.size());
+          INFO(model.status().message());
+          REQUIRE(model.ok());
+          Limits limits;
+          limits.backend = backend;
+          limits.beam_size = beam;
+          limits.max_batch = 3;
+          limits.max_source_length = 12;
+          limits.max_target_length = 10;
+          std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
+          Session session;
+          REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+          const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
+                                       8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+                                       19, 2};
+          const int32_t lengths[3] = {5, 12, 2};
+          int32_t out[3 * 2 * 10];
+          int32_t out_lengths[3 * 2];
+          DecodingOptions options;
+          options.beam_size = beam;
+          testing::StartCountingAllocations();
+          Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
+          Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
+          const size_t allocations = testing::StopCountingAllocations();
+          INFO(first.message() << second.message());
+          CHECK(first.ok());
+          CHECK(second.ok());
+          CHECK(allocations == 0);
+          CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern

@@ -125,6 +125,16 @@ TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch", "[pari
   CheckFixture("pre_gelu", Backend::kReference);
 }
 
+// Universal Transformer (tools/fixtures/make_universal_fixture.py): one shared block per stack,
+// T = 3 steps without ACT; T = 4 with ACT, where positions halt after 1 to 4 steps.
+TEST_CASE("universal transformer matches PyTorch", "[parity][universal]") {
+  CheckFixture("universal_plain", Backend::kReference);
+}
+
+TEST_CASE("universal transformer with adaptive computation time matches PyTorch", "[parity][universal]") {
+  CheckFixture("universal_act", Backend::kReference);
+}
+
 #if TERN_TEST_XNNPACK
 TEST_CASE("post-LN ReLU model matches PyTorch on XNNPACK", "[parity][xnnpack]") {
   CheckFixture("post_relu", Backend::kXnnpack);
@@ -134,6 +144,13 @@ TEST_CASE("post-LN ReLU model matches PyTorch on XNNPACK", "[parity][xnnpack]") 
 TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch on XNNPACK", "[parity][xnnpack]") {
   CheckFixture("pre_gelu", Backend::kXnnpack);
   CheckFixture("pre_gelu", Backend::kXnnpack, 2);
+}
+
+TEST_CASE("universal transformers match PyTorch on XNNPACK", "[parity][universal][xnnpack]") {
+  for (const char* name : {"universal_plain", "universal_act"}) {
+    CheckFixture(name, Backend::kXnnpack);
+    CheckFixture(name, Backend::kXnnpack, 2);
+  }
 }
 #endif
 
