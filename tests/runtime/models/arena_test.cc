@@ -32,7 +32,9 @@ TEST_CASE("required_arena_bytes is pinned for the tiny model", "[arena]") {
   // operator (null on the reference backend). 15872 -> 16192: each layer's weights record
   // gained Shaw's relative tables (two pointers per attention) and SwiGLU's fc3 (a linear
   // record), null/unused for this model (format 1.2 positions and SwiGLU).
-  CHECK(need.value() == size_t{16192});
+  // Weight records hold pointers, so 32-bit targets (armv7) need less: pinned per width.
+  const size_t pinned = sizeof(void*) == 8 ? 16192 : 15488;
+  CHECK(need.value() == pinned);
   // Pure function: a different weight seed changes nothing.
   testing::AlignedBytes other = testing::RandomModelBytes(testing::TinyConfig(), 99);
   CHECK(Session::RequiredArenaBytes(Model::Load(other.data(), other.size()).value(), limits).value() == need.value());
