@@ -199,7 +199,8 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
 
 // Decoder-only generation (tern::Generator): prefill of prompts of different lengths, greedy and
 // sampled (top-k + top-p) steps, a batch then a single prompt (XNNPACK operators reshaped), and
-// an error path, on every backend and weight dtype, with every allocation counted.
+// an error path, on every backend and weight dtype, GPT-2 style and LLaMA-style (rotary, RMSNorm,
+// SwiGLU), with every allocation counted.
 TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   struct LmVariant {
     const char* name;
@@ -216,8 +217,8 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   variants.push_back({"xnnpack i4", Backend::kXnnpack, DType::kI4, 1});
   variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
 #endif
-  for (const LmVariant& v : variants) {
-    INFO(v.name);
+  for (const LmVariant& v : variants) for (bool llama : {false, true}) {
+    INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
     ModelConfig config = testing::WideConfig();
     config.architecture = Architecture::kDecoderOnly;
     config.encoder_layers = 0;
@@ -226,6 +227,13 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
     config.norm_placement = NormPlacement::kPre;
     config.activation = ref::Activation::kGELUTanh;
     config.position = PositionKind::kLearned;
+    if (llama) {
+      // Rotary tables and SwiGLU's up buffer come from the arena too.
+      config.position = PositionKind::kRotary;
+      config.norm_kind = ref::NormKind::kRMSNorm;
+      config.activation = ref::Activation::kSwiGLU;
+      config.tied_output = false;
+    }
     testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
     auto model = Model::Load(bytes.data(), bytes.size());
     INFO(model.status().message());
