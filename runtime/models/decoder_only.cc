@@ -211,7 +211,7 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
   if (c.architecture != Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
-                         "this model is not decoder-only (use tern::Session to translate with it)");
+                         "this model is not decoder-only (use tern::Session, C: tern_session_create, to translate with it)");
   }
   if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
       limits.backend != Backend::kXnnpack) {
