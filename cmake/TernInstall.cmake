@@ -8,7 +8,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-add_library(tern_shared SHARED ${PROJECT_SOURCE_DIR}/runtime/api/c_api.cc)
+add_library(tern_shared SHARED ${PROJECT_SOURCE_DIR}/runtime/api/c_api.cc
+                               ${PROJECT_SOURCE_DIR}/runtime/api/c_generate.cc)
 set_target_properties(tern_shared PROPERTIES
   OUTPUT_NAME tern
   VERSION ${PROJECT_VERSION}

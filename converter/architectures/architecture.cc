@@ -279,7 +279,7 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {"tern", "marian", "marian_npz", "nn_transformer",
-                                                 "annotated", "gpt2"};
+                                                 "annotated", "gpt2", "llama"};
   return names;
 }
 
@@ -290,6 +290,7 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
   if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
   if (options.arch == "gpt2") return arch::MapGpt2(ckpt, options);
+  if (options.arch == "llama") return arch::MapLlama(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

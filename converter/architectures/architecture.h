@@ -14,6 +14,9 @@
 //                   feed_forward.w_1/w_2, sublayer.N.norm.a_2/b_2, src_embed.0.lut, generator.proj)
 //   gpt2            Hugging Face GPT-2 (decoder-only): transformer.wte/wpe, h.N.attn.c_attn
 //                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
+//   llama           Hugging Face LLaMA (decoder-only, rotary, RMSNorm, SwiGLU):
+//                   model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj,
+//                   mlp.{gate,up,down}_proj, input_/post_attention_layernorm, model.norm, lm_head
 //
 // Every source tensor must be used, verified-and-dropped (position tables, tied copies) or
 // skipped by the user; anything else is an "unexpected tensor" error naming it.

@@ -67,5 +67,6 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

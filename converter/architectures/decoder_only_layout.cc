@@ -32,6 +32,7 @@ std::vector<ExpectedTensor> DecoderOnlyLayout(const ModelConfig& c) {
     norm(layer + ".self_attn_layer_norm");
     linear(layer + ".fc1", c.d_ff, d);
     linear(layer + ".fc2", d, c.d_ff);
+    if (c.activation == ref::Activation::kSwiGLU) linear(layer + ".fc3", c.d_ff, d);  // LLaMA's up_proj
     norm(layer + ".final_layer_norm");
   }
   if (c.has_final_norm()) norm("decoder.layer_norm");

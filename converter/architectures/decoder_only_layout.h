@@ -1,4 +1,4 @@
-// The tensors a tern decoder-only model (GPT-2 style) needs, by canonical name
+// The tensors a tern decoder-only model (GPT-2 or LLaMA style) needs, by canonical name
 // (docs/CONVENTIONS.md, "Decoder-only"), and ModelLayout: the layout of any architecture the
 // converter writes.
 #pragma once

@@ -22,55 +22,12 @@
 
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/decoder_only_layout.h"
+#include "converter/architectures/hf_config.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
 
 namespace {
-
-class Gpt2Config {
- public:
-  Gpt2Config(const nlohmann::json& j, std::string label) : j_(j), label_(std::move(label)) {}
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  int32_t Int(const char* key, bool required, int32_t fallback = 0) const {
-    if (!has(key)) {
-      if (required) throw Error(label_ + ": GPT-2 config lacks \"" + key + "\"");
-      return fallback;
-    }
-    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() <= 0 || j_[key].get<int64_t>() > INT32_MAX) {
-      throw Error(label_ + ": \"" + key + "\" must be a positive integer");
-    }
-    return static_cast<int32_t>(j_[key].get<int64_t>());
-  }
-  int32_t Id(const char* key, int32_t fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < 0 || j_[key].get<int64_t>() > INT32_MAX) {
-      throw Error(label_ + ": \"" + key + "\" must be a token id (an integer >= 0)");
-    }
-    return static_cast<int32_t>(j_[key].get<int64_t>());
-  }
-  bool Bool(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_boolean()) throw Error(label_ + ": \"" + key + "\" must be true or false");
-    return j_[key].get<bool>();
-  }
-  std::string String(const char* key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_string()) throw Error(label_ + ": \"" + key + "\" must be a string");
-    return j_[key].get<std::string>();
-  }
-  float Number(const char* key, float fallback) const {
-    if (!has(key)) return fallback;
-    if (!j_[key].is_number() || !std::isfinite(j_[key].get<double>()) || j_[key].get<double>() < 0) {
-      throw Error(label_ + ": \"" + key + "\" must be a finite number >= 0");
-    }
-    return j_[key].get<float>();
-  }
-
- private:
-  const nlohmann::json& j_;
-  std::string label_;
-};
 
 ref::Activation Gpt2Activation(const std::string& name, const std::string& label) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return ref::Activation::kGELUTanh;
@@ -146,7 +103,7 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
   }
   const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
   if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
-  const Gpt2Config hf(j, out.config_label);
+  const HfConfig hf(j, out.config_label, "GPT-2");
   const std::string model_type = hf.String("model_type", "gpt2");
   if (model_type != "gpt2") {
     throw Error(out.config_label + ": \"model_type\" is \"" + model_type + "\", not \"gpt2\"");

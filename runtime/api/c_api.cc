@@ -1,4 +1,5 @@
-// The C API over the C++ API. Handles own only what the C++ objects need besides the caller's
+// The C API over the C++ API: models, errors and translation (generation with decoder-only
+// models: c_generate.cc). Handles own only what the C++ objects need besides the caller's
 // memory: a tern_model may own a file mapping, a tern_session its tokenizers.
 #include "tern/tern.h"
 
@@ -8,14 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "platforms/posix/mapped_file.h"
+#include "runtime/api/c_api_internal.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "tern/tern.hpp"
-
-struct tern_model {
-  tern::posix::MappedFile file;  // empty when loaded from memory
-  tern::Model model;
-};
 
 struct tern_session {
   const tern_model* model = nullptr;
@@ -25,9 +20,13 @@ struct tern_session {
   bool tokenizers_tried = false;
 };
 
-namespace {
+namespace tern::capi {
 
+namespace {
 thread_local char g_last_error[tern::Status::kMaxMessage] = "";
+}  // namespace
+
+const char* LastError() { return g_last_error; }
 
 tern_status Report(const tern::Status& status) {
   if (!status.ok()) std::snprintf(g_last_error, sizeof g_last_error, "%s", status.message());
@@ -51,17 +50,19 @@ tern::Limits ToLimits(const tern_limits* limits) {
   return out;
 }
 
-// C callbacks return int; the C++ one returns bool. The C function pointer travels in the
-// user slot through this trampoline.
-struct CallbackBridge {
-  tern_token_callback callback;
-  void* user;
-};
-
 bool Trampoline(void* user, int32_t sentence, int32_t step, int32_t token) {
   const auto* bridge = static_cast<const CallbackBridge*>(user);
   return bridge->callback(bridge->user, sentence, step, token) != 0;
 }
+
+}  // namespace tern::capi
+
+namespace {
+
+using tern::capi::CallbackBridge;
+using tern::capi::Fail;
+using tern::capi::Report;
+using tern::capi::ToLimits;
 
 tern::DecodingOptions ToOptions(const tern_translate_options* options, CallbackBridge* bridge) {
   tern::DecodingOptions out;
@@ -77,7 +78,7 @@ tern::DecodingOptions ToOptions(const tern_translate_options* options, CallbackB
   out.no_repeat_ngram_size = options->no_repeat_ngram_size;
   if (options->on_token) {
     *bridge = CallbackBridge{options->on_token, options->user};
-    out.on_token = Trampoline;
+    out.on_token = tern::capi::Trampoline;
     out.user = bridge;
   }
   return out;
@@ -93,7 +94,7 @@ const char* tern_status_string(tern_status status) {
   return tern::StatusCodeName(static_cast<tern::StatusCode>(status));
 }
 
-const char* tern_last_error(void) { return g_last_error; }
+const char* tern_last_error(void) { return tern::capi::LastError(); }
 
 tern_limits tern_default_limits(void) {
   const tern::Limits d;

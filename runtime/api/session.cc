@@ -10,7 +10,8 @@ namespace {
 Status CheckTranslationModel(const Model& model) {
   if (model.config().architecture == Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
-                         "this is a decoder-only (language) model: use tern::Generator, not a translation session");
+                         "this is a decoder-only (language) model: use tern::Generator (C: tern_generator_create), not a "
+                         "translation session");
   }
   return Status::Ok();
 }

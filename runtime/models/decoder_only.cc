@@ -98,6 +98,10 @@ class Resolver {
     TERN_RETURN_IF_ERROR(Linear(buf, c_.d_ff, c_.d_model, &w->ffn.fc1));
     FormatName(buf, sizeof buf, "decoder.layers.%d.fc2", i);
     TERN_RETURN_IF_ERROR(Linear(buf, c_.d_model, c_.d_ff, &w->ffn.fc2));
+    if (c_.activation == ref::Activation::kSwiGLU) {  // LLaMA's up projection W3
+      FormatName(buf, sizeof buf, "decoder.layers.%d.fc3", i);
+      TERN_RETURN_IF_ERROR(Linear(buf, c_.d_ff, c_.d_model, &w->ffn.fc3));
+    }
     FormatName(buf, sizeof buf, "decoder.layers.%d.final_layer_norm", i);
     return Norm(buf, &w->ffn_norm);
   }
@@ -123,6 +127,9 @@ class Resolver {
   const ModelConfig& c_;
 };
 
+// Rotated dimensions per head (config 0: all of d_head).
+int32_t RotaryDim(const ModelConfig& c) { return c.rotary_dim > 0 ? c.rotary_dim : c.d_head(); }
+
 // Rows of the activation buffers: a whole prompt (prefill) or one token per sequence (step).
 int64_t PrefillRows(const Limits& l) {
   return l.max_source_length < l.max_target_length ? l.max_source_length : l.max_target_length;
@@ -141,7 +148,8 @@ Status VisitLayerLinears(const ModelConfig& c, const Limits& l, DecoderOnlyLayer
   TERN_RETURN_IF_ERROR(f(w.self_attn.v, rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.self_attn.out, rows, d, d));
   TERN_RETURN_IF_ERROR(f(w.ffn.fc1, rows, d, ff));
-  return f(w.ffn.fc2, rows, ff, d);
+  TERN_RETURN_IF_ERROR(f(w.ffn.fc2, rows, ff, d));
+  return c.activation == ref::Activation::kSwiGLU ? f(w.ffn.fc3, rows, d, ff) : Status::Ok();
 }
 
 template <typename F>
@@ -152,7 +160,7 @@ Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w
 }  // namespace
 
 struct DecoderOnly::BufferIds {
-  int layers, sinusoids, kv, x, q, k, v, attn, hidden, scores, position_ids, logits, lengths;
+  int layers, sinusoids, rotary, kv, x, q, k, v, attn, hidden, up, scores, position_ids, logits, lengths;
   int step_tokens, step_ids, sampling, generators;
   int xnn_region, xnn_scratch, xnn_context, xnn_kernels, xnn_attention;
   int qd8_input, qd8_params, f16_input, f16_output;
@@ -175,14 +183,17 @@ struct DecoderOnly::XnnPlan {
 
 Status DecoderOnly::Validate(const Model& model) {
   const ModelConfig& c = model.config();
-  if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal) {
+  // Relative positions (Shaw, T5 bias) would need their terms in the cached decode-step
+  // attention, which this model does not compute.
+  if (c.position == PositionKind::kRelative) {
     return Status::Error(StatusCode::kNotSupported,
-                         "decoder-only models support learned or sinusoidal positions (config.position = %d)",
-                         static_cast<int>(c.position));
+                         "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
+                         "or no positions, not relative ones (yet)");
   }
-  if (c.activation == ref::Activation::kSwiGLU) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "decoder-only models do not support config.activation = swiglu yet");
+  if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal &&
+      c.position != PositionKind::kRotary && c.position != PositionKind::kNone) {
+    return Status::Error(StatusCode::kNotSupported, "config.position = %d is not a position kind decoder-only models know",
+                         static_cast<int>(c.position));
   }
   Resolver resolve(model);
   WeightView embed, positions;
@@ -200,7 +211,7 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
   if (c.architecture != Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
-                         "this model is not decoder-only (use tern::Session to translate with it)");
+                         "this model is not decoder-only (use tern::Session, C: tern_session_create, to translate with it)");
   }
   if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
       limits.backend != Backend::kXnnpack) {
@@ -249,8 +260,12 @@ Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPl
   const size_t layers = static_cast<size_t>(c.decoder_layers);
   const size_t vocab = static_cast<size_t>(c.tgt_vocab_size);
   ids->layers = p->Add("layers", CheckedMul(layers, sizeof(DecoderOnlyLayerWeights)), kPrepare, kRun);
-  ids->sinusoids = -1;
+  ids->sinusoids = ids->rotary = -1;
   if (c.position == PositionKind::kSinusoidal) ids->sinusoids = p->Add("positions", CheckedMul(t, d, f), kPrepare, kRun);
+  if (c.position == PositionKind::kRotary) {
+    // cos and sin for positions [0, capacity), rotary_dim / 2 each: [2, t, rotary_dim / 2].
+    ids->rotary = p->Add("rotary_tables", CheckedMul(t, static_cast<size_t>(RotaryDim(c)), f), kPrepare, kRun);
+  }
   ids->kv = p->Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d, f)), kRun, kRun);
   ids->x = p->Add("x", CheckedMul(rows, d, f), kRun, kRun);
   ids->q = p->Add("q", CheckedMul(rows, d, f), kRun, kRun);
@@ -258,6 +273,8 @@ Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPl
   ids->v = p->Add("v", CheckedMul(rows, d, f), kRun, kRun);
   ids->attn = p->Add("attn", CheckedMul(rows, d, f), kRun, kRun);
   ids->hidden = p->Add("hidden", CheckedMul(rows, ff, f), kRun, kRun);
+  ids->up = -1;
+  if (c.activation == ref::Activation::kSwiGLU) ids->up = p->Add("up", CheckedMul(rows, ff, f), kRun, kRun);
   // The reference attention scores a prompt's [queries, keys] block at once.
   ids->scores = p->Add("scores", CheckedMul(prefill, t, f), kRun, kRun);
   ids->position_ids = p->Add("position_ids", CheckedMul(rows, sizeof(int32_t)), kRun, kRun);
@@ -423,6 +440,15 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
     sinusoids_ = reinterpret_cast<float*>(at(ids.sinusoids));
     ops::SinusoidalPositions(0, limits.max_target_length, config_.d_model, config_.sinusoid_layout, sinusoids_);
   }
+  if (ids.rotary >= 0) {
+    // Positions stay below the cache capacity (max_target_length), so that many rows suffice.
+    rotary_.rotary_dim = RotaryDim(config_);
+    float* cos = reinterpret_cast<float*>(at(ids.rotary));
+    float* sin = cos + static_cast<size_t>(limits.max_target_length) * (rotary_.rotary_dim / 2);
+    ops::RotaryTables(limits.max_target_length, rotary_.rotary_dim, config_.rotary_base, cos, sin);
+    rotary_.cos = cos;
+    rotary_.sin = sin;
+  }
   kv_ = reinterpret_cast<float*>(at(ids.kv));
   x_ = reinterpret_cast<float*>(at(ids.x));
   scratch_.q = reinterpret_cast<float*>(at(ids.q));
@@ -430,8 +456,10 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
   scratch_.v = reinterpret_cast<float*>(at(ids.v));
   scratch_.attn = reinterpret_cast<float*>(at(ids.attn));
   scratch_.hidden = reinterpret_cast<float*>(at(ids.hidden));
+  scratch_.up = ids.up >= 0 ? reinterpret_cast<float*>(at(ids.up)) : nullptr;
   scratch_.scores = reinterpret_cast<float*>(at(ids.scores));
   scratch_.kernels = ops::Kernels();
+  scratch_.rotary = ids.rotary >= 0 ? &rotary_ : nullptr;
   position_ids_ = reinterpret_cast<int32_t*>(at(ids.position_ids));
   step_ids_ = reinterpret_cast<int32_t*>(at(ids.step_ids));
   logits_ = reinterpret_cast<float*>(at(ids.logits));
@@ -555,9 +583,10 @@ void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t co
     // The learned table may be quantized like any embedding: dequantize its rows, then add.
     ops::Embedding(learned_positions_, positions, count, 1.0f, scratch_.attn);
     ops::AddRows(x, scratch_.attn, count, d);
-  } else {
+  } else if (config_.position == PositionKind::kSinusoidal) {
     for (int64_t i = 0; i < count; ++i) ops::AddRows(x + i * d, sinusoids_ + positions[i] * d, 1, d);
   }
+  // rotary: positions enter inside attention (decoder_only_layer.cc); none: not at all.
 }
 
 Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths, int32_t batch,

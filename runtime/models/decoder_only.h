@@ -1,7 +1,8 @@
-// A decoder-only Transformer language model (GPT-2, Radford et al. 2019): token embeddings +
-// positions (learned, or the paper's sinusoids), N layers of causal self-attention and FFN
-// (runtime/nn/decoder_only_layer.h), a final norm, the output projection (tied to the
-// embedding in GPT-2). No encoder, no cross-attention.
+// A decoder-only Transformer language model (GPT-2, Radford et al. 2019; LLaMA, Touvron et al.
+// 2023): token embeddings + positions (learned, or the paper's sinusoids; or rotary inside
+// attention, or none), N layers of causal self-attention and FFN (GELU, ..., or SwiGLU;
+// runtime/nn/decoder_only_layer.h), a final norm (LayerNorm or RMSNorm), the output projection
+// (tied to the embedding in GPT-2, untied in LLaMA). No encoder, no cross-attention.
 //
 // Limits for this architecture:
 //   max_batch          sequences generated together
@@ -105,6 +106,7 @@ class DecoderOnly {
   WeightView embed_;
   WeightView learned_positions_;  // learned: [max_positions, d]
   float* sinusoids_ = nullptr;    // sinusoidal: [capacity, d]
+  ref::RotaryTable rotary_;       // rotary: cos / sin [capacity, rotary_dim / 2] in the arena
   LinearWeights output_;
   NormWeights final_norm_;
   float* kv_ = nullptr;  // per layer: K then V, [max_batch, capacity, d]

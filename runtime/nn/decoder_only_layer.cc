@@ -18,7 +18,7 @@ void FinishLayer(const ModelConfig& config, const DecoderOnlyLayerWeights& w, fl
   Linear(s.attn, rows, d, w.self_attn.out, s.q, d);
   AddResidual(config, s.kernels, w.self_attn_norm, x, s.q, rows);
   const float* in = SubLayerInput(config, s.kernels, w.ffn_norm, x, rows, s.attn);
-  FeedForward(config, s.kernels, w.ffn, in, rows, s.hidden, /*up=*/nullptr, s.q);  // no SwiGLU (Validate)
+  FeedForward(config, s.kernels, w.ffn, in, rows, s.hidden, s.up, s.q);
   AddResidual(config, s.kernels, w.ffn_norm, x, s.q, rows);
 }
 
@@ -34,6 +34,12 @@ void DecoderOnlyLayerPrefill(const ModelConfig& config, const DecoderOnlyLayerWe
   Linear(in, count, d, w.self_attn.q, s.q, d);
   Linear(in, count, d, w.self_attn.k, k, d);
   Linear(in, count, d, w.self_attn.v, v, d);
+  if (s.rotary != nullptr) {
+    // RoPE: the prompt's tokens sit at start..start+count-1. Keys are rotated where they lie in
+    // the cache, before any query reads them.
+    ops::ApplyRotary(*s.rotary, s.q, count, d, config.heads, config.d_head(), start, 1);
+    ops::ApplyRotary(*s.rotary, k, count, d, config.heads, config.d_head(), start, 1);
+  }
   // Keys 0..start+count-1 of this sequence; query i (position start+i) sees 0..start+i.
   ref::AttentionMask mask;
   mask.key_length = start + count;
@@ -59,6 +65,11 @@ void DecoderOnlyLayerStep(const ModelConfig& config, const DecoderOnlyLayerWeigh
     // Sequences sit at different positions, so the new K/V rows are not evenly strided in the
     // cache: one copy each (d floats, small next to the projections that made them).
     const int64_t t = positions[r];
+    if (s.rotary != nullptr) {
+      // RoPE at this row's own position: its query, and its key before it enters the cache.
+      ops::ApplyRotary(*s.rotary, s.q + r * d, 1, d, config.heads, config.d_head(), t, 0);
+      ops::ApplyRotary(*s.rotary, s.k + r * d, 1, d, config.heads, config.d_head(), t, 0);
+    }
     float* k = cache.k + (r * cache.capacity + t) * d;
     float* v = cache.v + (r * cache.capacity + t) * d;
     std::memcpy(k, s.k + r * d, row_bytes);

@@ -1,6 +1,9 @@
 // One layer of a decoder-only Transformer (GPT, Radford et al. 2018/2019): masked (causal)
 // self-attention over a K/V cache, then the position-wise FFN, each wrapped in residual + norm
-// (GPT-2: pre-LN). The paper's decoder layer without the encoder-decoder attention.
+// (GPT-2: pre-LN). The paper's decoder layer without the encoder-decoder attention. LLaMA-style
+// layers use the same code: RMSNorm through the shared norm (residual.h), SwiGLU through the
+// feed-forward (its `up` scratch), and rotary positions applied to q and k right after their
+// projections (so the cache holds rotated keys, each rotated once at its own position).
 //
 // Two entry points over the same weights:
 //  - Prefill: many consecutive tokens of one sequence at once (a prompt). Their K/V rows go
@@ -13,6 +16,7 @@
 #include <cstdint>
 
 #include "runtime/kernels/ops.h"
+#include "runtime/kernels/reference/rotary.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/weights.h"
 
@@ -38,8 +42,12 @@ struct DecoderOnlyScratch {
   float* v;       // [rows, d_model]
   float* attn;    // [rows, d_model]
   float* hidden;  // [rows, d_ff]
+  float* up;      // [rows, d_ff], SwiGLU only (fc3's output), else null
   float* scores;  // [rows * capacity] (the reference attention's [queries, keys] block)
   ops::Kernels kernels;
+  // Rotary positions: cos/sin for positions [0, capacity) (planned in the arena); null for
+  // learned / sinusoidal / no positions, which rotate nothing.
+  const ref::RotaryTable* rotary;
 };
 
 // x: [count, d_model] (tokens start..start+count-1 of sequence `row`), updated in place.

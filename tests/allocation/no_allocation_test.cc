@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tern/tern.h"
 #include "tests/allocation/counting_allocator.h"
 #include "tests/runtime/models/backend_models.h"
 #include "tests/support/tiny_model.h"
@@ -199,7 +200,8 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
 
 // Decoder-only generation (tern::Generator): prefill of prompts of different lengths, greedy and
 // sampled (top-k + top-p) steps, a batch then a single prompt (XNNPACK operators reshaped), and
-// an error path, on every backend and weight dtype, with every allocation counted.
+// an error path, on every backend and weight dtype, GPT-2 style and LLaMA-style (rotary, RMSNorm,
+// SwiGLU), with every allocation counted.
 TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   struct LmVariant {
     const char* name;
@@ -216,8 +218,8 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   variants.push_back({"xnnpack i4", Backend::kXnnpack, DType::kI4, 1});
   variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
 #endif
-  for (const LmVariant& v : variants) {
-    INFO(v.name);
+  for (const LmVariant& v : variants) for (bool llama : {false, true}) {
+    INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
     ModelConfig config = testing::WideConfig();
     config.architecture = Architecture::kDecoderOnly;
     config.encoder_layers = 0;
@@ -226,6 +228,13 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
     config.norm_placement = NormPlacement::kPre;
     config.activation = ref::Activation::kGELUTanh;
     config.position = PositionKind::kLearned;
+    if (llama) {
+      // Rotary tables and SwiGLU's up buffer come from the arena too.
+      config.position = PositionKind::kRotary;
+      config.norm_kind = ref::NormKind::kRMSNorm;
+      config.activation = ref::Activation::kSwiGLU;
+      config.tied_output = false;
+    }
     testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
     auto model = Model::Load(bytes.data(), bytes.size());
     INFO(model.status().message());
@@ -272,6 +281,68 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
     CHECK(allocations == 0);
     CHECK(generator.decoder_only().kernel_fallback_calls() == 0);
   }
+}
+
+// The C generation calls are thin wrappers: after tern_generator_create they allocate nothing
+// either (greedy, sampled with a callback, a batch, an error).
+TEST_CASE("tern_generate_ids allocates nothing after tern_generator_create", "[allocation]") {
+  ModelConfig config = testing::WideConfig();
+  config.architecture = Architecture::kDecoderOnly;
+  config.encoder_layers = 0;
+  config.src_vocab_size = 0;
+  config.shared_embeddings = false;
+  config.norm_placement = NormPlacement::kPre;
+  config.position = PositionKind::kRotary;
+  config.norm_kind = ref::NormKind::kRMSNorm;
+  config.activation = ref::Activation::kSwiGLU;
+  testing::AlignedBytes bytes = testing::RandomModelBytes(config, 29, DType::kI8);
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load_from_memory(bytes.data(), bytes.size(), &model) == TERN_OK);
+  tern_limits limits = tern_default_limits();
+  limits.max_batch = 2;
+  limits.max_source_length = 8;
+  limits.max_target_length = 16;
+  size_t need = 0;
+  REQUIRE(tern_generator_required_arena_bytes(model, &limits, &need) == TERN_OK);
+  std::vector<uint8_t> arena(need);
+  tern_generator* generator = nullptr;
+  REQUIRE(tern_generator_create(model, &limits, arena.data(), arena.size(), &generator) == TERN_OK);
+  const int32_t prompt[] = {4, 5, 6};
+  const int32_t prompts[2 * 3] = {4, 5, 6, 7, 0, 0};
+  const int32_t lengths[2] = {3, 1};
+  int32_t out[2 * 16];
+  int32_t out_lengths[2];
+  size_t n = 0;
+  tern_generate_options sampled = tern_default_generate_options();
+  sampled.stop_at_eos = 0;
+  sampled.temperature = 0.9f;
+  sampled.top_k = 8;
+  sampled.top_p = 0.9f;
+  sampled.seed = 5;
+  int tokens = 0;
+  sampled.on_token = [](void* user, int32_t, int32_t, int32_t) {
+    ++*static_cast<int*>(user);
+    return 1;
+  };
+  sampled.user = &tokens;
+  const int32_t bad[] = {4, 99};
+
+  testing::StartCountingAllocations();
+  const tern_status greedy = tern_generate_ids(generator, prompt, 3, nullptr, out, 10, &n);
+  const tern_status sample = tern_generate_ids(generator, prompt, 3, &sampled, out, 10, &n);
+  const tern_status batch = tern_generate_ids_batch(generator, prompts, 3, lengths, 2, &sampled, out, 16, out_lengths);
+  const tern_status error = tern_generate_ids(generator, bad, 2, nullptr, out, 10, &n);
+  const size_t allocations = testing::StopCountingAllocations();
+
+  INFO(tern_last_error());
+  CHECK(greedy == TERN_OK);
+  CHECK(sample == TERN_OK);
+  CHECK(batch == TERN_OK);
+  CHECK(error == TERN_OUT_OF_RANGE);
+  CHECK(tokens > 10);
+  CHECK(allocations == 0);
+  tern_generator_free(generator);
+  tern_model_free(model);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # End-to-end test of `tern generate`: convert the GPT-2 fixture (--arch gpt2), continue its
 # prompts greedily (the expected ids are PyTorch's greedy continuation stored in the fixture,
 # tools/fixtures/make_gpt2_fixture.py) on both backends, sample reproducibly with a seed, and the
-# error paths (non-zero exit, one line naming the problem).
+# error paths (non-zero exit, one line naming the problem); the LLaMA fixture (--arch llama) too.
 # usage: generate_cli_test.sh TERN_BINARY FIXTURES_DIR [EMULATOR...]
 set -uo pipefail
 tern_bin=$1
@@ -52,6 +52,17 @@ out=$(tern generate -m "$work/gpt2.tern" --ids "16 41" --max-new-tokens 12 --top
 check "top-k 1 is greedy" test "$out" == "$second"
 out=$(tern generate -m "$work/gpt2.i8.tern" --ids "25 33 29 30 34" --max-new-tokens 12 --ignore-eos)
 check "the int8 model generates 12 tokens" test "$(wc -w <<<"$out")" -eq 12
+
+# LLaMA (--arch llama: rotary, RMSNorm, SwiGLU): PyTorch's greedy continuations
+# (tools/fixtures/make_llama_fixture.py); the first prompt stops at EOS after 9 tokens.
+llama=$fixtures/checkpoints/llama
+tern convert "$llama/model.safetensors" --arch llama -o "$work/llama.tern" --quiet
+check "convert --arch llama writes a model" test -s "$work/llama.tern"
+out=$(printf '1 34 38 21 33 46\n1 23\n' | tern generate -m "$work/llama.tern" --max-new-tokens 12)
+check "llama: PyTorch's greedy continuations" \
+  test "$out" == "12 41 16 22 24 34 19 41 35"$'\n'"5 5 25 5 28 5 5 5 5 18 20 41"
+out=$(tern generate -m "$work/llama.tern" --ids "1 16 45 5" --max-new-tokens 12 --backend reference)
+check "llama: the reference backend too" test "$out" == "22 41 22 5 25 20 41 22 22 22 4 47"
 
 expect_error() {  # expect_error NAME PATTERN COMMAND...
   local name=$1 pattern=$2

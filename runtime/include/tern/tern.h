@@ -6,12 +6,15 @@
  *                 number of sessions on any threads.
  *   tern_session  one translation context over a caller-provided arena. Use from one thread at
  *                 a time; give each thread its own session (and arena).
+ *   tern_generator the same for a decoder-only language model (GPT-2, LLaMA): continues token-id
+ *                 prompts (greedy or sampled). Same threading rules as a session.
  *
  * Memory
  *   tern_required_arena_bytes() tells how many bytes a session needs for the given limits
  *   (a pure function of model + limits). tern_session_create() plans everything inside that
  *   arena; the handle itself is the only heap allocation it makes. After it,
- *   tern_translate_ids() never allocates. The text path (tern_translate_text) tokenizes with
+ *   tern_translate_ids() never allocates, nor does tern_generate_ids() after
+ *   tern_generator_create(). The text path (tern_translate_text) tokenizes with
  *   SentencePiece, which allocates, then runs the same allocation-free translation.
  *
  * Errors
@@ -55,6 +58,7 @@ typedef enum tern_status {
 
 typedef struct tern_model tern_model;
 typedef struct tern_session tern_session;
+typedef struct tern_generator tern_generator;
 
 typedef enum tern_backend {
   TERN_BACKEND_AUTO = 0,      /* XNNPACK when the build has it, else reference */
@@ -90,6 +94,20 @@ typedef struct tern_translate_options {
   void* user;
 } tern_translate_options;
 
+/* Generation with a decoder-only model. Start from tern_default_generate_options(). */
+typedef struct tern_generate_options {
+  int32_t max_new_tokens;       /* new tokens per prompt, EOS included when generated; 0: until the
+                                   output capacity or the generator's max_target_length */
+  float temperature;            /* 0 (default): greedy, the lowest id on ties */
+  int32_t top_k;                /* 0 (default): off */
+  float top_p;                  /* 1 (default): off; in (0, 1] */
+  uint64_t seed;                /* PCG32 seed: the same ids on every platform. Prompt b of a batch
+                                   draws from stream b, so row 0 of a batch equals the prompt alone */
+  int32_t stop_at_eos;          /* nonzero (default): EOS ends a sequence and is not returned */
+  tern_token_callback on_token; /* optional: (user, sequence, step, token) per new token; 0 cancels */
+  void* user;
+} tern_generate_options;
+
 TERN_API const char* tern_version(void);
 TERN_API const char* tern_status_string(tern_status status);
 /* Message of the calling thread's most recent failed call ("" if none). */
@@ -97,6 +115,7 @@ TERN_API const char* tern_last_error(void);
 
 TERN_API tern_limits tern_default_limits(void);
 TERN_API tern_translate_options tern_default_translate_options(void);
+TERN_API tern_generate_options tern_default_generate_options(void);
 
 /* data must stay valid and unchanged until tern_model_free; at least 16-byte aligned. */
 TERN_API tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out);
@@ -129,6 +148,37 @@ TERN_API tern_status tern_translate_ids_batch(tern_session* session, const int32
  * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file. */
 TERN_API tern_status tern_translate_text(tern_session* session, const char* text,
                                 const tern_translate_options* options, char* out, size_t out_capacity);
+
+/* Generation (decoder-only models; a translation model gives TERN_FAILED_PRECONDITION, as does
+ * a decoder-only model given to tern_session_create). The limits mean:
+ *   max_batch          prompts generated together (tern_generate_ids_batch)
+ *   max_source_length  the longest prompt
+ *   max_target_length  positions per sequence, prompt + new tokens (the K/V cache); at most the
+ *                      model's max_positions
+ *   beam_size          must be 1 */
+TERN_API tern_status tern_generator_required_arena_bytes(const tern_model* model, const tern_limits* limits,
+                                                size_t* out_bytes);
+/* arena: at least tern_generator_required_arena_bytes() bytes, valid until tern_generator_free.
+ * The model must outlive the generator. */
+TERN_API tern_status tern_generator_create(const tern_model* model, const tern_limits* limits, void* arena,
+                                  size_t arena_bytes, tern_generator** out);
+TERN_API void tern_generator_free(tern_generator* generator);
+
+/* Continues one prompt (1 to max_source_length ids). Writes the new tokens (without the prompt,
+ * without EOS) to out, at most out_capacity of them, and their count to *out_length. options may
+ * be NULL (the defaults: greedy until out_capacity or the generator is full). */
+TERN_API tern_status tern_generate_ids(tern_generator* generator, const int32_t* prompt, size_t prompt_length,
+                              const tern_generate_options* options, int32_t* out, size_t out_capacity,
+                              size_t* out_length);
+
+/* A batch: prompt b is prompts[b * prompt_stride + i], i < prompt_lengths[b]; its new tokens go
+ * to out[b * out_stride ...], their count to out_lengths[b]. out_stride must hold the most tokens
+ * a sequence may get: max_new_tokens, or max_target_length minus the shortest prompt when that
+ * is smaller (or max_new_tokens is 0). */
+TERN_API tern_status tern_generate_ids_batch(tern_generator* generator, const int32_t* prompts, size_t prompt_stride,
+                                    const int32_t* prompt_lengths, int32_t batch,
+                                    const tern_generate_options* options, int32_t* out, size_t out_stride,
+                                    int32_t* out_lengths);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,8 @@
 // kernels and on XNNPACK: a prompt prefilled at once equals the same tokens one step at a time;
 // a batch of prompts of different lengths equals each prompt alone; the arena is what
 // RequiredArenaBytes says; the config checks name their field; generation stops where it should
-// and samples reproducibly.
+// and samples reproducibly. The same for LLaMA-style layers (rotary positions, RMSNorm, SwiGLU)
+// and for a model without positions.
 #include <catch2/catch_test_macros.hpp>
 #include <algorithm>
 #include <cmath>
@@ -268,8 +269,10 @@ TEST_CASE("decoder-only configs have no encoder fields; sessions and generators 
   c.eos_id = 40;
   CHECK(load_error(c).find("eos_id = 40") != std::string::npos);
   c = GptConfig();
-  c.position = PositionKind::kRotary;
-  CHECK(load_error(c).find("learned or sinusoidal") != std::string::npos);
+  c.position = PositionKind::kRelative;
+  CHECK(load_error(c) ==
+        "config.position = relative: decoder-only models support learned, sinusoidal, rotary or no positions, not "
+        "relative ones (yet)");
   CHECK(load_error(GptConfig()).empty());
 
   testing::AlignedBytes lm_bytes = testing::RandomModelBytes(GptConfig(), 1);
@@ -285,6 +288,118 @@ TEST_CASE("decoder-only configs have no encoder fields; sessions and generators 
   CHECK(!Generator::RequiredArenaBytes(mt.value(), limits).ok());
   limits.beam_size = 2;
   CHECK(Generator::RequiredArenaBytes(lm.value(), limits).status().code() == StatusCode::kNotSupported);
+}
+
+// LLaMA-style: rotary positions (all of d_head, or a part), RMSNorm, SwiGLU, untied output; and a
+// model without any positions. Rotary positions enter q and k at each token's own position, so
+// the checks above (prefill == steps, batch == alone, backends agree) are what tests them.
+ModelConfig LlamaLikeConfig() {
+  ModelConfig c = GptConfig();
+  c.position = PositionKind::kRotary;
+  c.rotary_base = 100.0f;
+  c.norm_kind = ref::NormKind::kRMSNorm;
+  c.layer_norm_eps = 1e-6f;
+  c.activation = ref::Activation::kSwiGLU;
+  c.tied_output = false;
+  return c;
+}
+
+struct Variant {
+  const char* name;
+  ModelConfig config;
+};
+
+std::vector<Variant> LlamaVariants() {
+  ModelConfig partial = LlamaLikeConfig();
+  partial.rotary_dim = 4;  // 4 of 8 dimensions per head rotate
+  ModelConfig none = LlamaLikeConfig();
+  none.position = PositionKind::kNone;
+  return {{"rotary + RMSNorm + SwiGLU", LlamaLikeConfig()}, {"partial rotary", partial}, {"no positions", none}};
+}
+
+// Logits after prefilling kPrompt, then after one more token.
+std::vector<float> PrefillThenStep(Lm* lm) {
+  DecoderOnly& m = lm->generator.decoder_only();
+  const int32_t n = static_cast<int32_t>(kPrompt.size());
+  const float* logits = nullptr;
+  REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
+  std::vector<float> all(logits, logits + m.vocab_size());
+  const int32_t next = 11;
+  REQUIRE(m.DecodeStep(&next, &logits).ok());
+  all.insert(all.end(), logits, logits + m.vocab_size());
+  return all;
+}
+
+TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, backends agree", "[decoder_only]") {
+  const std::vector<std::vector<int32_t>> prompts = {{3, 17, 5, 22, 9}, {8}, {12, 4, 33}};
+  for (const Variant& v : LlamaVariants()) {
+    INFO(v.name);
+    std::vector<std::vector<float>> per_backend;
+    for (Backend backend : Backends()) {
+      INFO("backend " << static_cast<int>(backend));
+      Lm lm;
+      Prepare(&lm, v.config, backend, 3);
+      INFO(lm.generator.backend_report());
+      DecoderOnly& m = lm.generator.decoder_only();
+      const int32_t vocab = m.vocab_size();
+      // A whole prompt at once equals the same tokens one step at a time.
+      const int32_t n = static_cast<int32_t>(kPrompt.size());
+      const float* logits = nullptr;
+      REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
+      const std::vector<float> whole(logits, logits + vocab);
+      const int32_t one = 1;
+      REQUIRE(m.Prefill(kPrompt.data(), 1, &one, 1, &logits).ok());
+      for (int32_t i = 1; i < n; ++i) REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
+      CHECK(MaxAbsDiff(whole.data(), logits, vocab) <= 1e-5f);
+      per_backend.push_back(PrefillThenStep(&lm));
+
+      // A batch of prompts of different lengths (rows at different positions every step)
+      // equals each prompt alone.
+      GenerationOptions options;
+      options.max_new_tokens = 10;
+      options.stop_at_eos = false;
+      std::vector<int32_t> ids(3 * 5, -1), lengths = {5, 1, 3};
+      for (size_t b = 0; b < 3; ++b) std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
+      std::vector<int32_t> out(3 * 10), out_lengths(3);
+      REQUIRE(lm.generator.Generate(ids.data(), 5, lengths.data(), 3, options, out.data(), 10, out_lengths.data()).ok());
+      for (size_t b = 0; b < 3; ++b) {
+        INFO("prompt " << b);
+        std::vector<int32_t> alone(10);
+        size_t length = 0;
+        REQUIRE(lm.generator.Generate(Span<const int32_t>(prompts[b].data(), prompts[b].size()),
+                                      Span<int32_t>(alone.data(), 10), &length, options).ok());
+        REQUIRE(length == 10);
+        CHECK(std::vector<int32_t>(out.begin() + 10 * b, out.begin() + 10 * b + 10) == alone);
+      }
+    }
+    if (per_backend.size() == 2) {
+      CHECK(MaxAbsDiff(per_backend[0].data(), per_backend[1].data(), static_cast<int64_t>(per_backend[0].size())) <=
+            1e-4f);
+    }
+  }
+}
+
+TEST_CASE("decoder-only LLaMA-style: rotary positions change the logits; quantized models run", "[decoder_only]") {
+  // The same weights (same layout, same seed) with and without rotation: positions must matter.
+  Lm rotary, none;
+  Prepare(&rotary, LlamaVariants()[0].config, Backend::kReference);
+  Prepare(&none, LlamaVariants()[2].config, Backend::kReference);
+  const std::vector<float> a = PrefillThenStep(&rotary), b = PrefillThenStep(&none);
+  CHECK(MaxAbsDiff(a.data(), b.data(), static_cast<int64_t>(a.size())) > 1e-3f);
+  for (Backend backend : Backends()) {
+    for (DType dtype : {DType::kF16, DType::kI8, DType::kI4}) {
+      INFO(DTypeName(dtype));
+      Lm lm;
+      Prepare(&lm, LlamaLikeConfig(), backend, 2, 40, 16, dtype);
+      std::vector<int32_t> out(8);
+      size_t length = 0;
+      GenerationOptions options;
+      options.stop_at_eos = false;
+      REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 8),
+                                    &length, options).ok());
+      CHECK(length == 8);
+    }
+  }
 }
 
 }  // namespace

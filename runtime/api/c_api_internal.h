@@ -1,0 +1,32 @@
+// What the C API's translation part (c_api.cc) and generation part (c_generate.cc) share: the
+// model handle, the thread's last error, and the C -> C++ conversions. Internal to libtern.
+#pragma once
+
+#include "platforms/posix/mapped_file.h"
+#include "tern/tern.h"
+#include "tern/tern.hpp"
+
+struct tern_model {
+  tern::posix::MappedFile file;  // empty when loaded from memory
+  tern::Model model;
+};
+
+namespace tern::capi {
+
+// The calling thread's last failure message (tern_last_error).
+const char* LastError();
+// Records a failure's message as the calling thread's last error; returns its code.
+tern_status Report(const Status& status);
+tern_status Fail(StatusCode code, const char* message);
+
+Limits ToLimits(const tern_limits* limits);
+
+// C callbacks return int; the C++ one returns bool. The C function pointer travels in the
+// user slot through Trampoline.
+struct CallbackBridge {
+  tern_token_callback callback;
+  void* user;
+};
+bool Trampoline(void* user, int32_t sentence, int32_t step, int32_t token);
+
+}  // namespace tern::capi

@@ -1,0 +1,439 @@
+// --arch llama: the fixture (tests/fixtures/checkpoints/llama, made by
+// tools/fixtures/make_llama_fixture.py with tools/model/llama_torch.py) converts, and the
+// decoder-only runtime with rotary positions, RMSNorm and SwiGLU matches its PyTorch logits
+// within 1e-4 at every step (prompt prefilled, then one teacher-forced token per step) with
+// identical greedy continuations, alone and as a batch of prompts of different lengths, on the
+// reference kernels and on XNNPACK; int8 and int4 load and generate; the config maps as
+// documented; every refused config field has its exact message.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+
+#include "converter/convert.h"
+#include "converter/readers/checkpoint.h"
+#include "tests/converter/architecture_fixture.h"
+#include "tests/converter/checkpoint_files.h"
+
+namespace tern::convert {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+using testing::CheckpointFixture;
+
+// The same keys as the GPT-2 fixture's expected.safetensors.
+struct LmExpected {
+  int64_t batch = 0, prompt_stride = 0, max_new = 0, seq = 0, vocab = 0;
+  std::vector<int32_t> prompts, prompt_lengths, greedy, greedy_lengths;
+  std::vector<float> logits;  // [batch, seq, vocab] over prompt + greedy continuation
+
+  // Sequence b alone, as a batch of one.
+  LmExpected Row(int64_t b) const {
+    LmExpected e = *this;
+    e.batch = 1;
+    e.prompts.assign(prompts.begin() + b * prompt_stride,
+                     prompts.begin() + (b + 1) * prompt_stride);
+    e.prompt_lengths = {prompt_lengths[b]};
+    e.greedy.assign(greedy.begin() + b * max_new, greedy.begin() + (b + 1) * max_new);
+    e.greedy_lengths = {greedy_lengths[b]};
+    e.logits.assign(logits.begin() + b * seq * vocab, logits.begin() + (b + 1) * seq * vocab);
+    return e;
+  }
+};
+
+LmExpected LoadExpected() {
+  const SafetensorsFile f = SafetensorsFile::Read(CheckpointFixture("llama/expected.safetensors"));
+  auto ints = [&](const std::string& name) {
+    std::vector<int32_t> out;
+    for (int64_t v : f.Ints(name)) out.push_back(static_cast<int32_t>(v));
+    return out;
+  };
+  LmExpected e;
+  e.prompts = ints("prompt_ids");
+  e.prompt_lengths = ints("prompt_lengths");
+  e.greedy = ints("greedy_ids");
+  e.greedy_lengths = ints("greedy_lengths");
+  e.logits = f.Float("logits").values;
+  e.batch = f.entries().at("prompt_ids").shape[0];
+  e.prompt_stride = f.entries().at("prompt_ids").shape[1];
+  e.max_new = f.entries().at("greedy_ids").shape[1];
+  e.seq = f.entries().at("logits").shape[1];
+  e.vocab = f.entries().at("logits").shape[2];
+  return e;
+}
+
+ConvertOptions Llama(DType dtype = DType::kF32) {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("llama/model.safetensors");
+  o.arch = "llama";
+  o.dtype = dtype;
+  return o;
+}
+
+std::vector<Backend> Backends() {
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  return {Backend::kReference, Backend::kXnnpack};
+#else
+  return {Backend::kReference};
+#endif
+}
+
+struct Prepared {
+  testing::AlignedBytes bytes;
+  Model model;
+  std::vector<uint8_t> arena;
+  Generator generator;
+};
+
+void Prepare(Prepared* p, const ConvertOptions& options, Backend backend, int32_t batch,
+             const LmExpected& e) {
+  p->bytes = testing::AlignedBytes(SerializeModel(BuildContents(options)));
+  auto model = Model::Load(p->bytes.data(), p->bytes.size());
+  INFO(model.status().message());
+  REQUIRE(model.ok());
+  p->model = model.value();
+  Limits limits;
+  limits.backend = backend;
+  limits.max_batch = batch;
+  limits.max_source_length = static_cast<int32_t>(e.prompt_stride);
+  limits.max_target_length = static_cast<int32_t>(e.seq);
+  auto need = Generator::RequiredArenaBytes(p->model, limits);
+  INFO(need.status().message());
+  REQUIRE(need.ok());
+  p->arena.assign(need.value(), 0xCD);
+  const Status s = p->generator.Prepare(p->model, limits, p->arena.data(), p->arena.size());
+  INFO(s.message());
+  REQUIRE(s.ok());
+  REQUIRE(p->generator.backend() == backend);
+}
+
+// Largest |logit - expected| at every position of prompt + greedy continuation of every sequence,
+// run as one batch: prefill, then teacher-forced steps (a finished sequence is kFinished).
+float LogitError(DecoderOnly& m, const LmExpected& e) {
+  float worst = 0.0f;
+  auto compare = [&](const float* logits, int64_t b, int64_t position) {
+    for (int64_t v = 0; v < e.vocab; ++v) {
+      worst = std::max(worst, std::fabs(logits[b * e.vocab + v] -
+                                        e.logits[(b * e.seq + position) * e.vocab + v]));
+    }
+  };
+  const float* logits = nullptr;
+  REQUIRE(m.Prefill(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
+                    static_cast<int32_t>(e.batch), &logits)
+              .ok());
+  for (int64_t b = 0; b < e.batch; ++b) compare(logits, b, e.prompt_lengths[b] - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(e.batch));
+  for (int64_t step = 0; step < e.max_new; ++step) {
+    bool any = false;
+    for (int64_t b = 0; b < e.batch; ++b) {
+      tokens[b] =
+          step < e.greedy_lengths[b] ? e.greedy[b * e.max_new + step] : DecoderOnly::kFinished;
+      any = any || tokens[b] != DecoderOnly::kFinished;
+    }
+    if (!any) break;
+    const Status s = m.DecodeStep(tokens.data(), &logits);
+    INFO(s.message());
+    REQUIRE(s.ok());
+    for (int64_t b = 0; b < e.batch; ++b) {
+      if (tokens[b] != DecoderOnly::kFinished) compare(logits, b, e.prompt_lengths[b] + step);
+    }
+  }
+  return worst;
+}
+
+std::vector<int32_t> Expected(const LmExpected& e, int64_t b) {
+  return std::vector<int32_t>(e.greedy.begin() + b * e.max_new,
+                              e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]);
+}
+
+TEST_CASE("LLaMA matches its PyTorch forward at every step, alone and batched, both backends",
+          "[architectures][llama]") {
+  const LmExpected e = LoadExpected();
+  REQUIRE(e.batch == 3);
+  // The prompts really differ in length (the batch mixes positions at every step).
+  CHECK(e.prompt_lengths[0] != e.prompt_lengths[1]);
+  for (Backend backend : Backends()) {
+    Prepared p;
+    Prepare(&p, Llama(), backend, static_cast<int32_t>(e.batch), e);
+    INFO(p.generator.backend_report());
+    DecoderOnly& m = p.generator.decoder_only();
+    CHECK(LogitError(m, e) <= 1e-4f);
+    for (int64_t b = 0; b < e.batch; ++b) {
+      INFO("prompt " << b << " alone");
+      CHECK(LogitError(m, e.Row(b)) <= 1e-4f);
+    }
+    // Greedy continuations: each prompt alone, then the whole batch at once.
+    GenerationOptions options;
+    options.max_new_tokens = static_cast<int32_t>(e.max_new);
+    std::vector<int32_t> out(static_cast<size_t>(e.batch * e.max_new)),
+        lengths(static_cast<size_t>(e.batch));
+    for (int64_t b = 0; b < e.batch; ++b) {
+      size_t n = 0;
+      REQUIRE(p.generator
+                  .Generate(Span<const int32_t>(e.prompts.data() + b * e.prompt_stride,
+                                                static_cast<size_t>(e.prompt_lengths[b])),
+                            Span<int32_t>(out.data(), static_cast<size_t>(e.max_new)), &n, options)
+                  .ok());
+      CHECK(std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n)) ==
+            Expected(e, b));
+    }
+    REQUIRE(p.generator
+                .Generate(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
+                          static_cast<int32_t>(e.batch), options, out.data(), e.max_new,
+                          lengths.data())
+                .ok());
+    for (int64_t b = 0; b < e.batch; ++b) {
+      INFO("batch row " << b);
+      CHECK(std::vector<int32_t>(out.begin() + b * e.max_new,
+                                 out.begin() + b * e.max_new + lengths[b]) == Expected(e, b));
+    }
+  }
+}
+
+TEST_CASE("LLaMA int8 and int4 conversions load and generate", "[architectures][llama]") {
+  const LmExpected e = LoadExpected();
+  for (DType dtype : {DType::kI8, DType::kI4}) {
+    for (Backend backend : Backends()) {
+      INFO(DTypeName(dtype));
+      Prepared p;
+      Prepare(&p, Llama(dtype), backend, 1, e);
+      INFO(p.generator.backend_report());
+      const float error = LogitError(p.generator.decoder_only(), e.Row(0));
+      CHECK(error > 0.0f);  // really quantized
+      // Loose bounds: a sanity check on a tiny random model (int4 measured ~3.9, int8 ~0.3).
+      CHECK(error < (dtype == DType::kI8 ? 1.0f : 12.0f));
+      std::vector<int32_t> out(8);
+      size_t n = 0;
+      GenerationOptions options;
+      options.stop_at_eos = false;
+      options.sampling.temperature = 0.8f;
+      options.sampling.top_k = 10;
+      options.sampling.seed = 4;
+      REQUIRE(p.generator
+                  .Generate(Span<const int32_t>(e.prompts.data(),
+                                                static_cast<size_t>(e.prompt_lengths[0])),
+                            Span<int32_t>(out.data(), out.size()), &n, options)
+                  .ok());
+      CHECK(n == 8);
+    }
+  }
+}
+
+TEST_CASE("LLaMA config is mapped from config.json", "[architectures][llama]") {
+  const TernContents c = BuildContents(Llama());
+  CHECK(c.config.architecture == Architecture::kDecoderOnly);
+  CHECK(c.config.d_model == 32);
+  CHECK(c.config.heads == 4);
+  CHECK(c.config.decoder_layers == 2);
+  CHECK(c.config.encoder_layers == 0);
+  CHECK(c.config.d_ff == 64);
+  CHECK(c.config.activation == ref::Activation::kSwiGLU);
+  CHECK(c.config.norm_placement == NormPlacement::kPre);
+  CHECK(c.config.norm_kind == ref::NormKind::kRMSNorm);
+  CHECK(c.config.layer_norm_eps == 1e-6f);
+  CHECK(c.config.position == PositionKind::kRotary);
+  CHECK(c.config.rotary_dim == 0);
+  CHECK(c.config.rotary_base == 1000.0f);
+  CHECK(c.config.embedding_scale == 1.0f);
+  CHECK(!c.config.tied_output);
+  CHECK(!c.config.shared_embeddings);
+  CHECK(c.config.src_vocab_size == 0);
+  CHECK(c.config.tgt_vocab_size == 48);
+  CHECK(c.config.max_positions == 32);
+  CHECK(c.config.bos_id == 1);
+  CHECK(c.config.eos_id == 2);
+  CHECK(c.config.pad_id == 2);  // pad_token_id null: EOS
+  CHECK(c.config.unk_id == 0);
+  CHECK(c.config.decoder_start_id == 1);
+  std::vector<std::string> names;
+  for (const auto& t : c.tensors) names.push_back(t.name);
+  for (const char* name :
+       {"output_projection.weight", "decoder.layers.1.fc3.weight", "decoder.layer_norm.weight",
+        "decoder.layers.0.self_attn.out_proj.weight"}) {
+    INFO(name);
+    CHECK(std::find(names.begin(), names.end(), name) != names.end());
+  }
+  // No biases, no norm biases (RMSNorm), no position tables: 1 embedding + 1 output + 1 final
+  // norm + 9 per layer.
+  CHECK(names.size() == 3 + 9 * 2);
+}
+
+// The fixture's tensors as float32 safetensors (optionally without the "model." prefix), edited,
+// with an edited config.json.
+struct LlamaCopy {
+  testing::ScratchDir dir;
+  std::map<std::string, testing::RawTensor> tensors;
+  nlohmann::json config;
+
+  explicit LlamaCopy(bool strip_prefix = false) {
+    const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("llama/model.safetensors"));
+    for (const auto& kv : ckpt.tensors()) {
+      std::string name = kv.first;
+      if (strip_prefix && name.compare(0, 6, "model.") == 0) name = name.substr(6);
+      if (strip_prefix && name == "lm_head.weight") continue;  // LlamaModel has no LM head
+      const HostTensor t = ckpt.Float(kv.first);
+      tensors[name] = {"F32", t.shape, testing::Floats(t.values)};
+    }
+    config = nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("llama/config.json")));
+  }
+  std::string config_path() const { return dir / "config.json"; }
+  ConvertOptions Write() {
+    testing::WriteRawSafetensors(dir / "model.safetensors", tensors);
+    testing::WriteBytes(dir / "config.json", config.dump(2));
+    ConvertOptions o;
+    o.checkpoint = dir / "model.safetensors";
+    o.arch = "llama";
+    return o;
+  }
+};
+
+std::string ConvertError(const ConvertOptions& o) {
+  try {
+    BuildContents(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architectures][llama]") {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* message;  // after "<config.json path>: "
+  };
+  const Case cases[] = {
+      {"num_key_value_heads", 2,
+       "\"num_key_value_heads\" = 2 differs from \"num_attention_heads\" = 4: grouped-query "
+       "attention is not "
+       "supported (every head needs its own keys and values)"},
+      {"rope_scaling",
+       {{"type", "linear"}, {"factor", 2.0}},
+       "\"rope_scaling\" is {\"factor\":2.0,\"type\":\"linear\"}: scaled rotary positions are not "
+       "supported (only "
+       "plain RoPE with rope_theta)"},
+      {"attention_bias", true,
+       "\"attention_bias\" is true: LLaMA attention projections with biases are not supported"},
+      {"mlp_bias", true,
+       "\"mlp_bias\" is true: LLaMA MLP projections with biases are not supported"},
+      {"hidden_act", "gelu",
+       "\"hidden_act\" = \"gelu\" is not supported; LLaMA's MLP is SwiGLU, down(silu(gate(x)) * "
+       "up(x)), so it must "
+       "be \"silu\""},
+      {"model_type", "mistral", "\"model_type\" is \"mistral\", not \"llama\""},
+      {"num_attention_heads", 5,
+       "\"num_attention_heads\" = 5 does not divide \"hidden_size\" = 32"},
+      {"head_dim", 16,
+       "\"head_dim\" = 16 differs from hidden_size / num_attention_heads = 8 (heads are slices of "
+       "hidden_size in tern)"},
+      {"eos_token_id",
+       {2, 7},
+       "\"eos_token_id\" is a list [2,7]; tern's model file holds one id: write one in config.json "
+       "(or --config a "
+       "copy)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key);
+    LlamaCopy copy;
+    copy.config[c.key] = c.value;
+    if (std::string(c.key) == "num_attention_heads") copy.config["num_key_value_heads"] = 5;
+    const ConvertOptions o = copy.Write();
+    CHECK(ConvertError(o) == copy.config_path() + ": " + c.message);
+  }
+  {
+    LlamaCopy copy;
+    copy.config.erase("hidden_size");
+    const ConvertOptions o = copy.Write();
+    CHECK(ConvertError(o) == copy.config_path() + ": LLaMA config lacks \"hidden_size\"");
+  }
+  {
+    LlamaCopy copy;
+    copy.config["num_attention_heads"] = copy.config["num_key_value_heads"] = 32;  // d_head 1: odd
+    const ConvertOptions o = copy.Write();
+    CHECK(ConvertError(o) ==
+          copy.config_path() +
+              ": the head size hidden_size / num_attention_heads = 1 is odd; rotary positions "
+              "pair dimension i with i + head_size / 2");
+  }
+}
+
+TEST_CASE("LLaMA: rotary buffers are verified against rope_theta; tensors are named",
+          "[architectures][llama]") {
+  {
+    LlamaCopy copy;
+    copy.config["rope_theta"] = 10000.0;  // the buffers were made with 1000
+    const ConvertOptions o = copy.Write();
+    CHECK_THAT(
+        ConvertError(o),
+        ContainsSubstring(
+            "rotary buffer \"model.layers.0.self_attn.rotary_emb.inv_freq\" is not the frequency "
+            "table of config.json's rope_theta (index 1: 0.1778279 stored, 0.1 from rope_theta = "
+            "10000); fix rope_theta, or --skip-prefix the buffer to use the config's value"));
+  }
+  for (bool one_buffer : {false, true}) {
+    // Without the per-layer buffers (newer transformers save none, or one
+    // model.rotary_emb.inv_freq) the result is the same.
+    INFO("one model-level buffer: " << one_buffer);
+    LlamaCopy copy;
+    const testing::RawTensor buffer =
+        copy.tensors.at("model.layers.0.self_attn.rotary_emb.inv_freq");
+    for (auto it = copy.tensors.begin(); it != copy.tensors.end();) {
+      it = it->first.find("inv_freq") != std::string::npos ? copy.tensors.erase(it) : std::next(it);
+    }
+    if (one_buffer) copy.tensors["model.rotary_emb.inv_freq"] = buffer;
+    const TernContents a = BuildContents(copy.Write());
+    const TernContents b = BuildContents(Llama());
+    REQUIRE(a.tensors.size() == b.tensors.size());
+    for (size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].data == b.tensors[i].data);
+  }
+  {
+    LlamaCopy copy;
+    copy.tensors.erase("model.layers.1.mlp.up_proj.weight");
+    CHECK_THAT(
+        ConvertError(copy.Write()),
+        ContainsSubstring(
+            "\"model.layers.1.mlp.up_proj.weight\" (decoder.layers.1.fc3.weight) is missing"));
+  }
+  {
+    LlamaCopy copy;
+    copy.tensors["model.layers.0.self_attn.q_proj.bias"] = {
+        "F32", {32}, testing::Floats(std::vector<float>(32, 0.1f))};
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("unexpected tensor \"model.layers.0.self_attn.q_proj.bias\""));
+  }
+  {
+    LlamaCopy copy;
+    copy.config["num_hidden_layers"] = 3;
+    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"num_hidden_layers\": 3"));
+  }
+  {
+    // tie_word_embeddings: lm_head must equal the embedding; then it is dropped.
+    LlamaCopy copy;
+    copy.config["tie_word_embeddings"] = true;
+    CHECK_THAT(
+        ConvertError(copy.Write()),
+        ContainsSubstring("tensor \"lm_head.weight\" differs from \"model.embed_tokens.weight\""));
+    copy.tensors["lm_head.weight"] = copy.tensors["model.embed_tokens.weight"];
+    const TernContents c = BuildContents(copy.Write());
+    CHECK(c.config.tied_output);
+  }
+}
+
+TEST_CASE("LLaMA without the model. prefix (LlamaModel) and a tied head converts",
+          "[architectures][llama]") {
+  LlamaCopy copy(true);
+  copy.config["tie_word_embeddings"] = true;
+  const TernContents a = BuildContents(copy.Write());
+  const TernContents b = BuildContents(Llama());
+  CHECK(a.tensors.size() + 1 == b.tensors.size());  // no output_projection.weight
+  for (const auto& t : a.tensors) {
+    INFO(t.name);
+    const auto same = std::find_if(b.tensors.begin(), b.tensors.end(),
+                                   [&](const auto& u) { return u.name == t.name; });
+    REQUIRE(same != b.tensors.end());
+    CHECK(same->data == t.data);
+  }
+}
+
+}  // namespace
+}  // namespace tern::convert

@@ -1,0 +1,209 @@
+"""LLaMA (Touvron et al. 2023, "LLaMA: Open and Efficient Foundation Language Models") in plain
+PyTorch, written from the published definition (Meta's llama/model.py; the module and parameter
+names of Hugging Face transformers' modeling_llama.py, so a state_dict of this model has exactly
+the names of a LlamaForCausalLM checkpoint):
+
+  h_0 = E[tokens]                                            (model.embed_tokens, no scale)
+  layer: a = h + o_proj(attn(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))), n = input_layernorm(h)
+         h = a + down_proj(silu(gate_proj(m)) * up_proj(m)),    m = post_attention_layernorm(a)
+  logits = norm(h_L) W_lm^T                                  (lm_head, untied by default)
+
+RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, no bias, no mean.
+Every linear layer is nn.Linear without bias. Attention is causal, scaled by 1/sqrt(d_head).
+
+Rotary positions (RoPE, Su et al. 2021) in the "rotate_half" form of transformers:
+inv_freq_i = theta^(-2i/d_head), i < d_head/2; the angle of position p is p * inv_freq_i for
+dimension i AND dimension i + d_head/2 (cos/sin tables are cat(freqs, freqs)), and
+  rope(x) = x * cos + rotate_half(x) * sin,  rotate_half(x) = cat(-x[d/2:], x[:d/2]),
+i.e. dimension i is rotated together with dimension i + d_head/2.
+
+Meta's original code rotates adjacent pairs (2i, 2i+1) as complex numbers instead
+(`apply_rotary_emb` with `torch.view_as_complex`). transformers' convert_llama_weights_to_hf.py
+reorders the rows of every q_proj / k_proj weight (`permute`) so that its rotate_half form
+computes exactly the same attention: a Hugging Face checkpoint's q/k weights are stored in the
+rotate_half layout, which is tern's rotary pairing. `meta_attention_scores` and `permute` below
+let tools/fixtures/make_llama_fixture.py check that equivalence numerically.
+
+In older transformers versions every attention layer carried a persistent buffer
+`model.layers.N.self_attn.rotary_emb.inv_freq` in its state_dict (newer ones keep one
+non-persistent `model.rotary_emb.inv_freq`); this model saves the per-layer buffer so the
+converter's handling of it is tested.
+
+The transformers package is not used (nor installed here).
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    def __init__(self, dim, base):
+        super().__init__()
+        # float32 as transformers computes it (the buffer a checkpoint may carry).
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq)
+        self.dim, self.base = dim, base
+
+    def forward(self, positions, dtype):
+        # The angles in float64 from the exact frequencies, so the reference is not limited by
+        # float32 angle rounding at large positions.
+        inv = 1.0 / (float(self.base) ** (torch.arange(0, self.dim, 2, dtype=torch.float64) / self.dim))
+        freqs = positions.to(torch.float64)[:, None] * inv[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    """q, k [B, H, T, dh]; cos, sin [T, dh]."""
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg["hidden_size"]
+        self.heads = cfg["num_attention_heads"]
+        self.dh = d // self.heads
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, d, bias=False)
+        self.v_proj = nn.Linear(d, d, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (p(x).view(B, T, self.heads, self.dh).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        cos, sin = self.rotary_emb(torch.arange(T), x.dtype)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        w = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        w = w.masked_fill(mask, float("-inf"))
+        a = torch.softmax(w, dim=-1) @ v
+        return self.o_proj(a.transpose(1, 2).reshape(B, T, C))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d, ff = cfg["hidden_size"], cfg["intermediate_size"]
+        self.gate_proj = nn.Linear(d, ff, bias=False)
+        self.up_proj = nn.Linear(d, ff, bias=False)
+        self.down_proj = nn.Linear(ff, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
+        self.self_attn = LlamaAttention(cfg)
+        self.mlp = LlamaMLP(cfg)
+        self.input_layernorm = LlamaRMSNorm(d, eps)
+        self.post_attention_layernorm = LlamaRMSNorm(d, eps)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.input_layernorm(x))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg["num_hidden_layers"]))
+        self.norm = LlamaRMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+
+    def forward(self, ids):
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.model = LlamaModel(cfg)
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        if cfg.get("tie_word_embeddings", False):
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, ids):
+        """ids [B, T] -> logits [B, T, V]."""
+        return self.lm_head(self.model(ids))
+
+
+# --- Meta's layout, for the rotate_half equivalence check --------------------------------------
+
+def permute(w, n_heads):
+    """transformers' convert_llama_weights_to_hf.py: Meta's q/k weight [d, d] (rows of each head
+    in interleaved pairs) -> the rotate_half layout of a Hugging Face checkpoint."""
+    dim1, dim2 = w.shape
+    return w.view(n_heads, dim1 // n_heads // 2, 2, dim2).transpose(1, 2).reshape(dim1, dim2)
+
+
+def meta_attention_scores(x, wq, wk, n_heads, theta):
+    """Meta's llama/model.py attention scores q.k/sqrt(dh) [H, T, T] of x [T, d] with Meta-layout
+    weights: RoPE on adjacent pairs (2i, 2i+1) as complex numbers (precompute_freqs_cis,
+    apply_rotary_emb). No mask, no softmax: the scores are what the rotation changes."""
+    T, d = x.shape
+    dh = d // n_heads
+    freqs = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), freqs)
+    cis = torch.polar(torch.ones_like(angles), angles)  # [T, dh/2]
+    q = (x @ wq.T).view(T, n_heads, dh // 2, 2)
+    k = (x @ wk.T).view(T, n_heads, dh // 2, 2)
+    q = torch.view_as_real(torch.view_as_complex(q.contiguous()) * cis[:, None, :]).reshape(T, n_heads, dh)
+    k = torch.view_as_real(torch.view_as_complex(k.contiguous()) * cis[:, None, :]).reshape(T, n_heads, dh)
+    return torch.einsum("thd,shd->hts", q, k) / math.sqrt(dh)
+
+
+def hf_attention_scores(x, wq, wk, n_heads, theta):
+    """The same scores with Hugging Face (rotate_half) weights and rotation."""
+    T, d = x.shape
+    dh = d // n_heads
+    rot = LlamaRotaryEmbedding(dh, theta)
+    cos, sin = rot(torch.arange(T), x.dtype)
+    q = (x @ wq.T).view(T, n_heads, dh).transpose(0, 1)
+    k = (x @ wk.T).view(T, n_heads, dh).transpose(0, 1)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    return (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+
+
+def greedy(model, prompt, max_new, eos):
+    """Greedy continuation of one prompt (list of ids): argmax, lowest id on ties; stops after
+    EOS (not included). Returns (ids, smallest top-1 minus top-2 logit gap along the way)."""
+    toks, out, margin = list(prompt), [], float("inf")
+    with torch.no_grad():
+        for _ in range(max_new):
+            lg = model(torch.tensor([toks]))[0, -1]
+            top = torch.topk(lg, 2).values
+            margin = min(margin, float(top[0] - top[1]))
+            t = int(torch.nonzero(lg == lg.max())[0])
+            if t == eos:
+                break
+            out.append(t)
+            toks.append(t)
+    return out, margin
