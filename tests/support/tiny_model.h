@@ -17,6 +17,17 @@ class AlignedBytes {
  public:
   AlignedBytes() = default;
   explicit AlignedBytes(const std::vector<uint8_t>& bytes);
+  // A copy aligns its own buffer (copying shift_ along with the bytes would be right only when
+  // the new buffer happens to sit at the same offset from 64, as on x86-64's glibc, not on
+  // armv7's). Moves keep the buffer, so the shift stays right.
+  AlignedBytes(const AlignedBytes& other)
+      : AlignedBytes(std::vector<uint8_t>(other.data(), other.data() + other.size())) {}
+  AlignedBytes& operator=(const AlignedBytes& other) {
+    if (this != &other) *this = AlignedBytes(other);
+    return *this;
+  }
+  AlignedBytes(AlignedBytes&&) = default;
+  AlignedBytes& operator=(AlignedBytes&&) = default;
   uint8_t* data() { return storage_.data() + shift_; }
   const uint8_t* data() const { return storage_.data() + shift_; }
   size_t size() const { return size_; }
