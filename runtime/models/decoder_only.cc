@@ -1,12 +1,12 @@
 #include "runtime/models/decoder_only.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "runtime/decoding/sampling.h"
 #include "runtime/kernels/ops.h"
+#include "runtime/models/weight_resolver.h"
 #include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
@@ -28,81 +28,20 @@ namespace {
 // Lifetimes: everything lives from Prepare on; XNNPACK's prepare-time scratch only in Prepare.
 enum Phase : int { kPrepare = 0, kRun = 1 };
 
-void FormatName(char* buf, size_t size, const char* format, ...) __attribute__((format(printf, 3, 4)));
-void FormatName(char* buf, size_t size, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, size, format, args);
-  va_end(args);
-}
-
 // Canonical names (docs/CONVENTIONS.md, decoder-only) -> views into the model file.
-class Resolver {
+class Resolver : public WeightResolver {
  public:
-  explicit Resolver(const Model& model) : model_(model), c_(model.config()) {}
-
-  Status Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) {
-    TensorInfo info;
-    const int64_t dims[2] = {rows, cols};
-    TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-    if (info.dtype == DType::kI32) {
-      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4",
-                           name);
-    }
-    *out = info.AsWeight();
-    return Status::Ok();
-  }
-
-  Status Vector(const char* name, int64_t size, bool required, const float** out) {
-    if (!required && !model_.Find(name, nullptr)) {
-      *out = nullptr;
-      return Status::Ok();
-    }
-    TensorInfo info;
-    TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
-    if (info.dtype != DType::kF32) {
-      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; biases and norms must be f32",
-                           name, DTypeName(info.dtype));
-    }
-    *out = static_cast<const float*>(info.data);
-    return Status::Ok();
-  }
-
-  Status Linear(const char* prefix, int64_t out_features, int64_t in_features, LinearWeights* w) {
-    char buf[kNameSize];
-    FormatName(buf, sizeof buf, "%s.weight", prefix);
-    TERN_RETURN_IF_ERROR(Matrix(buf, out_features, in_features, &w->weight));
-    FormatName(buf, sizeof buf, "%s.bias", prefix);
-    return Vector(buf, out_features, false, &w->bias);
-  }
-
-  Status Norm(const char* prefix, NormWeights* n) {
-    char buf[kNameSize];
-    FormatName(buf, sizeof buf, "%s.weight", prefix);
-    TERN_RETURN_IF_ERROR(Vector(buf, c_.d_model, true, &n->gamma));
-    FormatName(buf, sizeof buf, "%s.bias", prefix);
-    return Vector(buf, c_.d_model, c_.norm_kind != ref::NormKind::kRMSNorm, &n->beta);
-  }
+  explicit Resolver(const Model& model) : WeightResolver(model), c_(model.config()) {}
 
   Status Layer(int i, DecoderOnlyLayerWeights* w) {
-    char buf[kNameSize];
-    const char* parts[] = {"q_proj", "k_proj", "v_proj", "out_proj"};
-    LinearWeights* targets[] = {&w->self_attn.q, &w->self_attn.k, &w->self_attn.v, &w->self_attn.out};
-    for (int p = 0; p < 4; ++p) {
-      FormatName(buf, sizeof buf, "decoder.layers.%d.self_attn.%s", i, parts[p]);
-      TERN_RETURN_IF_ERROR(Linear(buf, c_.d_model, c_.d_model, targets[p]));
-    }
-    FormatName(buf, sizeof buf, "decoder.layers.%d.self_attn_layer_norm", i);
+    char layer[kNameSize], buf[kNameSize];
+    FormatName(layer, sizeof layer, "decoder.layers.%d", i);
+    FormatName(buf, sizeof buf, "%s.self_attn", layer);
+    TERN_RETURN_IF_ERROR(Attention(buf, true, &w->self_attn));
+    FormatName(buf, sizeof buf, "%s.self_attn_layer_norm", layer);
     TERN_RETURN_IF_ERROR(Norm(buf, &w->self_attn_norm));
-    FormatName(buf, sizeof buf, "decoder.layers.%d.fc1", i);
-    TERN_RETURN_IF_ERROR(Linear(buf, c_.d_ff, c_.d_model, &w->ffn.fc1));
-    FormatName(buf, sizeof buf, "decoder.layers.%d.fc2", i);
-    TERN_RETURN_IF_ERROR(Linear(buf, c_.d_model, c_.d_ff, &w->ffn.fc2));
-    if (c_.activation == ref::Activation::kSwiGLU) {  // LLaMA's up projection W3
-      FormatName(buf, sizeof buf, "decoder.layers.%d.fc3", i);
-      TERN_RETURN_IF_ERROR(Linear(buf, c_.d_ff, c_.d_model, &w->ffn.fc3));
-    }
-    FormatName(buf, sizeof buf, "decoder.layers.%d.final_layer_norm", i);
+    TERN_RETURN_IF_ERROR(FeedForward(layer, &w->ffn));  // fc1, fc2 and SwiGLU's fc3
+    FormatName(buf, sizeof buf, "%s.final_layer_norm", layer);
     return Norm(buf, &w->ffn_norm);
   }
 
@@ -122,8 +61,6 @@ class Resolver {
   }
 
  private:
-  static constexpr size_t kNameSize = 128;
-  const Model& model_;
   const ModelConfig& c_;
 };
 

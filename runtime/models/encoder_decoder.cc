@@ -1,6 +1,5 @@
 #include "runtime/models/encoder_decoder.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -9,6 +8,7 @@
 #include "runtime/kernels/ops.h"
 #include "runtime/models/architectures.h"
 #include "runtime/models/decoder_only.h"
+#include "runtime/models/weight_resolver.h"
 #include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
@@ -32,16 +32,6 @@ namespace {
 // bytes with the activations.
 enum Phase : int { kPrepare = 0, kEncoder = 1, kCrossKeysValues = 2, kDecoder = 3 };
 
-// Tensor names are bounded (layer indices < 1024): vsnprintf through one helper keeps gcc's
-// truncation analysis, which cannot see that bound, quiet.
-void FormatName(char* buf, size_t size, const char* format, ...) __attribute__((format(printf, 3, 4)));
-void FormatName(char* buf, size_t size, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, size, format, args);
-  va_end(args);
-}
-
 // Position parameters of the whole model (per-layer Shaw tables live in AttentionWeights).
 struct PositionWeights {
   WeightView encoder_learned, decoder_learned;  // learned: [max_positions, d_model]
@@ -49,91 +39,10 @@ struct PositionWeights {
   const float* decoder_t5 = nullptr;
 };
 
-class WeightResolver {
+// The encoder-decoder's layout on top of the shared checks (runtime/models/weight_resolver.h).
+class Resolver : public WeightResolver {
  public:
-  explicit WeightResolver(const Model& model) : model_(model), d_(model.config().d_model) {}
-
-  Status Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) {
-    TensorInfo info;
-    const int64_t dims[2] = {rows, cols};
-    TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-    if (info.dtype == DType::kI32) {
-      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4",
-                           name);
-    }
-    *out = info.AsWeight();
-    return Status::Ok();
-  }
-
-  Status Vector(const char* name, int64_t size, bool required, const float** out) {
-    if (!required && !model_.Find(name, nullptr)) {
-      *out = nullptr;
-      return Status::Ok();
-    }
-    TensorInfo info;
-    TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
-    if (info.dtype != DType::kF32) {
-      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; biases and norms must be f32",
-                           name, DTypeName(info.dtype));
-    }
-    *out = static_cast<const float*>(info.data);
-    return Status::Ok();
-  }
-
-  // A small f32 matrix the kernels read directly (relative-position tables).
-  Status Table(const char* name, int64_t rows, int64_t cols, const float** out) {
-    TensorInfo info;
-    const int64_t dims[2] = {rows, cols};
-    TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-    if (info.dtype != DType::kF32) {
-      return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; relative-position tables must be f32",
-                           name, DTypeName(info.dtype));
-    }
-    *out = static_cast<const float*>(info.data);
-    return Status::Ok();
-  }
-
-  Status Linear(const char* prefix, int64_t out_features, int64_t in_features, LinearWeights* w) {
-    TERN_RETURN_IF_ERROR(Matrix(Name(prefix, "weight"), out_features, in_features, &w->weight));
-    return Vector(Name(prefix, "bias"), out_features, false, &w->bias);
-  }
-
-  Status Norm(const char* prefix, NormWeights* n) {
-    TERN_RETURN_IF_ERROR(Vector(Name(prefix, "weight"), d_, true, &n->gamma));
-    const bool has_beta = model_.config().norm_kind != ref::NormKind::kRMSNorm;
-    return Vector(Name(prefix, "bias"), d_, has_beta, &n->beta);
-  }
-
-  // self_attention: Shaw's relative tables belong to self-attention only.
-  Status Attention(const char* prefix, bool self_attention, AttentionWeights* a) {
-    char buf[kNameSize];
-    const char* parts[] = {"q_proj", "k_proj", "v_proj", "out_proj"};
-    LinearWeights* targets[] = {&a->q, &a->k, &a->v, &a->out};
-    for (int i = 0; i < 4; ++i) {
-      FormatName(buf, sizeof buf, "%s.%s", prefix, parts[i]);
-      TERN_RETURN_IF_ERROR(Linear(buf, d_, d_, targets[i]));
-    }
-    const ModelConfig& c = model_.config();
-    if (self_attention && c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
-      const int64_t rows = 2 * static_cast<int64_t>(c.relative_max_distance) + 1;
-      FormatName(buf, sizeof buf, "%s.relative_key.weight", prefix);
-      TERN_RETURN_IF_ERROR(Table(buf, rows, c.d_head(), &a->relative_key));
-      FormatName(buf, sizeof buf, "%s.relative_value.weight", prefix);
-      TERN_RETURN_IF_ERROR(Table(buf, rows, c.d_head(), &a->relative_value));
-    }
-    return Status::Ok();
-  }
-
-  Status FeedForward(const char* layer, FeedForwardWeights* f) {
-    char buf[kNameSize];
-    FormatName(buf, sizeof buf, "%s.fc1", layer);
-    TERN_RETURN_IF_ERROR(Linear(buf, model_.config().d_ff, d_, &f->fc1));
-    FormatName(buf, sizeof buf, "%s.fc2", layer);
-    TERN_RETURN_IF_ERROR(Linear(buf, d_, model_.config().d_ff, &f->fc2));
-    if (model_.config().activation != ref::Activation::kSwiGLU) return Status::Ok();
-    FormatName(buf, sizeof buf, "%s.fc3", layer);
-    return Linear(buf, model_.config().d_ff, d_, &f->fc3);
-  }
+  explicit Resolver(const Model& model) : WeightResolver(model) {}
 
   Status EncoderLayer(int i, EncoderLayerWeights* w) {
     char layer[kNameSize], buf[kNameSize];
@@ -221,16 +130,6 @@ class WeightResolver {
     return Status::Ok();
   }
 
- private:
-  static constexpr size_t kNameSize = 128;
-  const char* Name(const char* prefix, const char* leaf) {
-    FormatName(name_, sizeof name_, "%s.%s", prefix, leaf);
-    return name_;
-  }
-
-  const Model& model_;
-  int64_t d_;
-  char name_[kNameSize];
 };
 
 }  // namespace
@@ -377,7 +276,7 @@ Status EncoderDecoder::Validate(const Model& model) {
                            c.universal_steps);
     }
   }
-  WeightResolver resolve(model);
+  Resolver resolve(model);
   WeightView src, tgt;
   LinearWeights output;
   NormWeights enc_norm, dec_norm;
@@ -587,7 +486,7 @@ Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, Xnn
     }
     return Status::Ok();
   };
-  WeightResolver resolve(model);
+  Resolver resolve(model);
   WeightView src, tgt;
   LinearWeights output;
   NormWeights enc_norm, dec_norm;
@@ -619,7 +518,7 @@ Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, Xnn
 }
 
 Status EncoderDecoder::ResolveWeights(const Model& model) {
-  WeightResolver resolve(model);
+  Resolver resolve(model);
   TERN_RETURN_IF_ERROR(resolve.Globals(&src_embed_, &tgt_embed_, &output_, &encoder_norm_, &decoder_norm_));
   for (int i = 0; i < config_.encoder_layers; ++i) {
     TERN_RETURN_IF_ERROR(resolve.EncoderLayer(i, &encoder_layers_[i]));
@@ -749,7 +648,7 @@ Status EncoderDecoder::PreparePositions(const Model& model, uint8_t* relative_sc
   enc_positions_ = dec_positions_ = nullptr;
   enc_scratch_.positions = StackPositions();
   dec_scratch_.positions = StackPositions();
-  WeightResolver resolve(model);
+  Resolver resolve(model);
   PositionWeights weights;
   TERN_RETURN_IF_ERROR(resolve.Positions(&weights));
   switch (c.position) {
