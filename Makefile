@@ -1,7 +1,8 @@
 # tern: the front door.
 #   make test          set up the host and the Debian 13 sysroots, then build (-Werror) and test,
-#                      in this order: x86_64, x86_64-portable (no XNNPACK), aarch64 (under
-#                      qemu-aarch64), armv7 (under qemu-arm); a summary with times at the end
+#                      in this order: x86_64, x86_64-portable (no XNNPACK), x86_64-asan (ASan +
+#                      UBSan), aarch64 (under qemu-aarch64), armv7 (under qemu-arm); a summary
+#                      with times at the end
 #   make test TARGET=aarch64    one configuration only (any target below)
 #   make demo          set up, build build/x86_64, then tools/demo.sh build/x86_64
 #   make build         set up + build only (TARGET=...)
@@ -30,11 +31,9 @@ TEST_TIMEOUT ?= 900
 ifeq ($(origin TARGET),command line)
 TEST_TARGETS ?= $(TARGET)
 else
-# The ARM configurations (aarch64, armv7) build and run under qemu with `make test
-# TEST_TARGETS="aarch64 armv7"`; they are not in the default set until their open failures are
-# fixed (issue notes: XNNPACK qc4w with odd K on ARM, the f16 test's hardware expectation, the
-# arena pin on 32-bit).
-TEST_TARGETS ?= x86_64 x86_64-portable x86_64-asan
+# x86-64 (natively), without XNNPACK, under ASan + UBSan, then aarch64 and armv7 under qemu
+# (each also on an older CPU model: docs/cross-compiling.md).
+TEST_TARGETS ?= x86_64 x86_64-portable x86_64-asan aarch64 armv7
 endif
 
 toolchain_x86_64  := toolchains/x86_64-linux-gnu.cmake
