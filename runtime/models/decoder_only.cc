@@ -237,7 +237,7 @@ Result<size_t> DecoderOnly::RequiredArenaBytes(const Model& model, const Limits&
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+  return planner.arena_bytes();
 }
 
 DecoderOnly::~DecoderOnly() { Reset(); }
@@ -281,18 +281,12 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
-  if (arena_bytes < required) {
-    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
-                         arena_bytes, required);
-  }
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
-  uint8_t* base = reinterpret_cast<uint8_t*>((raw + GreedyPlanner::kAlignment - 1) &
-                                             ~uintptr_t{GreedyPlanner::kAlignment - 1});
+  uint8_t* base = nullptr;
+  TERN_RETURN_IF_ERROR(planner.Place(arena, arena_bytes, &base));
   auto at = [&](int id) { return base + planner.offset(id); };
   config_ = model.config();
   limits_ = limits;
-  arena_used_ = required;
+  arena_used_ = planner.arena_bytes();
   layers_ = reinterpret_cast<DecoderOnlyLayerWeights*>(at(ids.layers));
   for (int i = 0; i < config_.decoder_layers; ++i) new (&layers_[i]) DecoderOnlyLayerWeights();
   TERN_RETURN_IF_ERROR(ResolveWeights(model));

@@ -399,8 +399,7 @@ Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limi
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  // Slack to align an arbitrary caller pointer to the planner's alignment.
-  return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+  return planner.arena_bytes();  // with the slack to align the caller's pointer
 }
 
 Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
@@ -500,18 +499,12 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
-  if (arena_bytes < required) {
-    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
-                         arena_bytes, required);
-  }
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
-  uint8_t* base = reinterpret_cast<uint8_t*>((raw + GreedyPlanner::kAlignment - 1) &
-                                             ~uintptr_t{GreedyPlanner::kAlignment - 1});
+  uint8_t* base = nullptr;
+  TERN_RETURN_IF_ERROR(planner.Place(arena, arena_bytes, &base));
   auto at = [&](int id) { return base + planner.offset(id); };
   config_ = model.config();
   limits_ = limits;
-  arena_used_ = required;
+  arena_used_ = planner.arena_bytes();
   encoder_layers_ = reinterpret_cast<EncoderLayerWeights*>(at(ids.encoder_layers));
   decoder_layers_ = reinterpret_cast<DecoderLayerWeights*>(at(ids.decoder_layers));
   for (int i = 0; i < config_.encoder_layers; ++i) new (&encoder_layers_[i]) EncoderLayerWeights();
