@@ -25,10 +25,10 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/models/xnnpack_linears.h"
 #include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/decoder_layer.h"
 #include "runtime/nn/encoder_layer.h"
-#include "runtime/models/xnnpack_linears.h"
 #include "runtime/nn/weights.h"
 #include "tern/limits.h"
 
