@@ -36,6 +36,19 @@ int GreedyPlanner::Add(const char* name, size_t bytes, int first_use, int last_u
   return count_++;
 }
 
+size_t GreedyPlanner::arena_bytes() const { return CheckedAdd(total_, kAlignment); }
+
+Status GreedyPlanner::Place(void* arena, size_t bytes, uint8_t** base) const {
+  const size_t required = arena_bytes();
+  if (bytes < required) {
+    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu", bytes,
+                         required);
+  }
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
+  *base = reinterpret_cast<uint8_t*>((raw + kAlignment - 1) & ~uintptr_t{kAlignment - 1});
+  return Status::Ok();
+}
+
 Status GreedyPlanner::Plan() {
   if (failed_) {
     return Status::Error(StatusCode::kOutOfRange,

@@ -31,6 +31,12 @@ class GreedyPlanner {
   int count() const { return count_; }
   // Bytes from the first buffer's start to the end of the last one.
   size_t total_bytes() const { return total_; }
+  // Bytes a caller's arena needs for this plan wherever it starts: the plan plus the slack to
+  // align its start. RequiredArenaBytes reports it and Prepare checks it, so they agree.
+  size_t arena_bytes() const;
+  // Where offset 0 of the plan lies in a caller's arena of `bytes` bytes: its start rounded up
+  // to kAlignment. kArenaTooSmall when bytes < arena_bytes().
+  Status Place(void* arena, size_t bytes, uint8_t** base) const;
 
  private:
   int count_ = 0;

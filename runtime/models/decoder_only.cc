@@ -10,15 +10,8 @@
 #include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-#include <pthreadpool.h>
-
-#include "runtime/kernels/xnnpack/allocator.h"
+#if TERN_XNNPACK_BUILD  // runtime/models/xnnpack_linears.h, via decoder_only.h
 #include "runtime/kernels/xnnpack/attention.h"
-#include "runtime/kernels/xnnpack/linear.h"
-#define TERN_XNNPACK_BUILD 1
-#else
-#define TERN_XNNPACK_BUILD 0
 #endif
 
 namespace tern {
@@ -99,24 +92,12 @@ Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w
 struct DecoderOnly::BufferIds {
   int layers, sinusoids, rotary, kv, x, q, k, v, attn, hidden, up, scores, position_ids, logits, lengths;
   int step_tokens, step_ids, sampling, generators;
-  int xnn_region, xnn_scratch, xnn_context, xnn_kernels, xnn_attention;
-  int qd8_input, qd8_params, f16_input, f16_output;
+  XnnpackLinearBuffers xnn;  // XNNPACK backend only (-1 otherwise)
+  int xnn_attention;
 };
 
-struct DecoderOnly::XnnPlan {
-  Backend backend = Backend::kReference;
-  int32_t threads = 1;
-  char note[Status::kMaxMessage] = "";
-#if TERN_XNNPACK_BUILD
-  xnn::LinearPlanner planner;
-  xnn::ContextNeeds needs;
-  size_t region_bytes = 0;
-  size_t scratch_bytes = 0;
-  int32_t linears = 0;
-  int32_t on_path[xnn::kLinearPathCount] = {};
-  int32_t off_preferred = 0;  // layers not on their weight's preferred path
-#endif
-};
+// The linear layers' plan is all there is: attention runs as vectorized loops, no operators.
+struct DecoderOnly::XnnPlan : XnnpackLinearsPlan {};
 
 Status DecoderOnly::Validate(const Model& model) {
   const ModelConfig& c = model.config();
@@ -150,18 +131,7 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
     return Status::Error(StatusCode::kFailedPrecondition,
                          "this model is not decoder-only (use tern::Session, C: tern_session_create, to translate with it)");
   }
-  if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
-      limits.backend != Backend::kXnnpack) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.backend = %d is not a backend",
-                         static_cast<int>(limits.backend));
-  }
-  if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
-  }
-  if (limits.threads < 1 || limits.threads > 256) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed", limits.threads);
-  }
+  TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
   if (limits.max_batch < 1 || limits.max_batch > 4096) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
                          limits.max_batch);
@@ -221,62 +191,26 @@ Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPl
   ids->step_tokens = p->Add("step_tokens", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
   ids->sampling = p->Add("sampling_scratch", SamplingScratchBytes(c.tgt_vocab_size), kRun, kRun);
   ids->generators = p->Add("generators", CheckedMul(b, sizeof(Pcg32)), kRun, kRun);
-  ids->xnn_region = ids->xnn_scratch = ids->xnn_context = ids->xnn_kernels = ids->xnn_attention = -1;
-  ids->qd8_input = ids->qd8_params = ids->f16_input = ids->f16_output = -1;
+  ids->xnn = XnnpackLinearBuffers();
+  ids->xnn_attention = -1;
+  PlanXnnpackOperators(xnn, kPrepare, kRun, p, &ids->xnn);
 #if TERN_XNNPACK_BUILD
   if (xnn.backend == Backend::kXnnpack) {
-    ids->xnn_region = p->Add("xnnpack_operators", xnn.region_bytes, kPrepare, kRun);
-    ids->xnn_context = p->Add("xnnpack_context", sizeof(xnn::Context), kPrepare, kRun);
-    ids->xnn_kernels = p->Add("xnnpack_kernels", CheckedMul(static_cast<size_t>(xnn.linears), sizeof(xnn::LinearKernel)),
-                              kPrepare, kRun);
     // Attention runs as vectorized loops (causal prompt, or one query per step): the struct
     // without operators selects them.
     ids->xnn_attention = p->Add("xnnpack_attention", sizeof(xnn::Attention), kPrepare, kRun);
-    if (xnn.scratch_bytes) ids->xnn_scratch = p->Add("xnnpack_prepare_scratch", xnn.scratch_bytes, kPrepare, kPrepare);
-    if (xnn.needs.qd8) {
-      ids->qd8_input = p->Add("qd8_input", xnn.needs.qd8_input_bytes, kRun, kRun);
-      ids->qd8_params = p->Add("qd8_params", xnn.needs.qd8_params_bytes, kRun, kRun);
-    }
-    if (xnn.needs.f16) {
-      ids->f16_input = p->Add("f16_input", xnn.needs.f16_input_bytes, kRun, kRun);
-      ids->f16_output = p->Add("f16_output", xnn.needs.f16_output_bytes, kRun, kRun);
-    }
   }
-#else
-  (void)xnn;
 #endif
+  PlanXnnpackScratch(xnn, kPrepare, kRun, kRun, p, &ids->xnn);
   return p->Plan();
 }
 
 Status DecoderOnly::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
-  plan->threads = limits.threads;
-  plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
-                                                                             : Backend::kXnnpack;
-  if (plan->backend == Backend::kReference) return Status::Ok();
+  if (!ChooseBackend(limits, plan)) return Status::Ok();
 #if TERN_XNNPACK_BUILD
-  const Status usable = xnn::Initialize();
-  if (!usable.ok()) {
-    plan->backend = Backend::kReference;
-    std::snprintf(plan->note, sizeof plan->note, "%s", usable.message());
-    return Status::Ok();
-  }
   const ModelConfig& c = model.config();
-  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
-    xnn::LinearSpec spec;
-    spec.weight = w.weight;
-    spec.bias = w.bias;
-    spec.max_rows = rows;
-    spec.input_stride = ldx;
-    spec.output_stride = ldy;
-    xnn::LinearChoice choice;
-    TERN_RETURN_IF_ERROR(plan->planner.Choose(spec, &choice));
-    plan->region_bytes = CheckedAdd(plan->region_bytes, choice.xnn_bytes);
-    if (choice.scratch_bytes > plan->scratch_bytes) plan->scratch_bytes = choice.scratch_bytes;
-    plan->needs.Add(spec, choice.path);
-    ++plan->linears;
-    ++plan->on_path[static_cast<int>(choice.path)];
-    if (xnn::PreferredPath(w.weight) != choice.path) ++plan->off_preferred;
-    return Status::Ok();
+  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) {
+    return plan->Measure(w, rows, ldx, ldy);
   };
   Resolver resolve(model);
   WeightView embed, positions;
@@ -289,9 +223,7 @@ Status DecoderOnly::PlanXnnpack(const Model& model, const Limits& limits, XnnPla
     TERN_RETURN_IF_ERROR(VisitLayerLinears(c, limits, layer, measure));
   }
   TERN_RETURN_IF_ERROR(VisitOutputLinear(c, limits, output, measure));
-  size_t context_bytes = 0;
-  TERN_RETURN_IF_ERROR(xnn::MeasureContext(plan->needs, &context_bytes));
-  plan->region_bytes = CheckedAdd(plan->region_bytes, context_bytes);
+  TERN_RETURN_IF_ERROR(plan->MeasureContext());
 #else
   (void)model;
 #endif
@@ -305,7 +237,7 @@ Result<size_t> DecoderOnly::RequiredArenaBytes(const Model& model, const Limits&
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+  return planner.arena_bytes();
 }
 
 DecoderOnly::~DecoderOnly() { Reset(); }
@@ -313,22 +245,13 @@ DecoderOnly::~DecoderOnly() { Reset(); }
 void DecoderOnly::Reset() {
   started_ = false;
   layers_ = nullptr;
-  xnn_context_ = nullptr;
   backend_ = Backend::kReference;
   arena_used_ = 0;
   batch_ = 0;
-#if TERN_XNNPACK_BUILD
-  if (pool_ != nullptr) pthreadpool_destroy(pool_);
-#endif
-  pool_ = nullptr;
+  xnn_.Release();
 }
 
-uint64_t DecoderOnly::kernel_fallback_calls() const {
-#if TERN_XNNPACK_BUILD
-  if (xnn_context_ != nullptr) return xnn_context_->fallback_calls;
-#endif
-  return 0;
-}
+uint64_t DecoderOnly::kernel_fallback_calls() const { return xnn_.fallback_calls(); }
 
 int32_t DecoderOnly::prompt_capacity() const { return static_cast<int32_t>(PrefillRows(limits_)); }
 
@@ -358,18 +281,12 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
-  if (arena_bytes < required) {
-    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
-                         arena_bytes, required);
-  }
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
-  uint8_t* base = reinterpret_cast<uint8_t*>((raw + GreedyPlanner::kAlignment - 1) &
-                                             ~uintptr_t{GreedyPlanner::kAlignment - 1});
+  uint8_t* base = nullptr;
+  TERN_RETURN_IF_ERROR(planner.Place(arena, arena_bytes, &base));
   auto at = [&](int id) { return base + planner.offset(id); };
   config_ = model.config();
   limits_ = limits;
-  arena_used_ = required;
+  arena_used_ = planner.arena_bytes();
   layers_ = reinterpret_cast<DecoderOnlyLayerWeights*>(at(ids.layers));
   for (int i = 0; i < config_.decoder_layers; ++i) new (&layers_[i]) DecoderOnlyLayerWeights();
   TERN_RETURN_IF_ERROR(ResolveWeights(model));
@@ -409,12 +326,8 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
   backend_ = xnn.backend;
   if (backend_ == Backend::kXnnpack) {
     TERN_RETURN_IF_ERROR(CreateXnnpackOperators(xnn, planner, ids, base));
-  } else if (limits.backend == Backend::kReference) {
-    std::snprintf(report_, sizeof report_, "reference kernels (requested)");
-  } else if (xnn.note[0] != '\0') {
-    std::snprintf(report_, sizeof report_, "reference kernels: XNNPACK unusable here: %s", xnn.note);
   } else {
-    std::snprintf(report_, sizeof report_, "reference kernels (this build has no XNNPACK)");
+    WriteReferenceReport(limits, xnn, report_, sizeof report_);
   }
   return Status::Ok();
 }
@@ -422,78 +335,25 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
 Status DecoderOnly::CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
                                            const BufferIds& ids, uint8_t* base) {
 #if TERN_XNNPACK_BUILD
-  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
-  xnn::Context* context = new (at(ids.xnn_context)) xnn::Context();
-  xnn_context_ = context;
-  context->qd8_input = reinterpret_cast<int8_t*>(at(ids.qd8_input));
-  context->qd8_input_bytes = ids.qd8_input >= 0 ? plan.needs.qd8_input_bytes : 0;
-  context->qd8_params = at(ids.qd8_params);
-  context->qd8_params_bytes = ids.qd8_params >= 0 ? plan.needs.qd8_params_bytes : 0;
-  context->f16_input = reinterpret_cast<uint16_t*>(at(ids.f16_input));
-  context->f16_input_bytes = ids.f16_input >= 0 ? plan.needs.f16_input_bytes : 0;
-  context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
-  context->f16_output_bytes = ids.f16_output >= 0 ? plan.needs.f16_output_bytes : 0;
-  bool pool_failed = false;
-  if (plan.threads > 1) {
-    pool_ = pthreadpool_create(static_cast<size_t>(plan.threads));  // heap, here and never later
-    pool_failed = pool_ == nullptr;
-  }
-  context->pool = pool_;
-  xnn::Attention* attention = new (at(ids.xnn_attention)) xnn::Attention();
-  attention->pool = pool_;
+  xnn_.Start(plan, ids.xnn, planner, base);
+  xnn::Attention* attention = new (base + planner.offset(ids.xnn_attention)) xnn::Attention();
+  attention->pool = xnn_.pool();
   scratch_.kernels.attention = attention;
   scratch_.kernels.vectorized = true;
-
-  xnn::LinearKernel* kernels = reinterpret_cast<xnn::LinearKernel*>(at(ids.xnn_kernels));
-  uint8_t* scratch = at(ids.xnn_scratch);
-  xnn::LinearPlanner choices = plan.planner;
-  int32_t next = 0;
-  auto create = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
-    xnn::LinearSpec spec;
-    spec.weight = w.weight;
-    spec.bias = w.bias;
-    spec.max_rows = rows;
-    spec.input_stride = ldx;
-    spec.output_stride = ldy;
-    xnn::LinearChoice choice;
-    TERN_RETURN_IF_ERROR(choices.Choose(spec, &choice));
-    if (next >= plan.linears) return Status::Error(StatusCode::kInternal, "more linear layers than planned");
-    xnn::LinearKernel* kernel = new (&kernels[next++]) xnn::LinearKernel();
-    TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context, scratch, kernel));
-    w.kernel = choice.path == xnn::LinearPath::kReference ? nullptr : kernel;
-    return Status::Ok();
-  };
-  size_t used = 0;
   {
-    xnn::ArenaScope scope(at(ids.xnn_region), plan.region_bytes);
-    TERN_RETURN_IF_ERROR(xnn::CreateContext(plan.needs, context));
+    XnnpackLinearsCreator create(plan, ids.xnn, planner, base, xnn_.context());
+    TERN_RETURN_IF_ERROR(create.Start());
     for (int i = 0; i < config_.decoder_layers; ++i) {
       TERN_RETURN_IF_ERROR(VisitLayerLinears(config_, limits_, layers_[i], create));
     }
     TERN_RETURN_IF_ERROR(VisitOutputLinear(config_, limits_, output_, create));
-    used = scope.used();
+    TERN_RETURN_IF_ERROR(create.Finish());
   }
-  if (used != plan.region_bytes) {
-    return Status::Error(StatusCode::kInternal, "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu",
-                         used, plan.region_bytes);
-  }
-  size_t n = 0;
-  auto append = [&](const char* format, auto... args) {
-    if (n < sizeof report_) {
-      const int wrote = std::snprintf(report_ + n, sizeof report_ - n, format, args...);
-      if (wrote > 0) n += static_cast<size_t>(wrote);
-    }
-  };
-  append("xnnpack, %d thread%s%s: %d linear layers:", pool_ ? plan.threads : 1, pool_ ? "s" : "",
-         pool_failed ? " (pthreadpool_create failed; running on the calling thread)" : "", plan.linears);
-  const char* separator = " ";
-  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
-    if (plan.on_path[p] == 0) continue;
-    append("%s%d %s", separator, plan.on_path[p], xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
-    separator = ", ";
-  }
-  if (plan.off_preferred > 0) append("; %d layers off their preferred path (fallback)", plan.off_preferred);
-  append("%s", "; causal attention, LayerNorm, activations: vectorized loops");
+  ReportWriter report(report_, sizeof report_);
+  AppendXnnpackLinearsReport(plan, xnn_, &report);
+  const int32_t off_preferred = plan.off_preferred();
+  if (off_preferred > 0) report.Append("; %d layers off their preferred path (fallback)", off_preferred);
+  report.Append("%s", "; causal attention, LayerNorm, activations: vectorized loops");
   return Status::Ok();
 #else
   (void)plan;

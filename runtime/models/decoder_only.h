@@ -24,19 +24,14 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/models/xnnpack_linears.h"
 #include "runtime/nn/decoder_only_layer.h"
 #include "runtime/nn/weights.h"
 #include "tern/limits.h"
 
-struct pthreadpool;
-
 namespace tern {
 
 struct Pcg32;
-
-namespace xnn {
-struct Context;
-}  // namespace xnn
 
 class DecoderOnly {
  public:
@@ -122,8 +117,7 @@ class DecoderOnly {
   int32_t batch_ = 0;
   bool started_ = false;
   Backend backend_ = Backend::kReference;
-  xnn::Context* xnn_context_ = nullptr;
-  pthreadpool* pool_ = nullptr;
+  XnnpackSession xnn_;  // context in the arena, thread pool on the heap (XNNPACK backend)
   char report_[512] = "not prepared";
 };
 

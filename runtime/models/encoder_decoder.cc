@@ -12,15 +12,8 @@
 #include "runtime/nn/linear.h"
 #include "runtime/nn/residual.h"
 
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-#include <pthreadpool.h>
-
-#include "runtime/kernels/xnnpack/allocator.h"
+#if TERN_XNNPACK_BUILD  // runtime/models/xnnpack_linears.h, via encoder_decoder.h
 #include "runtime/kernels/xnnpack/attention.h"
-#include "runtime/kernels/xnnpack/linear.h"
-#define TERN_XNNPACK_BUILD 1
-#else
-#define TERN_XNNPACK_BUILD 0
 #endif
 
 namespace tern {
@@ -142,26 +135,16 @@ struct EncoderDecoder::BufferIds {
   int cross_kv, self_kv;
   int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
   // XNNPACK backend only (-1 otherwise).
-  int xnn_region, xnn_scratch, xnn_context, xnn_kernels, qd8_input, qd8_params, f16_input, f16_output;
+  XnnpackLinearBuffers xnn;
   int xnn_attention, att_gather, att_scores, att_qk_workspace, att_av_workspace;
 };
 
-// What PlanXnnpack decided; identical in RequiredArenaBytes and Prepare for the same inputs.
-struct EncoderDecoder::XnnPlan {
-  Backend backend = Backend::kReference;
-  int32_t threads = 1;
-  char note[Status::kMaxMessage] = "";  // why XNNPACK does not run, when requested but unusable
+// What PlanXnnpack decided; identical in RequiredArenaBytes and Prepare for the same inputs: the
+// linear layers' plan and the encoder's batched attention (its operators are in region_bytes).
+struct EncoderDecoder::XnnPlan : XnnpackLinearsPlan {
 #if TERN_XNNPACK_BUILD
-  xnn::LinearPlanner planner;  // memoized choices, reused when creating the operators
-  xnn::ContextNeeds needs;
   xnn::AttentionShape attention_shape;
   xnn::AttentionNeeds attention;
-  size_t region_bytes = 0;   // XNNPACK's operators and packed weights
-  size_t scratch_bytes = 0;  // largest prepare-time scratch of one layer
-  int32_t linears = 0;       // linear layers (one LinearKernel each)
-  int32_t on_path[xnn::kLinearPathCount] = {};
-  // Layers not on their weight's preferred path: [preferred][taken].
-  int32_t fallbacks[xnn::kLinearPathCount][xnn::kLinearPathCount] = {};
 #endif
 };
 
@@ -301,18 +284,7 @@ Status EncoderDecoder::Validate(const Model& model) {
 
 Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
-  if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
-      limits.backend != Backend::kXnnpack) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.backend = %d is not a backend",
-                         static_cast<int>(limits.backend));
-  }
-  if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
-  }
-  if (limits.threads < 1 || limits.threads > 256) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed", limits.threads);
-  }
+  TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
   if (limits.max_batch < 1 || limits.max_batch > 4096) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
                          limits.max_batch);
@@ -400,24 +372,12 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
       ids->dec_act_out = p->Add("decoder_act_out", CheckedMul(rows, d, f), kDecoder, kDecoder);
     }
   }
-  ids->xnn_region = ids->xnn_scratch = ids->xnn_context = ids->xnn_kernels = -1;
-  ids->qd8_input = ids->qd8_params = ids->f16_input = ids->f16_output = -1;
+  ids->xnn = XnnpackLinearBuffers();
   ids->xnn_attention = ids->att_gather = ids->att_scores = ids->att_qk_workspace = ids->att_av_workspace = -1;
+  PlanXnnpackOperators(xnn, kPrepare, kDecoder, p, &ids->xnn);
+  PlanXnnpackScratch(xnn, kPrepare, kEncoder, kDecoder, p, &ids->xnn);
 #if TERN_XNNPACK_BUILD
   if (xnn.backend == Backend::kXnnpack) {
-    const size_t kernels = static_cast<size_t>(xnn.linears);
-    ids->xnn_region = p->Add("xnnpack_operators", xnn.region_bytes, kPrepare, kDecoder);
-    ids->xnn_context = p->Add("xnnpack_context", sizeof(xnn::Context), kPrepare, kDecoder);
-    ids->xnn_kernels = p->Add("xnnpack_kernels", CheckedMul(kernels, sizeof(xnn::LinearKernel)), kPrepare, kDecoder);
-    if (xnn.scratch_bytes) ids->xnn_scratch = p->Add("xnnpack_prepare_scratch", xnn.scratch_bytes, kPrepare, kPrepare);
-    if (xnn.needs.qd8) {
-      ids->qd8_input = p->Add("qd8_input", xnn.needs.qd8_input_bytes, kEncoder, kDecoder);
-      ids->qd8_params = p->Add("qd8_params", xnn.needs.qd8_params_bytes, kEncoder, kDecoder);
-    }
-    if (xnn.needs.f16) {
-      ids->f16_input = p->Add("f16_input", xnn.needs.f16_input_bytes, kEncoder, kDecoder);
-      ids->f16_output = p->Add("f16_output", xnn.needs.f16_output_bytes, kEncoder, kDecoder);
-    }
     // Attention: the struct for the whole session (the decoder's loops use it too); the
     // batched path's buffers only while encoding.
     ids->xnn_attention = p->Add("xnnpack_attention", sizeof(xnn::Attention), kPrepare, kDecoder);
@@ -428,8 +388,6 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
       ids->att_av_workspace = p->Add("attention_av_workspace", xnn.attention.av_workspace_bytes, kEncoder, kEncoder);
     }
   }
-#else
-  (void)xnn;
 #endif
   return p->Plan();
 }
@@ -441,8 +399,7 @@ Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limi
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  // Slack to align an arbitrary caller pointer to the planner's alignment.
-  return CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
+  return planner.arena_bytes();  // with the slack to align the caller's pointer
 }
 
 Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
@@ -454,37 +411,11 @@ Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, Greed
 }
 
 Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan) {
-  plan->threads = limits.threads;
-  plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
-                                                                             : Backend::kXnnpack;
-  if (plan->backend == Backend::kReference) return Status::Ok();
+  if (!ChooseBackend(limits, plan)) return Status::Ok();
 #if TERN_XNNPACK_BUILD
-  const Status usable = xnn::Initialize();
-  if (!usable.ok()) {  // No XNNPACK on this CPU / in this process: the reference kernels run.
-    plan->backend = Backend::kReference;
-    std::snprintf(plan->note, sizeof plan->note, "%s", usable.message());
-    return Status::Ok();
-  }
   const ModelConfig& c = model.config();
-  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
-    xnn::LinearSpec spec;
-    spec.weight = w.weight;
-    spec.bias = w.bias;
-    spec.max_rows = rows;
-    spec.input_stride = ldx;
-    spec.output_stride = ldy;
-    xnn::LinearChoice choice;
-    TERN_RETURN_IF_ERROR(plan->planner.Choose(spec, &choice));
-    plan->region_bytes = CheckedAdd(plan->region_bytes, choice.xnn_bytes);
-    if (choice.scratch_bytes > plan->scratch_bytes) plan->scratch_bytes = choice.scratch_bytes;
-    plan->needs.Add(spec, choice.path);
-    ++plan->linears;
-    ++plan->on_path[static_cast<int>(choice.path)];
-    const xnn::LinearPath preferred = xnn::PreferredPath(w.weight);
-    if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
-      ++plan->fallbacks[static_cast<int>(preferred)][static_cast<int>(choice.path)];
-    }
-    return Status::Ok();
+  auto measure = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) {
+    return plan->Measure(w, rows, ldx, ldy);
   };
   Resolver resolve(model);
   WeightView src, tgt;
@@ -502,9 +433,7 @@ Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, Xnn
     TERN_RETURN_IF_ERROR(VisitDecoderLinears(c, limits, layer, measure));
   }
   TERN_RETURN_IF_ERROR(VisitOutputLinear(c, limits, output, measure));
-  size_t context_bytes = 0;
-  TERN_RETURN_IF_ERROR(xnn::MeasureContext(plan->needs, &context_bytes));
-  plan->region_bytes = CheckedAdd(plan->region_bytes, context_bytes);
+  TERN_RETURN_IF_ERROR(plan->MeasureContext());
   plan->attention_shape.heads = c.heads;
   plan->attention_shape.d_head = c.d_head();
   plan->attention_shape.max_queries = limits.max_source_length;
@@ -540,21 +469,12 @@ void EncoderDecoder::Reset() {
   encoded_ = false;
   encoder_layers_ = nullptr;
   decoder_layers_ = nullptr;
-  xnn_context_ = nullptr;
   backend_ = Backend::kReference;
   arena_used_ = 0;
-#if TERN_XNNPACK_BUILD
-  if (pool_ != nullptr) pthreadpool_destroy(pool_);
-#endif
-  pool_ = nullptr;
+  xnn_.Release();
 }
 
-uint64_t EncoderDecoder::kernel_fallback_calls() const {
-#if TERN_XNNPACK_BUILD
-  if (xnn_context_ != nullptr) return xnn_context_->fallback_calls;
-#endif
-  return 0;
-}
+uint64_t EncoderDecoder::kernel_fallback_calls() const { return xnn_.fallback_calls(); }
 
 Status EncoderDecoder::Prepare(const Model& model, const Limits& limits, void* arena,
                                size_t arena_bytes) {
@@ -579,18 +499,12 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   GreedyPlanner planner;
   BufferIds ids;
   TERN_RETURN_IF_ERROR(Plan(model.config(), limits, xnn, &planner, &ids));
-  const size_t required = CheckedAdd(planner.total_bytes(), GreedyPlanner::kAlignment);
-  if (arena_bytes < required) {
-    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
-                         arena_bytes, required);
-  }
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
-  uint8_t* base = reinterpret_cast<uint8_t*>((raw + GreedyPlanner::kAlignment - 1) &
-                                             ~uintptr_t{GreedyPlanner::kAlignment - 1});
+  uint8_t* base = nullptr;
+  TERN_RETURN_IF_ERROR(planner.Place(arena, arena_bytes, &base));
   auto at = [&](int id) { return base + planner.offset(id); };
   config_ = model.config();
   limits_ = limits;
-  arena_used_ = required;
+  arena_used_ = planner.arena_bytes();
   encoder_layers_ = reinterpret_cast<EncoderLayerWeights*>(at(ids.encoder_layers));
   decoder_layers_ = reinterpret_cast<DecoderLayerWeights*>(at(ids.decoder_layers));
   for (int i = 0; i < config_.encoder_layers; ++i) new (&encoder_layers_[i]) EncoderLayerWeights();
@@ -632,12 +546,8 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   dec_scratch_.kernels = ops::Kernels();
   if (backend_ == Backend::kXnnpack) {
     TERN_RETURN_IF_ERROR(CreateXnnpackOperators(xnn, planner, ids, base));
-  } else if (limits.backend == Backend::kReference) {
-    std::snprintf(report_, sizeof report_, "reference kernels (requested)");
-  } else if (xnn.note[0] != '\0') {
-    std::snprintf(report_, sizeof report_, "reference kernels: XNNPACK unusable here: %s", xnn.note);
   } else {
-    std::snprintf(report_, sizeof report_, "reference kernels (this build has no XNNPACK)");
+    WriteReferenceReport(limits, xnn, report_, sizeof report_);
   }
   return Status::Ok();
 }
@@ -712,45 +622,9 @@ Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyP
                                               const BufferIds& ids, uint8_t* base) {
 #if TERN_XNNPACK_BUILD
   auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
-  xnn::Context* context = new (at(ids.xnn_context)) xnn::Context();
-  xnn_context_ = context;
-  context->qd8_input = reinterpret_cast<int8_t*>(at(ids.qd8_input));
-  context->qd8_input_bytes = ids.qd8_input >= 0 ? plan.needs.qd8_input_bytes : 0;
-  context->qd8_params = at(ids.qd8_params);
-  context->qd8_params_bytes = ids.qd8_params >= 0 ? plan.needs.qd8_params_bytes : 0;
-  context->f16_input = reinterpret_cast<uint16_t*>(at(ids.f16_input));
-  context->f16_input_bytes = ids.f16_input >= 0 ? plan.needs.f16_input_bytes : 0;
-  context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
-  context->f16_output_bytes = ids.f16_output >= 0 ? plan.needs.f16_output_bytes : 0;
-  bool pool_failed = false;
-  if (plan.threads > 1) {
-    // pthreadpool allocates its workers and their state on the heap: here, never later.
-    pool_ = pthreadpool_create(static_cast<size_t>(plan.threads));
-    pool_failed = pool_ == nullptr;
-  }
-  context->pool = pool_;
-
-  xnn::LinearKernel* kernels = reinterpret_cast<xnn::LinearKernel*>(at(ids.xnn_kernels));
-  uint8_t* scratch = at(ids.xnn_scratch);
-  xnn::LinearPlanner choices = plan.planner;  // memoized: no measuring below
-  int32_t next = 0;
-  auto create = [&](LinearWeights& w, int64_t rows, int64_t ldx, int64_t ldy) -> Status {
-    xnn::LinearSpec spec;
-    spec.weight = w.weight;
-    spec.bias = w.bias;
-    spec.max_rows = rows;
-    spec.input_stride = ldx;
-    spec.output_stride = ldy;
-    xnn::LinearChoice choice;
-    TERN_RETURN_IF_ERROR(choices.Choose(spec, &choice));
-    if (next >= plan.linears) return Status::Error(StatusCode::kInternal, "more linear layers than planned");
-    xnn::LinearKernel* kernel = new (&kernels[next++]) xnn::LinearKernel();
-    TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context, scratch, kernel));
-    w.kernel = choice.path == xnn::LinearPath::kReference ? nullptr : kernel;
-    return Status::Ok();
-  };
+  xnn_.Start(plan, ids.xnn, planner, base);
   xnn::Attention* attention = new (at(ids.xnn_attention)) xnn::Attention();
-  attention->pool = pool_;
+  attention->pool = xnn_.pool();
   attention->shape = plan.attention_shape;
   if (ids.att_gather >= 0) {
     attention->gather = reinterpret_cast<float*>(at(ids.att_gather));
@@ -768,10 +642,10 @@ Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyP
   enc_scratch_.kernels = fast;
   dec_scratch_.kernels = fast;
 
-  size_t used = 0;
   {
-    xnn::ArenaScope scope(at(ids.xnn_region), plan.region_bytes);
-    TERN_RETURN_IF_ERROR(xnn::CreateContext(plan.needs, context));
+    XnnpackLinearsCreator create(plan, ids.xnn, planner, base, xnn_.context());
+    TERN_RETURN_IF_ERROR(create.Start());
+    // The encoder's attention operators are in the same region: PlanXnnpack measured them into it.
     if (plan.attention.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan.attention_shape, attention));
     for (int i = 0; i < config_.encoder_layers; ++i) {
       TERN_RETURN_IF_ERROR(VisitEncoderLinears(config_, limits_, encoder_layers_[i], create));
@@ -780,45 +654,28 @@ Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyP
       TERN_RETURN_IF_ERROR(VisitDecoderLinears(config_, limits_, decoder_layers_[i], create));
     }
     TERN_RETURN_IF_ERROR(VisitOutputLinear(config_, limits_, output_, create));
-    used = scope.used();
-  }
-  if (used != plan.region_bytes) {
-    return Status::Error(StatusCode::kInternal,
-                         "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu", used,
-                         plan.region_bytes);
+    TERN_RETURN_IF_ERROR(create.Finish());
   }
 
-  // The report: "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...".
-  size_t n = 0;
-  auto append = [&](const char* format, auto... args) {
-    if (n < sizeof report_) {
-      const int wrote = std::snprintf(report_ + n, sizeof report_ - n, format, args...);
-      if (wrote > 0) n += static_cast<size_t>(wrote);
-    }
-  };
-  append("xnnpack, %d thread%s%s: %d linear layers:", pool_ ? plan.threads : 1, pool_ ? "s" : "",
-         pool_failed ? " (pthreadpool_create failed; running on the calling thread)" : "", plan.linears);
-  const char* separator = " ";
-  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
-    if (plan.on_path[p] == 0) continue;
-    append("%s%d %s", separator, plan.on_path[p], xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
-    separator = ", ";
-  }
+  // The report: "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...",
+  // then what only this model has: attention and the detailed fallbacks.
+  ReportWriter report(report_, sizeof report_);
+  AppendXnnpackLinearsReport(plan, xnn_, &report);
   if (plan.fallbacks[0][0] > 0) {
-    append("; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
-           "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
-           plan.fallbacks[0][0]);
+    report.Append("; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
+                  "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
+                  plan.fallbacks[0][0]);
   }
-  append("%s", attention->qk != nullptr
-                   ? "; attention: encoder batch_matrix_multiply + softmax_nc_f32, decoder vectorized loops"
-                   : "; attention: vectorized loops");
-  append("%s", "; LayerNorm, activations: vectorized loops");
+  report.Append("%s", attention->qk != nullptr
+                          ? "; attention: encoder batch_matrix_multiply + softmax_nc_f32, decoder vectorized loops"
+                          : "; attention: vectorized loops");
+  report.Append("%s", "; LayerNorm, activations: vectorized loops");
   for (int p = 0; p < xnn::kLinearPathCount; ++p) {
     for (int q = 0; q < xnn::kLinearPathCount; ++q) {
       if (plan.fallbacks[p][q] == 0 || p == 0) continue;
-      append("; fallback: %d layers %s unsupported here -> %s", plan.fallbacks[p][q],
-             xnn::LinearPathName(static_cast<xnn::LinearPath>(p)),
-             xnn::LinearPathName(static_cast<xnn::LinearPath>(q)));
+      report.Append("; fallback: %d layers %s unsupported here -> %s", plan.fallbacks[p][q],
+                    xnn::LinearPathName(static_cast<xnn::LinearPath>(p)),
+                    xnn::LinearPathName(static_cast<xnn::LinearPath>(q)));
     }
   }
   return Status::Ok();

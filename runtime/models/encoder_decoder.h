@@ -25,20 +25,14 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/models/xnnpack_linears.h"
 #include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/decoder_layer.h"
 #include "runtime/nn/encoder_layer.h"
 #include "runtime/nn/weights.h"
 #include "tern/limits.h"
 
-struct pthreadpool;
-
 namespace tern {
-
-namespace xnn {
-struct Context;
-struct LinearKernel;
-}  // namespace xnn
 
 class EncoderDecoder {
  public:
@@ -153,8 +147,7 @@ class EncoderDecoder {
   int64_t position_ = 0;
   bool encoded_ = false;
   Backend backend_ = Backend::kReference;
-  xnn::Context* xnn_context_ = nullptr;  // in the arena (XNNPACK backend)
-  pthreadpool* pool_ = nullptr;          // heap (pthreadpool_create), owned; null: 1 thread
+  XnnpackSession xnn_;  // context in the arena, thread pool on the heap (XNNPACK backend)
   char report_[512] = "not prepared";
 };
 
