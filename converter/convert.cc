@@ -110,7 +110,8 @@ TernContents BuildContents(const ConvertOptions& options) {
   const ModelConfig& mc = out.config;
   if (mc.architecture == Architecture::kUniversal &&
       (mc.encoder_layers != 1 || mc.decoder_layers != 1 || mc.universal_steps < 1)) {
-    throw Error(mapped.config_label + ": a universal transformer has one shared block per stack (encoder_layers = " +
+    throw Error(mapped.config_label +
+                ": a universal transformer has one shared block per stack (encoder_layers = " +
                 std::to_string(mc.encoder_layers) + ", decoder_layers = " +
                 std::to_string(mc.decoder_layers) + "; both must be 1) applied universal_steps = " +
                 std::to_string(mc.universal_steps) + " >= 1 times");

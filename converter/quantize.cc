@@ -47,7 +47,8 @@ EncodedTensor Encode(const HostTensor& t, DType dtype, int64_t group_size) {
   const int64_t rows = t.shape[0];
   const int64_t cols = static_cast<int64_t>(n) / rows;
   const int limit = dtype == DType::kI8 ? 127 : 7;
-  const int64_t group = (dtype == DType::kI4 && group_size > 0 && group_size < cols) ? group_size : 0;
+  const int64_t group =
+      (dtype == DType::kI4 && group_size > 0 && group_size < cols) ? group_size : 0;
   const int64_t span = group > 0 ? group : cols;
   const int64_t groups = (cols + span - 1) / span;
   out.group_size = group;

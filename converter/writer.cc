@@ -1,10 +1,11 @@
 #include "converter/writer.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "converter/error.h"
 #include "flatbuffers/flatbuffers.h"
@@ -17,7 +18,8 @@ namespace {
 
 size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& fbb, const ModelConfig& c) {
+flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& fbb,
+                                                const ModelConfig& c) {
   schema::ConfigBuilder b(fbb);
   b.add_architecture(static_cast<schema::Architecture>(c.architecture));
   b.add_d_model(c.d_model);
@@ -55,7 +57,8 @@ flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& 
 
 // Builds the FlatBuffer with the given data offsets. ForceDefaults keeps every field present, so
 // the buffer's size does not depend on the offset values (needed for the two-pass layout).
-std::vector<uint8_t> BuildDescription(const TernContents& c, const std::vector<const EncodedTensor*>& order,
+std::vector<uint8_t> BuildDescription(const TernContents& c,
+                                      const std::vector<const EncodedTensor*>& order,
                                       const std::vector<uint64_t>& offsets) {
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
   fbb.ForceDefaults(true);
@@ -79,9 +82,9 @@ std::vector<uint8_t> BuildDescription(const TernContents& c, const std::vector<c
     auto tgt = fbb.CreateVector(c.target_tokenizer);
     tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePiece, src, tgt);
   }
-  auto metadata = schema::CreateMetadata(fbb, fbb.CreateString(c.converter_version),
-                                         fbb.CreateString(c.source_digest), fbb.CreateString(c.source_format),
-                                         fbb.CreateString(c.creation_options));
+  auto metadata = schema::CreateMetadata(
+      fbb, fbb.CreateString(c.converter_version), fbb.CreateString(c.source_digest),
+      fbb.CreateString(c.source_format), fbb.CreateString(c.creation_options));
   auto config = BuildConfig(fbb, c.config);
   auto model = schema::CreateModel(fbb, 1, 2, config, tensor_vec, tokenizer, metadata);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
@@ -96,7 +99,8 @@ std::vector<uint8_t> SerializeModel(const TernContents& c) {
   std::sort(order.begin(), order.end(),
             [](const EncodedTensor* a, const EncodedTensor* b) { return a->name < b->name; });
   for (size_t i = 1; i < order.size(); ++i) {
-    if (order[i]->name == order[i - 1]->name) throw Error("duplicate tensor \"" + order[i]->name + "\"");
+    if (order[i]->name == order[i - 1]->name)
+      throw Error("duplicate tensor \"" + order[i]->name + "\"");
   }
   std::vector<uint64_t> offsets(order.size(), 0);
   const size_t description_size = BuildDescription(c, order, offsets).size();
@@ -108,12 +112,14 @@ std::vector<uint8_t> SerializeModel(const TernContents& c) {
     cursor = AlignUp(end, kTensorDataAlignment);
   }
   std::vector<uint8_t> bytes = BuildDescription(c, order, offsets);
-  if (bytes.size() != description_size) throw Error("internal: model description size changed between passes");
+  if (bytes.size() != description_size)
+    throw Error("internal: model description size changed between passes");
   // The file ends with the last tensor's data (no trailing padding), so any truncation is
   // detectable.
   bytes.resize(end, 0);
   for (size_t i = 0; i < order.size(); ++i) {
-    std::copy(order[i]->data.begin(), order[i]->data.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+    std::copy(order[i]->data.begin(), order[i]->data.end(),
+              bytes.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
   }
   return bytes;
 }
@@ -126,16 +132,19 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
   const std::vector<uint8_t> bytes = SerializeModel(contents);
   // Check with the runtime's own loader before anything reaches the destination.
   std::vector<uint8_t> aligned(bytes.size() + kTensorDataAlignment);
-  const size_t shift = (kTensorDataAlignment - reinterpret_cast<uintptr_t>(aligned.data()) % kTensorDataAlignment) %
-                       kTensorDataAlignment;
+  const size_t shift =
+      (kTensorDataAlignment - reinterpret_cast<uintptr_t>(aligned.data()) % kTensorDataAlignment) %
+      kTensorDataAlignment;
   std::copy(bytes.begin(), bytes.end(), aligned.begin() + static_cast<std::ptrdiff_t>(shift));
   auto loaded = Model::Load(aligned.data() + shift, bytes.size());
-  if (!loaded.ok()) throw Error(std::string("the converted model does not load: ") + loaded.status().message());
+  if (!loaded.ok())
+    throw Error(std::string("the converted model does not load: ") + loaded.status().message());
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(temp + ": cannot create");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
       std::remove(temp.c_str());

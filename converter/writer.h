@@ -14,7 +14,7 @@ namespace tern::convert {
 
 struct TernContents {
   ModelConfig config;
-  std::vector<EncodedTensor> tensors;  // any order; written sorted by name
+  std::vector<EncodedTensor> tensors;     // any order; written sorted by name
   std::vector<uint8_t> source_tokenizer;  // serialized SentencePiece model, may be empty
   std::vector<uint8_t> target_tokenizer;  // empty: same as source
   std::string converter_version;

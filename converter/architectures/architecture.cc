@@ -123,9 +123,12 @@ Mismatch Compare(const std::vector<float>& got, const std::vector<float>& want, 
 
 const char* LayoutName(ref::SinusoidLayout layout) {
   switch (layout) {
-    case ref::SinusoidLayout::kInterleaved: return "interleaved";
-    case ref::SinusoidLayout::kConcatenated: return "concatenated";
-    case ref::SinusoidLayout::kSplitHalves: return "split_halves";
+    case ref::SinusoidLayout::kInterleaved:
+      return "interleaved";
+    case ref::SinusoidLayout::kConcatenated:
+      return "concatenated";
+    case ref::SinusoidLayout::kSplitHalves:
+      return "split_halves";
   }
   return "?";
 }
@@ -165,8 +168,9 @@ int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int
                 static_cast<double>(m.got), static_cast<double>(m.want));
   std::string matches;
   std::vector<float> alt(want.size());
-  for (ref::SinusoidLayout other : {ref::SinusoidLayout::kInterleaved, ref::SinusoidLayout::kConcatenated,
-                                    ref::SinusoidLayout::kSplitHalves}) {
+  for (ref::SinusoidLayout other :
+       {ref::SinusoidLayout::kInterleaved, ref::SinusoidLayout::kConcatenated,
+        ref::SinusoidLayout::kSplitHalves}) {
     if (other == layout || !matches.empty()) continue;
     ref::SinusoidalPositions(0, rows, d_model, other, alt.data());
     if (Compare(t.values, alt, d_model, tol).ok) {
@@ -278,8 +282,8 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 }  // namespace arch
 
 const std::vector<std::string>& ArchitectureNames() {
-  static const std::vector<std::string> names = {"tern", "marian", "marian_npz", "nn_transformer",
-                                                 "annotated", "gpt2", "llama"};
+  static const std::vector<std::string> names = {
+      "tern", "marian", "marian_npz", "nn_transformer", "annotated", "gpt2", "llama"};
   return names;
 }
 

@@ -4,22 +4,26 @@ namespace tern::convert {
 
 namespace {
 
-void AddLinear(std::vector<ExpectedTensor>* out, const std::string& prefix, int64_t rows, int64_t cols) {
+void AddLinear(std::vector<ExpectedTensor>* out, const std::string& prefix, int64_t rows,
+               int64_t cols) {
   out->push_back({prefix + ".weight", {rows, cols}, TensorRole::kMatrix, true});
   out->push_back({prefix + ".bias", {rows}, TensorRole::kVector, false});
 }
 
-void AddNorm(std::vector<ExpectedTensor>* out, const std::string& prefix, int64_t d, bool has_bias) {
+void AddNorm(std::vector<ExpectedTensor>* out, const std::string& prefix, int64_t d,
+             bool has_bias) {
   out->push_back({prefix + ".weight", {d}, TensorRole::kVector, true});
   out->push_back({prefix + ".bias", {d}, TensorRole::kVector, has_bias});
 }
 
 void AddAttention(std::vector<ExpectedTensor>* out, const std::string& prefix, int64_t d) {
-  for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"}) AddLinear(out, prefix + "." + p, d, d);
+  for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"})
+    AddLinear(out, prefix + "." + p, d, d);
 }
 
 // fc1 (W1; SwiGLU's gate), fc2 (W2) and, for SwiGLU, fc3 (W3, the up projection).
-void AddFeedForward(std::vector<ExpectedTensor>* out, const std::string& layer, const ModelConfig& c) {
+void AddFeedForward(std::vector<ExpectedTensor>* out, const std::string& layer,
+                    const ModelConfig& c) {
   AddLinear(out, layer + ".fc1", c.d_ff, c.d_model);
   AddLinear(out, layer + ".fc2", c.d_model, c.d_ff);
   if (c.activation == ref::Activation::kSwiGLU) AddLinear(out, layer + ".fc3", c.d_ff, c.d_model);
@@ -27,10 +31,13 @@ void AddFeedForward(std::vector<ExpectedTensor>* out, const std::string& layer, 
 
 // Shaw et al.'s a^K and a^V of one self-attention: [2k+1, d_head], kept f32.
 void AddShaw(std::vector<ExpectedTensor>* out, const std::string& attention, const ModelConfig& c) {
-  if (c.position != PositionKind::kRelative || c.relative_attention != RelativeAttention::kShaw) return;
+  if (c.position != PositionKind::kRelative || c.relative_attention != RelativeAttention::kShaw)
+    return;
   const int64_t rows = 2 * static_cast<int64_t>(c.relative_max_distance) + 1;
-  out->push_back({attention + ".relative_key.weight", {rows, c.d_head()}, TensorRole::kVector, true});
-  out->push_back({attention + ".relative_value.weight", {rows, c.d_head()}, TensorRole::kVector, true});
+  out->push_back(
+      {attention + ".relative_key.weight", {rows, c.d_head()}, TensorRole::kVector, true});
+  out->push_back(
+      {attention + ".relative_value.weight", {rows, c.d_head()}, TensorRole::kVector, true});
 }
 
 }  // namespace
@@ -39,9 +46,11 @@ std::vector<ExpectedTensor> EncoderDecoderLayout(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
   const int64_t d = c.d_model;
   const bool bias = c.norm_kind != ref::NormKind::kRMSNorm;
-  out.push_back({"encoder.embed_tokens.weight", {c.src_vocab_size, d}, TensorRole::kEmbedding, true});
+  out.push_back(
+      {"encoder.embed_tokens.weight", {c.src_vocab_size, d}, TensorRole::kEmbedding, true});
   if (!c.shared_embeddings) {
-    out.push_back({"decoder.embed_tokens.weight", {c.tgt_vocab_size, d}, TensorRole::kEmbedding, true});
+    out.push_back(
+        {"decoder.embed_tokens.weight", {c.tgt_vocab_size, d}, TensorRole::kEmbedding, true});
   }
   if (!c.tied_output) {
     out.push_back({"output_projection.weight", {c.tgt_vocab_size, d}, TensorRole::kMatrix, true});
@@ -50,14 +59,19 @@ std::vector<ExpectedTensor> EncoderDecoderLayout(const ModelConfig& c) {
   if (c.position == PositionKind::kLearned) {
     // Learned absolute positions: rows are looked up like token embeddings (int8 rows allowed).
     for (const char* stack : {"encoder", "decoder"}) {
-      out.push_back({std::string(stack) + ".embed_positions.weight", {c.max_positions, d}, TensorRole::kEmbedding, true});
+      out.push_back({std::string(stack) + ".embed_positions.weight",
+                     {c.max_positions, d},
+                     TensorRole::kEmbedding,
+                     true});
     }
   }
   if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
     // T5: one [buckets, heads] bias table per stack, shared by its layers; kept f32.
     for (const char* stack : {"encoder", "decoder"}) {
-      out.push_back({std::string(stack) + ".relative_attention_bias.weight", {c.relative_buckets, c.heads},
-                     TensorRole::kVector, true});
+      out.push_back({std::string(stack) + ".relative_attention_bias.weight",
+                     {c.relative_buckets, c.heads},
+                     TensorRole::kVector,
+                     true});
     }
   }
   for (int i = 0; i < c.encoder_layers; ++i) {

@@ -30,7 +30,8 @@ namespace tern::convert::arch {
 namespace {
 
 ref::Activation Gpt2Activation(const std::string& name, const std::string& label) {
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return ref::Activation::kGELUTanh;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
+    return ref::Activation::kGELUTanh;
   if (name == "gelu") return ref::Activation::kGELU;
   if (name == "relu") return ref::Activation::kReLU;
   if (name == "silu" || name == "swish") return ref::Activation::kSwish;
@@ -40,8 +41,9 @@ ref::Activation Gpt2Activation(const std::string& name, const std::string& label
 
 // canonical <- columns [begin, begin + count) of a Conv1D weight [in, total], transposed to
 // [count, in] (nn.Linear's layout).
-void Conv1DWeight(Sources& src, MappedCheckpoint* out, const std::string& canonical, const std::string& source,
-                  int64_t in, int64_t total, int64_t begin, int64_t count) {
+void Conv1DWeight(Sources& src, MappedCheckpoint* out, const std::string& canonical,
+                  const std::string& source, int64_t in, int64_t total, int64_t begin,
+                  int64_t count) {
   const bool whole = begin == 0 && count == total;
   const std::string label = whole ? source + " (Conv1D, transposed)"
                                   : source + " columns [" + std::to_string(begin) + ", " +
@@ -50,27 +52,28 @@ void Conv1DWeight(Sources& src, MappedCheckpoint* out, const std::string& canoni
   if (!src.Has(source)) return;
   src.Use(source);
   const Checkpoint* ckpt = &src.ckpt();
-  out->tensors[canonical] = MappedTensor{label, [ckpt, source, in, total, begin, count] {
-    HostTensor w = ckpt->Float(source);
-    if (w.shape != std::vector<int64_t>{in, total}) {
-      throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " + w.shape_string() +
-                  ", expected [" + std::to_string(in) + ", " + std::to_string(total) +
-                  "] from config.json (a Conv1D weight is [in, out])");
-    }
-    HostTensor t;
-    t.name = source;
-    t.shape = {count, in};
-    t.values.resize(static_cast<size_t>(count * in));
-    for (int64_t o = 0; o < count; ++o) {
-      for (int64_t i = 0; i < in; ++i) t.values[o * in + i] = w.values[i * total + begin + o];
-    }
-    return t;
-  }};
+  out->tensors[canonical] = MappedTensor{
+      label, [ckpt, source, in, total, begin, count] {
+        HostTensor w = ckpt->Float(source);
+        if (w.shape != std::vector<int64_t>{in, total}) {
+          throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " +
+                      w.shape_string() + ", expected [" + std::to_string(in) + ", " +
+                      std::to_string(total) + "] from config.json (a Conv1D weight is [in, out])");
+        }
+        HostTensor t;
+        t.name = source;
+        t.shape = {count, in};
+        t.values.resize(static_cast<size_t>(count * in));
+        for (int64_t o = 0; o < count; ++o) {
+          for (int64_t i = 0; i < in; ++i) t.values[o * in + i] = w.values[i * total + begin + o];
+        }
+        return t;
+      }};
 }
 
 // canonical <- elements [begin, begin + count) of a bias [total].
-void BiasSlice(Sources& src, MappedCheckpoint* out, const std::string& canonical, const std::string& source,
-               int64_t total, int64_t begin, int64_t count) {
+void BiasSlice(Sources& src, MappedCheckpoint* out, const std::string& canonical,
+               const std::string& source, int64_t total, int64_t begin, int64_t count) {
   if (begin == 0 && count == total) return src.Direct(out, canonical, source);
   const std::string label =
       source + " [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ")";
@@ -78,28 +81,32 @@ void BiasSlice(Sources& src, MappedCheckpoint* out, const std::string& canonical
   if (!src.Has(source)) return;
   src.Use(source);
   const Checkpoint* ckpt = &src.ckpt();
-  out->tensors[canonical] = MappedTensor{label, [ckpt, source, total, begin, count] {
-    HostTensor b = ckpt->Float(source);
-    if (b.shape != std::vector<int64_t>{total}) {
-      throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " + b.shape_string() +
-                  ", expected [" + std::to_string(total) + "] from config.json");
-    }
-    HostTensor t;
-    t.name = source;
-    t.shape = {count};
-    t.values.assign(b.values.begin() + begin, b.values.begin() + begin + count);
-    return t;
-  }};
+  out->tensors[canonical] =
+      MappedTensor{label, [ckpt, source, total, begin, count] {
+                     HostTensor b = ckpt->Float(source);
+                     if (b.shape != std::vector<int64_t>{total}) {
+                       throw Error(ckpt->at(source).where + ": tensor \"" + source +
+                                   "\" has shape " + b.shape_string() + ", expected [" +
+                                   std::to_string(total) + "] from config.json");
+                     }
+                     HostTensor t;
+                     t.name = source;
+                     t.shape = {count};
+                     t.values.assign(b.values.begin() + begin, b.values.begin() + begin + count);
+                     return t;
+                   }};
 }
 
 }  // namespace
 
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   MappedCheckpoint out;
-  out.config_label = options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
+  out.config_label =
+      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
   if (!FileExists(out.config_label)) {
     throw Error(ckpt.label() +
-                ": --arch gpt2 needs the model's Hugging Face config.json (beside the checkpoint, or --config PATH)");
+                ": --arch gpt2 needs the model's Hugging Face config.json (beside the checkpoint, "
+                "or --config PATH)");
   }
   const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
   if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
@@ -110,17 +117,19 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
   }
   if (!hf.Bool("scale_attn_weights", true) || hf.Bool("scale_attn_by_inverse_layer_idx", false) ||
       hf.Bool("add_cross_attention", false)) {
-    throw Error(out.config_label +
-                ": scale_attn_weights false, scale_attn_by_inverse_layer_idx or add_cross_attention are not "
-                "supported (the runtime scales attention by 1/sqrt(d_head) and has no cross-attention)");
+    throw Error(
+        out.config_label +
+        ": scale_attn_weights false, scale_attn_by_inverse_layer_idx or add_cross_attention are "
+        "not "
+        "supported (the runtime scales attention by 1/sqrt(d_head) and has no cross-attention)");
   }
   ModelConfig& c = out.config;
   c.architecture = Architecture::kDecoderOnly;
   c.d_model = hf.Int("n_embd", true);
   c.heads = hf.Int("n_head", true);
   if (c.d_model % c.heads != 0) {
-    throw Error(out.config_label + ": \"n_head\" = " + std::to_string(c.heads) + " does not divide \"n_embd\" = " +
-                std::to_string(c.d_model));
+    throw Error(out.config_label + ": \"n_head\" = " + std::to_string(c.heads) +
+                " does not divide \"n_embd\" = " + std::to_string(c.d_model));
   }
   c.encoder_layers = 0;
   c.decoder_layers = hf.Int("n_layer", true);
@@ -147,11 +156,13 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
   ApplyOverrides(options, &out);
 
   Sources src(ckpt, options.skip_prefixes);
-  const std::string p = src.Has("transformer.wte.weight") || !src.Has("wte.weight") ? "transformer." : "";
+  const std::string p =
+      src.Has("transformer.wte.weight") || !src.Has("wte.weight") ? "transformer." : "";
   const int32_t layers = CountLayers(src, p + "h.");
   if (layers != c.decoder_layers) {
-    throw Error(ckpt.label() + ": " + std::to_string(layers) + " layers (" + p + "h.N) in the checkpoint, but " +
-                out.config_label + " says \"n_layer\": " + std::to_string(c.decoder_layers));
+    throw Error(ckpt.label() + ": " + std::to_string(layers) + " layers (" + p +
+                "h.N) in the checkpoint, but " + out.config_label +
+                " says \"n_layer\": " + std::to_string(c.decoder_layers));
   }
   const int64_t d = c.d_model, ff = c.d_ff;
   src.Direct(&out, "decoder.embed_tokens.weight", p + "wte.weight");
@@ -169,7 +180,8 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
       Conv1DWeight(src, &out, proj + ".weight", h + "attn.c_attn.weight", d, 3 * d, part * d, d);
       BiasSlice(src, &out, proj + ".bias", h + "attn.c_attn.bias", 3 * d, part * d, d);
     }
-    Conv1DWeight(src, &out, layer + "self_attn.out_proj.weight", h + "attn.c_proj.weight", d, d, 0, d);
+    Conv1DWeight(src, &out, layer + "self_attn.out_proj.weight", h + "attn.c_proj.weight", d, d, 0,
+                 d);
     BiasSlice(src, &out, layer + "self_attn.out_proj.bias", h + "attn.c_proj.bias", d, 0, d);
     src.Direct(&out, layer + "final_layer_norm.weight", h + "ln_2.weight");
     src.Direct(&out, layer + "final_layer_norm.bias", h + "ln_2.bias");
@@ -179,10 +191,11 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
     BiasSlice(src, &out, layer + "fc2.bias", h + "mlp.c_proj.bias", d, 0, d);
     // GPT-2's layers always have biases; tern's layout treats biases as optional, so a missing
     // one would silently become zero.
-    for (const char* leaf : {"ln_1.bias", "attn.c_attn.bias", "attn.c_proj.bias", "ln_2.bias", "mlp.c_fc.bias",
-                             "mlp.c_proj.bias"}) {
+    for (const char* leaf : {"ln_1.bias", "attn.c_attn.bias", "attn.c_proj.bias", "ln_2.bias",
+                             "mlp.c_fc.bias", "mlp.c_proj.bias"}) {
       if (!src.Has(h + leaf)) {
-        throw Error(ckpt.label() + ": required tensor \"" + h + leaf + "\" is missing (GPT-2 layers have biases)");
+        throw Error(ckpt.label() + ": required tensor \"" + h + leaf +
+                    "\" is missing (GPT-2 layers have biases)");
       }
     }
     // The causal mask and its fill value are buffers in older transformers' state dicts.
@@ -194,7 +207,8 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
     if (src.Has("lm_head.weight")) {
       if (src.Has(p + "wte.weight") && !SameValues(ckpt, "lm_head.weight", p + "wte.weight")) {
         throw Error(ckpt.label() + ": tensor \"lm_head.weight\" differs from \"" + p +
-                    "wte.weight\" although config tie_word_embeddings is true (transformers would replace it)");
+                    "wte.weight\" although config tie_word_embeddings is true (transformers would "
+                    "replace it)");
       }
       src.Use("lm_head.weight");
       out.notes.push_back("dropped lm_head.weight: tied to " + p + "wte.weight");

@@ -200,7 +200,8 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
     } catch (const Error&) {
       split = false;
     }
-    c.sinusoid_layout = split ? ref::SinusoidLayout::kSplitHalves : ref::SinusoidLayout::kConcatenated;
+    c.sinusoid_layout =
+        split ? ref::SinusoidLayout::kSplitHalves : ref::SinusoidLayout::kConcatenated;
     VerifyPositionTable(ckpt, name, c.d_model, c.sinusoid_layout, options.ignore_position_mismatch,
                         &out.notes);
     src.Use(name);

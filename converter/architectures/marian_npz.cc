@@ -13,7 +13,8 @@
 //   decoder_lN_self_*, decoder_lN_context_* (cross-attention), decoder_lN_ffn_*   likewise
 //   decoder_ff_logit_out_W                 [d, V]    untied output only
 //   decoder_ff_logit_out_b                 [1, V]
-//   {encoder,decoder}_top_ln_{scale,bias}  [1, d]    pre-LN stacks ("transformer-postprocess-top: n"),
+//   {encoder,decoder}_top_ln_{scale,bias}  [1, d]    pre-LN stacks ("transformer-postprocess-top:
+//   n"),
 //                                                    whose sub-layer norms end in "_pre"
 //                                                    (encoder_lN_self_Wo_ln_scale_pre, ...)
 //
@@ -58,7 +59,8 @@ class MarianYaml {
       const std::string t = Trim(line);
       if (t.empty() || t[0] == '#') continue;
       if (t.compare(0, 2, "- ") == 0 || t == "-") {
-        if (!list_key.empty() && line[0] == ' ') lists_[list_key].push_back(Unquote(Trim(t.substr(1))));
+        if (!list_key.empty() && line[0] == ' ')
+          lists_[list_key].push_back(Unquote(Trim(t.substr(1))));
         continue;
       }
       if (line[0] == ' ') continue;  // inside a nested map
@@ -144,25 +146,25 @@ void Transposed(Sources* src, MappedCheckpoint* out, const std::string& canonica
   if (!src->Has(source)) return;
   src->Use(source);
   const Checkpoint* ckpt = &src->ckpt();
-  out->tensors[canonical] = MappedTensor{source, [ckpt, source] {
-                                           HostTensor t = ckpt->Float(source);
-                                           if (t.shape.size() != 2) {
-                                             throw Error(ckpt->at(source).where + ": tensor \"" +
-                                                         source + "\" has shape " +
-                                                         t.shape_string() + ", expected a matrix");
-                                           }
-                                           const int64_t rows = t.shape[0], cols = t.shape[1];
-                                           HostTensor r;
-                                           r.name = source;
-                                           r.shape = {cols, rows};
-                                           r.values.resize(t.values.size());
-                                           for (int64_t i = 0; i < rows; ++i) {
-                                             for (int64_t j = 0; j < cols; ++j) {
-                                               r.values[j * rows + i] = t.values[i * cols + j];
-                                             }
-                                           }
-                                           return r;
-                                         }};
+  out->tensors[canonical] =
+      MappedTensor{source, [ckpt, source] {
+                     HostTensor t = ckpt->Float(source);
+                     if (t.shape.size() != 2) {
+                       throw Error(ckpt->at(source).where + ": tensor \"" + source +
+                                   "\" has shape " + t.shape_string() + ", expected a matrix");
+                     }
+                     const int64_t rows = t.shape[0], cols = t.shape[1];
+                     HostTensor r;
+                     r.name = source;
+                     r.shape = {cols, rows};
+                     r.values.resize(t.values.size());
+                     for (int64_t i = 0; i < rows; ++i) {
+                       for (int64_t j = 0; j < cols; ++j) {
+                         r.values[j * rows + i] = t.values[i * cols + j];
+                       }
+                     }
+                     return r;
+                   }};
 }
 
 // canonical <- source [V, d] (or [d, V] transposed) with one zero row appended: the start row.
@@ -172,28 +174,29 @@ void WithStartRow(Sources* src, MappedCheckpoint* out, const std::string& canoni
   if (!src->Has(source)) return;
   src->Use(source);
   const Checkpoint* ckpt = &src->ckpt();
-  out->tensors[canonical] = MappedTensor{
-      source, [ckpt, source, transpose] {
-        HostTensor t = ckpt->Float(source);
-        if (t.shape.size() != 2) {
-          throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " +
-                      t.shape_string() + ", expected a matrix");
-        }
-        int64_t rows = t.shape[0], cols = t.shape[1];
-        HostTensor r;
-        r.name = source;
-        if (transpose) {
-          r.values.resize(t.values.size());
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) r.values[j * rows + i] = t.values[i * cols + j];
-          std::swap(rows, cols);
-        } else {
-          r.values = std::move(t.values);
-        }
-        r.values.resize(static_cast<size_t>((rows + 1) * cols), 0.0f);
-        r.shape = {rows + 1, cols};
-        return r;
-      }};
+  out->tensors[canonical] =
+      MappedTensor{source, [ckpt, source, transpose] {
+                     HostTensor t = ckpt->Float(source);
+                     if (t.shape.size() != 2) {
+                       throw Error(ckpt->at(source).where + ": tensor \"" + source +
+                                   "\" has shape " + t.shape_string() + ", expected a matrix");
+                     }
+                     int64_t rows = t.shape[0], cols = t.shape[1];
+                     HostTensor r;
+                     r.name = source;
+                     if (transpose) {
+                       r.values.resize(t.values.size());
+                       for (int64_t i = 0; i < rows; ++i)
+                         for (int64_t j = 0; j < cols; ++j)
+                           r.values[j * rows + i] = t.values[i * cols + j];
+                       std::swap(rows, cols);
+                     } else {
+                       r.values = std::move(t.values);
+                     }
+                     r.values.resize(static_cast<size_t>((rows + 1) * cols), 0.0f);
+                     r.shape = {rows + 1, cols};
+                     return r;
+                   }};
 }
 
 }  // namespace
@@ -215,9 +218,11 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
   const std::string& label = out.config_label;
   const std::string type = y.String("type", "transformer");
   if (type != "transformer") {
-    throw Error(label + ": \"type\" is \"" + type + "\"; only Marian's \"transformer\" is supported");
+    throw Error(label + ": \"type\" is \"" + type +
+                "\"; only Marian's \"transformer\" is supported");
   }
-  auto refuse_unless = [&](const std::string& key, const std::string& want, const std::string& got) {
+  auto refuse_unless = [&](const std::string& key, const std::string& want,
+                           const std::string& got) {
     if (got != want) {
       throw Error(label + ": \"" + key + "\" = \"" + got + "\" is not supported (only \"" + want +
                   "\")");
@@ -245,8 +250,8 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
   } else if (pre == "n" && post == "da" && top == "n") {
     c.norm_placement = NormPlacement::kPre;
   } else {
-    throw Error(label + ": transformer-preprocess \"" + pre + "\", transformer-postprocess \"" + post +
-                "\", transformer-postprocess-top \"" + top +
+    throw Error(label + ": transformer-preprocess \"" + pre + "\", transformer-postprocess \"" +
+                post + "\", transformer-postprocess-top \"" + top +
                 "\" is not supported (post-LN: \"\", \"dan\", \"\"; pre-LN: \"n\", \"da\", \"n\")");
   }
   c.d_model = y.Int("dim-emb", 512);
@@ -256,7 +261,8 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
   c.d_ff = y.Int("transformer-dim-ffn", 2048);
   if (y.Has("transformer-decoder-dim-ffn") && y.Int("transformer-decoder-dim-ffn", 0) != 0 &&
       y.Int("transformer-decoder-dim-ffn", 0) != c.d_ff) {
-    throw Error(label + ": \"transformer-decoder-dim-ffn\" differs from \"transformer-dim-ffn\"; the "
+    throw Error(label +
+                ": \"transformer-decoder-dim-ffn\" differs from \"transformer-dim-ffn\"; the "
                 "runtime uses one d_ff");
   }
   const std::string act = y.String("transformer-ffn-activation", "swish");
@@ -265,7 +271,8 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
   } else if (act == "relu") {
     c.activation = ref::Activation::kReLU;
   } else {
-    throw Error(label + ": \"transformer-ffn-activation\" = \"" + act + "\" is not supported (swish, relu)");
+    throw Error(label + ": \"transformer-ffn-activation\" = \"" + act +
+                "\" is not supported (swish, relu)");
   }
   c.norm_kind = ref::NormKind::kLayerNorm;
   c.layer_norm_eps = 1e-6f;
@@ -347,8 +354,7 @@ MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions&
   // transformer.h names a sub-layer's norm <prefix>_ln_{scale,bias}, with the suffix "_pre"
   // when it is a pre-processing (pre-LN) norm; the stacks' final norms are post-processing.
   const std::string sub = c.norm_placement == NormPlacement::kPre ? "_pre" : "";
-  auto norm = [&](const std::string& canonical, const std::string& m,
-                  const std::string& suffix) {
+  auto norm = [&](const std::string& canonical, const std::string& m, const std::string& suffix) {
     src.Squeeze(&out, canonical + ".weight", m + "_ln_scale" + suffix);
     src.Squeeze(&out, canonical + ".bias", m + "_ln_bias" + suffix);
   };

@@ -27,13 +27,16 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
   if (size < 0) throw Error(path + ": cannot read size");
   in.seekg(0);
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw Error(path + ": read failed");
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
+    throw Error(path + ": read failed");
   return bytes;
 }
 
 }  // namespace
 
-SafetensorsFile SafetensorsFile::Read(const std::string& path) { return Parse(ReadFile(path), path); }
+SafetensorsFile SafetensorsFile::Read(const std::string& path) {
+  return Parse(ReadFile(path), path);
+}
 
 SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::string& label) {
   SafetensorsFile file;
@@ -50,7 +53,8 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
   const uint64_t data_size = b.size() - file.data_start_;
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(b.begin() + 8, b.begin() + static_cast<std::ptrdiff_t>(file.data_start_));
+    header = nlohmann::json::parse(b.begin() + 8,
+                                   b.begin() + static_cast<std::ptrdiff_t>(file.data_start_));
   } catch (const nlohmann::json::exception& e) {
     throw Error(label + ": header is not valid JSON (" + e.what() + ")");
   }
@@ -62,13 +66,15 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
     if (name == "__metadata__") {
       if (!v.is_object()) throw Error(label + ": __metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) throw Error(label + ": __metadata__." + m.key() + " is not a string");
+        if (!m.value().is_string())
+          throw Error(label + ": __metadata__." + m.key() + " is not a string");
         file.metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
     const std::string where = label + ": tensor \"" + name + "\"";
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+        !v.contains("data_offsets")) {
       throw Error(where + " needs dtype, shape and data_offsets");
     }
     SafetensorsEntry e;
@@ -83,20 +89,23 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
         throw Error(where + ": invalid dimension in shape");
       }
       e.shape.push_back(d.get<int64_t>());
-      if (e.shape.back() != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(e.shape.back())) {
+      if (e.shape.back() != 0 &&
+          count > (uint64_t{1} << 40) / static_cast<uint64_t>(e.shape.back())) {
         throw Error(where + ": shape is too large");
       }
       count *= static_cast<uint64_t>(e.shape.back());
     }
     const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned()) {
       throw Error(where + ": data_offsets must be two non-negative integers");
     }
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
     if (e.begin > e.end || e.end > data_size) {
-      throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                  ") lie outside the " + std::to_string(data_size) + "-byte data section (truncated file?)");
+      throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                  std::to_string(e.end) + ") lie outside the " + std::to_string(data_size) +
+                  "-byte data section (truncated file?)");
     }
     if (e.end - e.begin != count * elem) {
       throw Error(where + ": has " + std::to_string(e.end - e.begin) + " bytes, but " + e.dtype +
@@ -108,8 +117,8 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].first.first < ranges[i - 1].first.second) {
-      throw Error(label + ": data of tensors \"" + ranges[i - 1].second + "\" and \"" + ranges[i].second +
-                  "\" overlap");
+      throw Error(label + ": data of tensors \"" + ranges[i - 1].second + "\" and \"" +
+                  ranges[i].second + "\" overlap");
     }
   }
   return file;
@@ -147,7 +156,8 @@ HostTensor SafetensorsFile::Float(const std::string& name, bool allow_int) const
     } else if (allow_int && e.dtype == "I64") {
       v = static_cast<float>(load(int64_t{}, i));
     } else {
-      throw Error(label_ + ": tensor \"" + name + "\" has dtype " + e.dtype + "; expected a float type");
+      throw Error(label_ + ": tensor \"" + name + "\" has dtype " + e.dtype +
+                  "; expected a float type");
     }
     t.values[i] = v;
   }
@@ -173,7 +183,8 @@ std::vector<int64_t> SafetensorsFile::Ints(const std::string& name) const {
       out.push_back(v);
     }
   } else {
-    throw Error(label_ + ": tensor \"" + name + "\" has dtype " + e.dtype + "; expected I32 or I64");
+    throw Error(label_ + ": tensor \"" + name + "\" has dtype " + e.dtype +
+                "; expected I32 or I64");
   }
   return out;
 }
@@ -185,7 +196,8 @@ void WriteSafetensors(const std::string& path, const std::vector<HostTensor>& te
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     const uint64_t size = t.values.size() * 4;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + size}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + size}}};
     offset += size;
   }
   std::string text = header.dump();
@@ -198,7 +210,8 @@ void WriteSafetensors(const std::string& path, const std::vector<HostTensor>& te
   out.write(reinterpret_cast<const char*>(len), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const auto& t : tensors) {
-    out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
+    out.write(reinterpret_cast<const char*>(t.values.data()),
+              static_cast<std::streamsize>(t.values.size() * 4));
   }
   if (!out) throw Error(path + ": write failed");
 }

@@ -1,8 +1,6 @@
 // The C API over the C++ API: models, errors and translation (generation with decoder-only
 // models: c_generate.cc). Handles own only what the C++ objects need besides the caller's
 // memory: a tern_model may own a file mapping, a tern_session its tokenizers.
-#include "tern/tern.h"
-
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -11,6 +9,7 @@
 
 #include "runtime/api/c_api_internal.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tern/tern.h"
 
 struct tern_session {
   const tern_model* model = nullptr;
@@ -98,8 +97,12 @@ const char* tern_last_error(void) { return tern::capi::LastError(); }
 
 tern_limits tern_default_limits(void) {
   const tern::Limits d;
-  return tern_limits{d.max_batch, d.max_source_length, d.max_target_length, d.beam_size,
-                     static_cast<tern_backend>(d.backend), d.threads};
+  return tern_limits{d.max_batch,
+                     d.max_source_length,
+                     d.max_target_length,
+                     d.beam_size,
+                     static_cast<tern_backend>(d.backend),
+                     d.threads};
 }
 
 tern_translate_options tern_default_translate_options(void) {
@@ -125,21 +128,24 @@ tern_status tern_model_load_from_memory(const void* data, size_t size, tern_mode
   auto model = tern::Model::Load(data, size);
   if (!model.ok()) return Report(model.status());
   tern_model* handle = new (std::nothrow) tern_model();
-  if (handle == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
+  if (handle == nullptr)
+    return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
   handle->model = model.value();
   *out = handle;
   return TERN_OK;
 }
 
 tern_status tern_model_load_from_file(const char* path, tern_model** out) {
-  if (out == nullptr || path == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "path or out is null");
+  if (out == nullptr || path == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "path or out is null");
   *out = nullptr;
   auto file = tern::posix::MappedFile::Open(path);
   if (!file.ok()) return Report(file.status());
   auto model = tern::Model::Load(file->data(), file->size());
   if (!model.ok()) return Report(model.status());
   tern_model* handle = new (std::nothrow) tern_model();
-  if (handle == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
+  if (handle == nullptr)
+    return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
   handle->file = std::move(file.value());
   handle->model = model.value();
   *out = handle;
@@ -148,8 +154,10 @@ tern_status tern_model_load_from_file(const char* path, tern_model** out) {
 
 void tern_model_free(tern_model* model) { delete model; }
 
-tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes) {
-  if (model == nullptr || out_bytes == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
+tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
+                                      size_t* out_bytes) {
+  if (model == nullptr || out_bytes == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
   auto bytes = tern::Session::RequiredArenaBytes(model->model, ToLimits(limits));
   if (!bytes.ok()) return Report(bytes.status());
   *out_bytes = bytes.value();
@@ -158,12 +166,15 @@ tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits
 
 tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
                                 size_t arena_bytes, tern_session** out) {
-  if (model == nullptr || out == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "model or out is null");
+  if (model == nullptr || out == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "model or out is null");
   *out = nullptr;
   tern_session* session = new (std::nothrow) tern_session();
-  if (session == nullptr) return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the session handle");
+  if (session == nullptr)
+    return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the session handle");
   session->model = model;
-  const tern::Status status = session->session.Prepare(model->model, ToLimits(limits), arena, arena_bytes);
+  const tern::Status status =
+      session->session.Prepare(model->model, ToLimits(limits), arena, arena_bytes);
   if (!status.ok()) {
     delete session;
     return Report(status);
@@ -175,8 +186,8 @@ tern_status tern_session_create(const tern_model* model, const tern_limits* limi
 void tern_session_free(tern_session* session) { delete session; }
 
 tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
-                               const tern_translate_options* options, int32_t* out, size_t out_capacity,
-                               size_t* out_length) {
+                               const tern_translate_options* options, int32_t* out,
+                               size_t out_capacity, size_t* out_length) {
   if (session == nullptr || src == nullptr || out == nullptr || out_length == nullptr) {
     return Fail(tern::StatusCode::kInvalidArgument, "session, src, out or out_length is null");
   }
@@ -191,19 +202,21 @@ tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t
 
 tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
                                      const int32_t* src_lengths, int32_t batch,
-                                     const tern_translate_options* options, int32_t* out, size_t out_stride,
-                                     int32_t* out_lengths) {
+                                     const tern_translate_options* options, int32_t* out,
+                                     size_t out_stride, int32_t* out_lengths) {
   if (session == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "session is null");
   CallbackBridge bridge;
-  return Report(session->session.TranslateIds(src, static_cast<int64_t>(src_stride), src_lengths, batch,
-                                              ToOptions(options, &bridge), out, static_cast<int64_t>(out_stride),
-                                              out_lengths));
+  return Report(session->session.TranslateIds(src, static_cast<int64_t>(src_stride), src_lengths,
+                                              batch, ToOptions(options, &bridge), out,
+                                              static_cast<int64_t>(out_stride), out_lengths));
 }
 
-tern_status tern_translate_text(tern_session* session, const char* text, const tern_translate_options* options,
-                                char* out, size_t out_capacity) {
+tern_status tern_translate_text(tern_session* session, const char* text,
+                                const tern_translate_options* options, char* out,
+                                size_t out_capacity) {
   if (session == nullptr || text == nullptr || out == nullptr || out_capacity == 0) {
-    return Fail(tern::StatusCode::kInvalidArgument, "session, text or out is null, or out_capacity is 0");
+    return Fail(tern::StatusCode::kInvalidArgument,
+                "session, text or out is null, or out_capacity is 0");
   }
   out[0] = '\0';
   if (text[strspn(text, " \t\r\n")] == '\0') return TERN_OK;  // empty lines pass through
@@ -224,7 +237,8 @@ tern_status tern_translate_text(tern_session* session, const char* text, const t
   std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
   size_t produced = 0;
   if (options && options->n_best > 1) {
-    return Fail(tern::StatusCode::kInvalidArgument, "tern_translate_text returns one translation (n_best 1)");
+    return Fail(tern::StatusCode::kInvalidArgument,
+                "tern_translate_text returns one translation (n_best 1)");
   }
   CallbackBridge bridge;
   s = session->session.TranslateIds(tern::Span<const int32_t>(ids.data(), ids.size()),

@@ -6,31 +6,36 @@ Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& l
   return DecoderOnly::RequiredArenaBytes(model, limits);
 }
 
-Status Generator::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
+Status Generator::Prepare(const Model& model, const Limits& limits, void* arena,
+                          size_t arena_bytes) {
   return model_.Prepare(model, limits, arena, arena_bytes);
 }
 
-Status Generator::Generate(const int32_t* prompts, int64_t prompt_stride, const int32_t* prompt_lengths,
-                           int32_t batch, const GenerationOptions& options, int32_t* out_ids,
-                           int64_t out_stride, int32_t* out_lengths) {
-  return tern::Generate(model_, prompts, prompt_stride, prompt_lengths, batch, options, out_ids, out_stride,
-                        out_lengths);
+Status Generator::Generate(const int32_t* prompts, int64_t prompt_stride,
+                           const int32_t* prompt_lengths, int32_t batch,
+                           const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
+                           int32_t* out_lengths) {
+  return tern::Generate(model_, prompts, prompt_stride, prompt_lengths, batch, options, out_ids,
+                        out_stride, out_lengths);
 }
 
 Status Generator::Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t* out_length,
                            const GenerationOptions& options) {
-  if (out_length == nullptr) return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
-  if (prompt.size() > static_cast<size_t>(INT32_MAX) || out.size() > static_cast<size_t>(INT32_MAX)) {
+  if (out_length == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
+  if (prompt.size() > static_cast<size_t>(INT32_MAX) ||
+      out.size() > static_cast<size_t>(INT32_MAX)) {
     return Status::Error(StatusCode::kOutOfRange, "prompt or output too long");
   }
   const int32_t length = static_cast<int32_t>(prompt.size());
   // Without a token budget, the output span is the budget.
   GenerationOptions bounded = options;
   if (bounded.max_new_tokens == 0) bounded.max_new_tokens = static_cast<int32_t>(out.size());
-  if (bounded.max_new_tokens == 0) return Status::Error(StatusCode::kInvalidArgument, "output span is empty");
+  if (bounded.max_new_tokens == 0)
+    return Status::Error(StatusCode::kInvalidArgument, "output span is empty");
   int32_t produced = 0;
-  TERN_RETURN_IF_ERROR(tern::Generate(model_, prompt.data(), length, &length, 1, bounded, out.data(),
-                                      static_cast<int64_t>(out.size()), &produced));
+  TERN_RETURN_IF_ERROR(tern::Generate(model_, prompt.data(), length, &length, 1, bounded,
+                                      out.data(), static_cast<int64_t>(out.size()), &produced));
   *out_length = static_cast<size_t>(produced);
   return Status::Ok();
 }

@@ -10,7 +10,8 @@ namespace {
 Status CheckTranslationModel(const Model& model) {
   if (model.config().architecture == Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
-                         "this is a decoder-only (language) model: use tern::Generator (C: tern_generator_create), not a "
+                         "this is a decoder-only (language) model: use tern::Generator (C: "
+                         "tern_generator_create), not a "
                          "translation session");
   }
   return Status::Ok();
@@ -23,27 +24,28 @@ Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& lim
   return EncoderDecoder::RequiredArenaBytes(model, limits);
 }
 
-Status Session::Prepare(const Model& model, const Limits& limits, void* arena,
-                        size_t arena_bytes) {
+Status Session::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   return model_.Prepare(model, limits, arena, arena_bytes);
 }
 
-Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride,
-                             const int32_t* src_lengths, int32_t batch,
-                             const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
-                             int32_t* out_lengths, float* out_scores) {
+Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
+                             int32_t batch, const DecodingOptions& options, int32_t* out_ids,
+                             int64_t out_stride, int32_t* out_lengths, float* out_scores) {
   TERN_RETURN_IF_ERROR(model_.Encode(src_ids, src_stride, src_lengths, batch));
-  if (options.beam_size > 1) return BeamSearch(model_, options, out_ids, out_stride, out_lengths, out_scores);
+  if (options.beam_size > 1)
+    return BeamSearch(model_, options, out_ids, out_stride, out_lengths, out_scores);
   if (options.n_best != 1) {
-    return Status::Error(StatusCode::kInvalidArgument, "n_best = %d needs beam search (beam_size > 1)", options.n_best);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "n_best = %d needs beam search (beam_size > 1)", options.n_best);
   }
   return GreedyDecode(model_, options, out_ids, out_stride, out_lengths, out_scores);
 }
 
 Status Session::TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,
                              const DecodingOptions& options) {
-  if (out_length == nullptr) return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
+  if (out_length == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
   const int32_t length = static_cast<int32_t>(src.size());
   if (src.size() > static_cast<size_t>(INT32_MAX)) {
     return Status::Error(StatusCode::kOutOfRange, "source has too many tokens");

@@ -14,11 +14,16 @@ const char* DTypeName(DType dtype);
 // Bytes for `count` elements laid out as one row (I4: two per byte, rounded up).
 inline size_t DTypeRowBytes(DType dtype, size_t count) {
   switch (dtype) {
-    case DType::kF32: return count * 4;
-    case DType::kF16: return count * 2;
-    case DType::kI8: return count;
-    case DType::kI4: return (count + 1) / 2;
-    case DType::kI32: return count * 4;
+    case DType::kF32:
+      return count * 4;
+    case DType::kF16:
+      return count * 2;
+    case DType::kI8:
+      return count;
+    case DType::kI4:
+      return (count + 1) / 2;
+    case DType::kI32:
+      return count * 4;
   }
   return 0;
 }

@@ -43,7 +43,7 @@ inline uint16_t Fp32ToFp16(float f) {
     return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));
   }
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // Rounds to inf.
-  if (abs < 0x38800000u) {  // Result is subnormal or zero.
+  if (abs < 0x38800000u) {               // Result is subnormal or zero.
     if (abs < 0x33000000u) return sign;  // Below half the smallest subnormal.
     const uint32_t exponent = abs >> 23;
     const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;

@@ -11,9 +11,9 @@ namespace tern {
 template <typename T>
 class Result {
  public:
-  Result(const T& value) : has_value_(true) { new (&storage_) T(value); }  // NOLINT
+  Result(const T& value) : has_value_(true) { new (&storage_) T(value); }        // NOLINT
   Result(T&& value) : has_value_(true) { new (&storage_) T(std::move(value)); }  // NOLINT
-  Result(const Status& status) : status_(status) {  // NOLINT
+  Result(const Status& status) : status_(status) {                               // NOLINT
     if (status_.ok()) status_ = Status::Error(StatusCode::kInternal, "Result built from ok status");
   }
   Result(Result&& other) noexcept : status_(other.status_), has_value_(other.has_value_) {

@@ -59,8 +59,8 @@ class Status {
 
 }  // namespace tern
 
-#define TERN_RETURN_IF_ERROR(expr)          \
-  do {                                      \
-    ::tern::Status tern_status_ = (expr);   \
+#define TERN_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::tern::Status tern_status_ = (expr);        \
     if (!tern_status_.ok()) return tern_status_; \
   } while (0)

@@ -45,11 +45,16 @@ inline int Int4At(const uint8_t* row, int64_t c) {
 inline float WeightAt(const WeightView& w, int64_t r, int64_t c) {
   const uint8_t* row = w.row(r);
   switch (w.dtype) {
-    case DType::kF32: return reinterpret_cast<const float*>(row)[c];
-    case DType::kF16: return Fp16ToFp32(reinterpret_cast<const uint16_t*>(row)[c]);
-    case DType::kI8: return w.scale(r, c) * static_cast<float>(reinterpret_cast<const int8_t*>(row)[c]);
-    case DType::kI4: return w.scale(r, c) * static_cast<float>(Int4At(row, c));
-    case DType::kI32: return static_cast<float>(reinterpret_cast<const int32_t*>(row)[c]);
+    case DType::kF32:
+      return reinterpret_cast<const float*>(row)[c];
+    case DType::kF16:
+      return Fp16ToFp32(reinterpret_cast<const uint16_t*>(row)[c]);
+    case DType::kI8:
+      return w.scale(r, c) * static_cast<float>(reinterpret_cast<const int8_t*>(row)[c]);
+    case DType::kI4:
+      return w.scale(r, c) * static_cast<float>(Int4At(row, c));
+    case DType::kI32:
+      return static_cast<float>(reinterpret_cast<const int32_t*>(row)[c]);
   }
   return 0.0f;
 }

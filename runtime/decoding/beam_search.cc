@@ -23,17 +23,17 @@ struct Candidate {
 
 // The beam state carved from the session's decoder_state buffer.
 struct BeamState {
-  int32_t* history[2];  // [rows][T]: tokens of each live hypothesis (double-buffered)
-  int32_t* length[2];   // [rows]
-  float* score;         // [rows] sum of log-probabilities; -inf: dead row
-  float* next_score;    // [rows]
-  int32_t* parents;     // [rows]
+  int32_t* history[2];    // [rows][T]: tokens of each live hypothesis (double-buffered)
+  int32_t* length[2];     // [rows]
+  float* score;           // [rows] sum of log-probabilities; -inf: dead row
+  float* next_score;      // [rows]
+  int32_t* parents;       // [rows]
   Candidate* candidates;  // [2 * beam]
-  int32_t* done_ids;    // [batch][beam][T] finished hypotheses
-  int32_t* done_length;  // [batch][beam]
-  float* done_score;     // [batch][beam] normalized
-  int32_t* done_count;   // [batch]
-  int32_t* finished;     // [batch] sentence finished
+  int32_t* done_ids;      // [batch][beam][T] finished hypotheses
+  int32_t* done_length;   // [batch][beam]
+  float* done_score;      // [batch][beam] normalized
+  int32_t* done_count;    // [batch]
+  int32_t* finished;      // [batch] sentence finished
 };
 
 // Saturating: SIZE_MAX (an overflowed size) stays SIZE_MAX instead of wrapping to 0.
@@ -60,7 +60,8 @@ size_t Layout(int32_t batch, int32_t beam, int32_t max_length, uint8_t* base, Be
   st.score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
   st.next_score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
   st.parents = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
-  st.candidates = reinterpret_cast<Candidate*>(take(CheckedMul(2 * static_cast<size_t>(beam), sizeof(Candidate))));
+  st.candidates = reinterpret_cast<Candidate*>(
+      take(CheckedMul(2 * static_cast<size_t>(beam), sizeof(Candidate))));
   st.done_ids = reinterpret_cast<int32_t*>(take(CheckedMul(rows, t, 4)));
   st.done_length = reinterpret_cast<int32_t*>(take(CheckedMul(rows, 4)));
   st.done_score = reinterpret_cast<float*>(take(CheckedMul(rows, 4)));
@@ -109,22 +110,25 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
   const Limits& limits = model.limits();
   const int32_t beam = options.beam_size;
   if (beam < 2 || beam > limits.beam_size) {
-    return Status::Error(StatusCode::kInvalidArgument, "beam_size = %d; this session allows 2 to %d",
-                         beam, limits.beam_size);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "beam_size = %d; this session allows 2 to %d", beam, limits.beam_size);
   }
   if (options.n_best < 1 || options.n_best > beam) {
     return Status::Error(StatusCode::kInvalidArgument, "n_best = %d; 1 to beam_size (%d) allowed",
                          options.n_best, beam);
   }
-  if (options.max_length < 0 || options.max_length > limits.max_target_length || options.min_length < 0 ||
-      options.no_repeat_ngram_size < 0 || options.max_length_ratio < 0.0f || !(options.repetition_penalty > 0.0f) ||
+  if (options.max_length < 0 || options.max_length > limits.max_target_length ||
+      options.min_length < 0 || options.no_repeat_ngram_size < 0 ||
+      options.max_length_ratio < 0.0f || !(options.repetition_penalty > 0.0f) ||
       !std::isfinite(options.length_penalty)) {
-    return Status::Error(StatusCode::kInvalidArgument, "invalid decoding options (lengths, penalties)");
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "invalid decoding options (lengths, penalties)");
   }
   const int32_t max_length = options.max_length > 0 ? options.max_length : limits.max_target_length;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
     return Status::Error(StatusCode::kInvalidArgument,
-                         "output buffer: need non-null ids with a stride of at least %d", max_length);
+                         "output buffer: need non-null ids with a stride of at least %d",
+                         max_length);
   }
   TERN_RETURN_IF_ERROR(model.SetRowsPerSentence(beam));
   const int32_t batch = model.batch();
@@ -133,7 +137,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
   const int32_t t_cap = limits.max_target_length;
   BeamState s;
   // Laid out for the session's limits; this call uses its first `batch * beam` rows.
-  Layout(limits.max_batch, limits.beam_size, t_cap, static_cast<uint8_t*>(model.decoder_state()), &s);
+  Layout(limits.max_batch, limits.beam_size, t_cap, static_cast<uint8_t*>(model.decoder_state()),
+         &s);
   int32_t* tokens = model.decode_tokens();
   for (int32_t r = 0; r < rows; ++r) {
     tokens[r] = c.decoder_start_id;
@@ -172,8 +177,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
         const int32_t r = first + j;
         if (s.score[r] == kNegInf) continue;
         float* row = logits + static_cast<int64_t>(r) * vocab;
-        ProcessLogits(options, c.eos_id, s.history[cur] + static_cast<int64_t>(r) * t_cap, s.length[cur][r], row,
-                      vocab);
+        ProcessLogits(options, c.eos_id, s.history[cur] + static_cast<int64_t>(r) * t_cap,
+                      s.length[cur][r], row, vocab);
         float max = kNegInf;
         for (int32_t v = 0; v < vocab; ++v) max = row[v] > max ? row[v] : max;
         double sum = 0.0;
@@ -181,7 +186,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
         const float base = s.score[r] - max - static_cast<float>(std::log(sum));
         for (int32_t v = 0; v < vocab; ++v) {
           const float cand = base + row[v];
-          if (cand == kNegInf || (count == keep && !(cand > s.candidates[keep - 1].score))) continue;
+          if (cand == kNegInf || (count == keep && !(cand > s.candidates[keep - 1].score)))
+            continue;
           int32_t at = count < keep ? count++ : keep - 1;
           while (at > 0 && cand > s.candidates[at - 1].score) {
             s.candidates[at] = s.candidates[at - 1];
@@ -220,7 +226,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
       if (at_cap) {
         for (int32_t j = 0; j < alive; ++j) {
           const int32_t r = first + j;
-          AddFinished(s, b, beam, t_cap, s.history[nxt] + static_cast<int64_t>(r) * t_cap, s.length[nxt][r],
+          AddFinished(s, b, beam, t_cap, s.history[nxt] + static_cast<int64_t>(r) * t_cap,
+                      s.length[nxt][r],
                       Normalize(s.next_score[r], s.length[nxt][r], options.length_penalty));
           s.next_score[r] = kNegInf;
         }
@@ -249,7 +256,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
       for (int32_t j = 0; j < done; ++j) {
         const int64_t at = static_cast<int64_t>(b) * beam + j;
         if (s.done_length[at] < 0) continue;  // already taken
-        if (best < 0 || s.done_score[at] > s.done_score[static_cast<int64_t>(b) * beam + best]) best = j;
+        if (best < 0 || s.done_score[at] > s.done_score[static_cast<int64_t>(b) * beam + best])
+          best = j;
       }
       const int64_t at = static_cast<int64_t>(b) * beam + best;
       std::memcpy(out_ids + out * out_stride, s.done_ids + at * t_cap,

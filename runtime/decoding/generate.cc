@@ -9,7 +9,8 @@ Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_strid
                 int32_t* out_ids, int64_t out_stride, int32_t* out_lengths) {
   TERN_RETURN_IF_ERROR(CheckSamplingOptions(options.sampling));
   if (options.max_new_tokens < 0) {
-    return Status::Error(StatusCode::kInvalidArgument, "max_new_tokens = %d; must be >= 0", options.max_new_tokens);
+    return Status::Error(StatusCode::kInvalidArgument, "max_new_tokens = %d; must be >= 0",
+                         options.max_new_tokens);
   }
   if (out_ids == nullptr || out_lengths == nullptr) {
     return Status::Error(StatusCode::kInvalidArgument, "output ids or lengths are null");
@@ -22,7 +23,8 @@ Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_strid
   // Each sequence's budget: what is asked, and what still fits in the session.
   auto budget = [&](int32_t b) {
     const int32_t room = capacity - prompt_lengths[b];
-    return options.max_new_tokens > 0 && options.max_new_tokens < room ? options.max_new_tokens : room;
+    return options.max_new_tokens > 0 && options.max_new_tokens < room ? options.max_new_tokens
+                                                                       : room;
   };
   int32_t most = 0;
   for (int32_t b = 0; b < batch; ++b) most = budget(b) > most ? budget(b) : most;
@@ -50,7 +52,8 @@ Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_strid
         out_ids[b * out_stride + out_lengths[b]] = next;
         ++out_lengths[b];
         if (options.on_token && !options.on_token(options.user, b, step, next)) {
-          return Status::Error(StatusCode::kCancelled, "generation cancelled by the token callback at step %d", step);
+          return Status::Error(StatusCode::kCancelled,
+                               "generation cancelled by the token callback at step %d", step);
         }
         done = out_lengths[b] >= budget(b);
       }

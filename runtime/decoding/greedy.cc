@@ -6,11 +6,13 @@
 
 namespace tern {
 
-int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit, int32_t source_length) {
+int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit,
+                           int32_t source_length) {
   int32_t limit = options.max_length > 0 ? options.max_length : session_limit;
   if (options.max_length_ratio > 0.0f) {
-    const double by_ratio = std::ceil(static_cast<double>(options.max_length_ratio) * source_length) +
-                            options.max_length_extra;
+    const double by_ratio =
+        std::ceil(static_cast<double>(options.max_length_ratio) * source_length) +
+        options.max_length_extra;
     if (by_ratio < limit) limit = by_ratio < 1.0 ? 1 : static_cast<int32_t>(by_ratio);
   }
   return limit;
@@ -21,14 +23,16 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
   const ModelConfig& c = model.config();
   const int32_t limit = model.limits().max_target_length;
   if (options.max_length < 0 || options.max_length > limit) {
-    return Status::Error(StatusCode::kInvalidArgument, "max_length = %d; 0 to the session's %d allowed",
-                         options.max_length, limit);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "max_length = %d; 0 to the session's %d allowed", options.max_length,
+                         limit);
   }
   if (options.beam_size != 1) {
-    return Status::Error(StatusCode::kInvalidArgument, "greedy decoding with beam_size %d", options.beam_size);
+    return Status::Error(StatusCode::kInvalidArgument, "greedy decoding with beam_size %d",
+                         options.beam_size);
   }
-  if (options.min_length < 0 || options.no_repeat_ngram_size < 0 || options.max_length_ratio < 0.0f ||
-      !(options.repetition_penalty > 0.0f)) {
+  if (options.min_length < 0 || options.no_repeat_ngram_size < 0 ||
+      options.max_length_ratio < 0.0f || !(options.repetition_penalty > 0.0f)) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "min_length, no_repeat_ngram_size and max_length_ratio must be >= 0, "
                          "repetition_penalty > 0");
@@ -36,7 +40,8 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
   const int32_t max_length = options.max_length > 0 ? options.max_length : limit;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
     return Status::Error(StatusCode::kInvalidArgument,
-                         "output buffer: need non-null ids with a stride of at least %d", max_length);
+                         "output buffer: need non-null ids with a stride of at least %d",
+                         max_length);
   }
   const int32_t batch = model.batch();
   int32_t* tokens = model.decode_tokens();
@@ -68,7 +73,8 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
         history[out_lengths[b]] = next;
         ++out_lengths[b];
         if (options.on_token && !options.on_token(options.user, b, step, next)) {
-          return Status::Error(StatusCode::kCancelled, "decoding cancelled by the token callback at step %d", step);
+          return Status::Error(StatusCode::kCancelled,
+                               "decoding cancelled by the token callback at step %d", step);
         }
       }
       if (ended) {

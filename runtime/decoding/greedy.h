@@ -21,6 +21,7 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
                     int64_t out_stride, int32_t* out_lengths, float* out_scores = nullptr);
 
 // The max length sentence b may reach under options (shared by greedy and beam search).
-int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit, int32_t source_length);
+int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit,
+                           int32_t source_length);
 
 }  // namespace tern

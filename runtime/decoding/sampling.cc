@@ -36,7 +36,8 @@ Status CheckSamplingOptions(const SamplingOptions& o) {
   if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) {
     return Status::Error(StatusCode::kInvalidArgument, "temperature must be a finite value >= 0");
   }
-  if (o.top_k < 0) return Status::Error(StatusCode::kInvalidArgument, "top_k = %d; must be >= 0", o.top_k);
+  if (o.top_k < 0)
+    return Status::Error(StatusCode::kInvalidArgument, "top_k = %d; must be >= 0", o.top_k);
   if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
     return Status::Error(StatusCode::kInvalidArgument, "top_p must be in (0, 1]");
   }

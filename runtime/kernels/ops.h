@@ -43,11 +43,11 @@ namespace ops {
 using ref::AddRows;
 using ref::ApplyRotary;
 using ref::Embedding;
+using ref::Linear;
 using ref::Multiply;
 using ref::RotaryTables;
-using ref::T5BiasByDistance;
-using ref::Linear;
 using ref::SinusoidalPositions;
+using ref::T5BiasByDistance;
 
 // Which kernels a session runs besides its linear layers' (set at prepare; the default is the
 // reference).
@@ -82,12 +82,14 @@ inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t l
 #else
   (void)kernels;
 #endif
-  ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel);
+  ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
+                          rel);
 }
 
 // See ref::LayerNorm.
-inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t d, const float* gamma,
-                      const float* beta, float eps, ref::NormKind kind, float* y) {
+inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t d,
+                      const float* gamma, const float* beta, float eps, ref::NormKind kind,
+                      float* y) {
 #if TERN_OPS_XNNPACK
   if (kernels.vectorized) {
     xnn::LayerNorm(x, m, d, gamma, beta, eps, kind, y);

@@ -41,8 +41,8 @@ size_t GreedyPlanner::arena_bytes() const { return CheckedAdd(total_, kAlignment
 Status GreedyPlanner::Place(void* arena, size_t bytes, uint8_t** base) const {
   const size_t required = arena_bytes();
   if (bytes < required) {
-    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu", bytes,
-                         required);
+    return Status::Error(StatusCode::kArenaTooSmall, "arena has %zu bytes; these limits need %zu",
+                         bytes, required);
   }
   const uintptr_t raw = reinterpret_cast<uintptr_t>(arena);
   *base = reinterpret_cast<uint8_t*>((raw + kAlignment - 1) & ~uintptr_t{kAlignment - 1});
@@ -60,8 +60,8 @@ Status GreedyPlanner::Plan() {
   for (int i = 1; i < count_; ++i) {
     const int v = order[i];
     int j = i - 1;
-    while (j >= 0 && (sizes_[order[j]] < sizes_[v] ||
-                      (sizes_[order[j]] == sizes_[v] && order[j] > v))) {
+    while (j >= 0 &&
+           (sizes_[order[j]] < sizes_[v] || (sizes_[order[j]] == sizes_[v] && order[j] > v))) {
       order[j + 1] = order[j];
       --j;
     }

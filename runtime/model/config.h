@@ -14,7 +14,11 @@ enum class Architecture : uint8_t { kEncoderDecoder = 0, kDecoderOnly = 1, kUniv
 enum class NormPlacement : uint8_t { kPost = 0, kPre = 1 };
 enum class RelativeAttention : uint8_t { kShaw = 0, kT5Bias = 1 };
 enum class PositionKind : uint8_t {
-  kSinusoidal = 0, kLearned = 1, kRelative = 2, kRotary = 3, kNone = 4
+  kSinusoidal = 0,
+  kLearned = 1,
+  kRelative = 2,
+  kRotary = 3,
+  kNone = 4
 };
 
 struct ModelConfig {
@@ -51,7 +55,9 @@ struct ModelConfig {
   float act_threshold = 0.0f;  // 0: no adaptive computation time
 
   // Whether each stack ends with a final norm (encoder.layer_norm / decoder.layer_norm).
-  bool has_final_norm() const { return norm_placement == NormPlacement::kPre || post_ln_final_norm; }
+  bool has_final_norm() const {
+    return norm_placement == NormPlacement::kPre || post_ln_final_norm;
+  }
   int32_t d_head() const { return heads > 0 ? d_model / heads : 0; }
 };
 

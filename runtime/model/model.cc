@@ -42,19 +42,22 @@ Status CheckConfig(const ModelConfig& c) {
   const bool decoder_only = c.architecture == Architecture::kDecoderOnly;
   if (decoder_only) {
     if (c.encoder_layers != 0) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "config.encoder_layers = %d: a decoder-only model has no encoder (must be 0)",
-                           c.encoder_layers);
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "config.encoder_layers = %d: a decoder-only model has no encoder (must be 0)",
+          c.encoder_layers);
     }
     if (c.src_vocab_size != 0) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "config.src_vocab_size = %d: a decoder-only model has no source vocabulary "
-                           "(must be 0; its vocabulary is tgt_vocab_size)",
-                           c.src_vocab_size);
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "config.src_vocab_size = %d: a decoder-only model has no source vocabulary "
+          "(must be 0; its vocabulary is tgt_vocab_size)",
+          c.src_vocab_size);
     }
     if (c.shared_embeddings) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "config.shared_embeddings: a decoder-only model has no encoder table to share");
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "config.shared_embeddings: a decoder-only model has no encoder table to share");
     }
     if (c.decoder_layers < 1) return bad("decoder_layers", c.decoder_layers);
   } else if (c.src_vocab_size <= 0 || c.src_vocab_size > ConfigBounds::kMaxVocab) {
@@ -67,7 +70,8 @@ Status CheckConfig(const ModelConfig& c) {
     return bad("max_positions", c.max_positions);
   }
   if (!(c.layer_norm_eps >= 0.0f) || !std::isfinite(c.layer_norm_eps)) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.layer_norm_eps is not a finite value >= 0");
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.layer_norm_eps is not a finite value >= 0");
   }
   if (!std::isfinite(c.embedding_scale)) {
     return Status::Error(StatusCode::kInvalidConfig, "config.embedding_scale is not finite");
@@ -87,29 +91,34 @@ Status CheckConfig(const ModelConfig& c) {
                          c.rotary_dim, c.d_head());
   }
   if (!(c.rotary_base > 0.0f) || !std::isfinite(c.rotary_base)) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.rotary_base is not a finite value > 0");
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.rotary_base is not a finite value > 0");
   }
   if (!(c.act_threshold >= 0.0f && c.act_threshold < 1.0f)) {
     return Status::Error(StatusCode::kInvalidConfig, "config.act_threshold is not in [0, 1)");
   }
-  const int32_t min_vocab = decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size
-                                                                                 : c.src_vocab_size;
+  const int32_t min_vocab =
+      decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size : c.src_vocab_size;
   const struct {
     const char* name;
     int32_t value;
-  } ids[] = {{"pad_id", c.pad_id}, {"bos_id", c.bos_id}, {"eos_id", c.eos_id},
-             {"unk_id", c.unk_id}, {"decoder_start_id", c.decoder_start_id}};
+  } ids[] = {{"pad_id", c.pad_id},
+             {"bos_id", c.bos_id},
+             {"eos_id", c.eos_id},
+             {"unk_id", c.unk_id},
+             {"decoder_start_id", c.decoder_start_id}};
   for (const auto& id : ids) {
     if (id.value < 0 || id.value >= min_vocab) {
       return Status::Error(StatusCode::kInvalidConfig,
-                           "config.%s = %d is not a token id below the vocabulary size %d",
-                           id.name, id.value, min_vocab);
+                           "config.%s = %d is not a token id below the vocabulary size %d", id.name,
+                           id.value, min_vocab);
     }
   }
   if (c.shared_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
-    return Status::Error(StatusCode::kInvalidConfig,
-                         "config.shared_embeddings needs src_vocab_size == tgt_vocab_size (%d vs %d)",
-                         c.src_vocab_size, c.tgt_vocab_size);
+    return Status::Error(
+        StatusCode::kInvalidConfig,
+        "config.shared_embeddings needs src_vocab_size == tgt_vocab_size (%d vs %d)",
+        c.src_vocab_size, c.tgt_vocab_size);
   }
   return Status::Ok();
 }
@@ -159,7 +168,8 @@ Status CheckEnums(const schema::Config& s) {
     return Status::Error(StatusCode::kInvalidConfig, "config.activation = %d is unknown",
                          static_cast<int>(s.activation()));
   }
-  if (s.norm_placement() < schema::NormPlacement_MIN || s.norm_placement() > schema::NormPlacement_MAX) {
+  if (s.norm_placement() < schema::NormPlacement_MIN ||
+      s.norm_placement() > schema::NormPlacement_MAX) {
     return Status::Error(StatusCode::kInvalidConfig, "config.norm_placement = %d is unknown",
                          static_cast<int>(s.norm_placement()));
   }
@@ -171,7 +181,8 @@ Status CheckEnums(const schema::Config& s) {
     return Status::Error(StatusCode::kInvalidConfig, "config.position = %d is unknown",
                          static_cast<int>(s.position()));
   }
-  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN || s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
+  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN ||
+      s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
     return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
                          static_cast<int>(s.sinusoid_layout()));
   }
@@ -210,12 +221,13 @@ Result<Model> Model::Load(const void* data, size_t size) {
   }
   const auto* bytes = static_cast<const uint8_t*>(data);
   if (size < 12) {
-    return Status::Error(StatusCode::kInvalidModel, "file is too small (%zu bytes) to be a .tern model",
-                         size);
+    return Status::Error(StatusCode::kInvalidModel,
+                         "file is too small (%zu bytes) to be a .tern model", size);
   }
   if (!schema::SizePrefixedModelBufferHasIdentifier(bytes)) {
     return Status::Error(StatusCode::kInvalidModel,
-                         "not a .tern model: file identifier is not \"%s\"", schema::ModelIdentifier());
+                         "not a .tern model: file identifier is not \"%s\"",
+                         schema::ModelIdentifier());
   }
   const uint32_t fb_size = flatbuffers::ReadScalar<uint32_t>(bytes);
   if (fb_size > size - sizeof(uint32_t) || fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
@@ -291,9 +303,9 @@ Status Model::CheckTensors() const {
       return Status::Error(StatusCode::kInvalidModel, "tensor #%u has a name with a NUL byte", i);
     }
     if (previous != nullptr && std::strcmp(previous, name) >= 0) {
-      return Status::Error(StatusCode::kInvalidModel,
-                           "tensor \"%s\" is out of order or duplicated (tensors must be sorted by name)",
-                           name);
+      return Status::Error(
+          StatusCode::kInvalidModel,
+          "tensor \"%s\" is out of order or duplicated (tensors must be sorted by name)", name);
     }
     previous = name;
     if (!ValidDType(t->dtype())) {
@@ -319,7 +331,8 @@ Status Model::CheckTensors() const {
     const DType dtype = static_cast<DType>(t->dtype());
     const int64_t rows = shape->size() >= 2 ? shape->Get(0) : 1;
     const int64_t cols = elements / rows;
-    const uint64_t expected = static_cast<uint64_t>(rows) * DTypeRowBytes(dtype, static_cast<size_t>(cols));
+    const uint64_t expected =
+        static_cast<uint64_t>(rows) * DTypeRowBytes(dtype, static_cast<size_t>(cols));
     if (t->data_size() != expected) {
       return Status::Error(StatusCode::kInvalidModel,
                            "tensor \"%s\": data_size %llu, but %s %lldx%lld needs %llu bytes", name,
@@ -328,12 +341,14 @@ Status Model::CheckTensors() const {
                            static_cast<unsigned long long>(expected));
     }
     if (t->data_offset() % kTensorDataAlignment != 0) {
-      return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": data offset %llu is not %zu-byte aligned",
-                           name, static_cast<unsigned long long>(t->data_offset()), kTensorDataAlignment);
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tensor \"%s\": data offset %llu is not %zu-byte aligned", name,
+                           static_cast<unsigned long long>(t->data_offset()), kTensorDataAlignment);
     }
     if (t->data_offset() > size_ || t->data_size() > size_ - t->data_offset()) {
       return Status::Error(StatusCode::kInvalidModel,
-                           "truncated model: tensor \"%s\" data [%llu, +%llu) lies past the end of the %zu-byte file",
+                           "truncated model: tensor \"%s\" data [%llu, +%llu) lies past the end of "
+                           "the %zu-byte file",
                            name, static_cast<unsigned long long>(t->data_offset()),
                            static_cast<unsigned long long>(t->data_size()), size_);
     }
@@ -341,12 +356,13 @@ Status Model::CheckTensors() const {
     const bool quantized = dtype == DType::kI8 || dtype == DType::kI4;
     if (quantized) {
       if (q == nullptr || q->scales() == nullptr) {
-        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" is %s but has no scales", name,
-                             DTypeName(dtype));
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" is %s but has no scales",
+                             name, DTypeName(dtype));
       }
       if (q->zero_points() && q->zero_points()->size() != 0) {
-        return Status::Error(StatusCode::kNotSupported,
-                             "tensor \"%s\": asymmetric quantization (zero points) is not supported", name);
+        return Status::Error(
+            StatusCode::kNotSupported,
+            "tensor \"%s\": asymmetric quantization (zero points) is not supported", name);
       }
       const int64_t group = q->group_size();
       if (group < 0 || (group > 0 && group > cols)) {
@@ -354,19 +370,20 @@ Status Model::CheckTensors() const {
                              name, static_cast<long long>(group));
       }
       if (q->axis() != 0) {
-        return Status::Error(StatusCode::kNotSupported,
-                             "tensor \"%s\": quantization axis %d; only per-row (axis 0) is supported",
-                             name, q->axis());
+        return Status::Error(
+            StatusCode::kNotSupported,
+            "tensor \"%s\": quantization axis %d; only per-row (axis 0) is supported", name,
+            q->axis());
       }
       const int64_t groups = group > 0 ? (cols + group - 1) / group : 1;
       if (static_cast<int64_t>(q->scales()->size()) != rows * groups) {
-        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": %u scales, expected %lld", name,
-                             q->scales()->size(), static_cast<long long>(rows * groups));
+        return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\": %u scales, expected %lld",
+                             name, q->scales()->size(), static_cast<long long>(rows * groups));
       }
       for (float s : *q->scales()) {
         if (!std::isfinite(s) || s < 0.0f) {
-          return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has a non-finite or negative scale",
-                               name);
+          return Status::Error(StatusCode::kInvalidModel,
+                               "tensor \"%s\" has a non-finite or negative scale", name);
         }
       }
     }

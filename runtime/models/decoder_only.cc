@@ -38,15 +38,19 @@ class Resolver : public WeightResolver {
     return Norm(buf, &w->ffn_norm);
   }
 
-  Status Globals(WeightView* embed, WeightView* positions, LinearWeights* output, NormWeights* norm) {
-    TERN_RETURN_IF_ERROR(Matrix("decoder.embed_tokens.weight", c_.tgt_vocab_size, c_.d_model, embed));
+  Status Globals(WeightView* embed, WeightView* positions, LinearWeights* output,
+                 NormWeights* norm) {
+    TERN_RETURN_IF_ERROR(
+        Matrix("decoder.embed_tokens.weight", c_.tgt_vocab_size, c_.d_model, embed));
     if (c_.position == PositionKind::kLearned) {
-      TERN_RETURN_IF_ERROR(Matrix("decoder.embed_positions.weight", c_.max_positions, c_.d_model, positions));
+      TERN_RETURN_IF_ERROR(
+          Matrix("decoder.embed_positions.weight", c_.max_positions, c_.d_model, positions));
     }
     if (c_.tied_output) {
       output->weight = *embed;
     } else {
-      TERN_RETURN_IF_ERROR(Matrix("output_projection.weight", c_.tgt_vocab_size, c_.d_model, &output->weight));
+      TERN_RETURN_IF_ERROR(
+          Matrix("output_projection.weight", c_.tgt_vocab_size, c_.d_model, &output->weight));
     }
     TERN_RETURN_IF_ERROR(Vector("output_projection.bias", c_.tgt_vocab_size, false, &output->bias));
     if (c_.has_final_norm()) TERN_RETURN_IF_ERROR(Norm("decoder.layer_norm", norm));
@@ -90,7 +94,8 @@ Status VisitOutputLinear(const ModelConfig& c, const Limits& l, LinearWeights& w
 }  // namespace
 
 struct DecoderOnly::BufferIds {
-  int layers, sinusoids, rotary, kv, x, q, k, v, attn, hidden, up, scores, position_ids, logits, lengths;
+  int layers, sinusoids, rotary, kv, x, q, k, v, attn, hidden, up, scores, position_ids, logits,
+      lengths;
   int step_tokens, step_ids, sampling, generators;
   XnnpackLinearBuffers xnn;  // XNNPACK backend only (-1 otherwise)
   int xnn_attention;
@@ -104,13 +109,15 @@ Status DecoderOnly::Validate(const Model& model) {
   // Relative positions (Shaw, T5 bias) would need their terms in the cached decode-step
   // attention, which this model does not compute.
   if (c.position == PositionKind::kRelative) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
-                         "or no positions, not relative ones (yet)");
+    return Status::Error(
+        StatusCode::kNotSupported,
+        "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
+        "or no positions, not relative ones (yet)");
   }
   if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal &&
       c.position != PositionKind::kRotary && c.position != PositionKind::kNone) {
-    return Status::Error(StatusCode::kNotSupported, "config.position = %d is not a position kind decoder-only models know",
+    return Status::Error(StatusCode::kNotSupported,
+                         "config.position = %d is not a position kind decoder-only models know",
                          static_cast<int>(c.position));
   }
   Resolver resolve(model);
@@ -129,7 +136,8 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
   if (c.architecture != Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
-                         "this model is not decoder-only (use tern::Session, C: tern_session_create, to translate with it)");
+                         "this model is not decoder-only (use tern::Session, C: "
+                         "tern_session_create, to translate with it)");
   }
   TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
   if (limits.max_batch < 1 || limits.max_batch > 4096) {
@@ -137,20 +145,23 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
                          limits.max_batch);
   }
   if (limits.beam_size != 1) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
-                         limits.beam_size);
+    return Status::Error(
+        StatusCode::kNotSupported,
+        "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
+        limits.beam_size);
   }
   if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
     return Status::Error(StatusCode::kInvalidArgument,
-                         "limits.max_source_length (longest prompt) = %d; 1 to the model's max_positions (%d) allowed",
+                         "limits.max_source_length (longest prompt) = %d; 1 to the model's "
+                         "max_positions (%d) allowed",
                          limits.max_source_length, c.max_positions);
   }
   if (limits.max_target_length < 1 || limits.max_target_length > c.max_positions) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "limits.max_target_length (prompt + generated tokens) = %d; 1 to the model's "
-                         "max_positions (%d) allowed",
-                         limits.max_target_length, c.max_positions);
+    return Status::Error(
+        StatusCode::kInvalidArgument,
+        "limits.max_target_length (prompt + generated tokens) = %d; 1 to the model's "
+        "max_positions (%d) allowed",
+        limits.max_target_length, c.max_positions);
   }
   return Status::Ok();
 }
@@ -166,14 +177,18 @@ Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPl
   const size_t prefill = static_cast<size_t>(PrefillRows(limits));
   const size_t layers = static_cast<size_t>(c.decoder_layers);
   const size_t vocab = static_cast<size_t>(c.tgt_vocab_size);
-  ids->layers = p->Add("layers", CheckedMul(layers, sizeof(DecoderOnlyLayerWeights)), kPrepare, kRun);
+  ids->layers =
+      p->Add("layers", CheckedMul(layers, sizeof(DecoderOnlyLayerWeights)), kPrepare, kRun);
   ids->sinusoids = ids->rotary = -1;
-  if (c.position == PositionKind::kSinusoidal) ids->sinusoids = p->Add("positions", CheckedMul(t, d, f), kPrepare, kRun);
+  if (c.position == PositionKind::kSinusoidal)
+    ids->sinusoids = p->Add("positions", CheckedMul(t, d, f), kPrepare, kRun);
   if (c.position == PositionKind::kRotary) {
     // cos and sin for positions [0, capacity), rotary_dim / 2 each: [2, t, rotary_dim / 2].
-    ids->rotary = p->Add("rotary_tables", CheckedMul(t, static_cast<size_t>(RotaryDim(c)), f), kPrepare, kRun);
+    ids->rotary = p->Add("rotary_tables", CheckedMul(t, static_cast<size_t>(RotaryDim(c)), f),
+                         kPrepare, kRun);
   }
-  ids->kv = p->Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d, f)), kRun, kRun);
+  ids->kv =
+      p->Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d, f)), kRun, kRun);
   ids->x = p->Add("x", CheckedMul(rows, d, f), kRun, kRun);
   ids->q = p->Add("q", CheckedMul(rows, d, f), kRun, kRun);
   ids->k = p->Add("k", CheckedMul(rows, d, f), kRun, kRun);
@@ -181,7 +196,8 @@ Status DecoderOnly::Plan(const ModelConfig& c, const Limits& limits, const XnnPl
   ids->attn = p->Add("attn", CheckedMul(rows, d, f), kRun, kRun);
   ids->hidden = p->Add("hidden", CheckedMul(rows, ff, f), kRun, kRun);
   ids->up = -1;
-  if (c.activation == ref::Activation::kSwiGLU) ids->up = p->Add("up", CheckedMul(rows, ff, f), kRun, kRun);
+  if (c.activation == ref::Activation::kSwiGLU)
+    ids->up = p->Add("up", CheckedMul(rows, ff, f), kRun, kRun);
   // The reference attention scores a prompt's [queries, keys] block at once.
   ids->scores = p->Add("scores", CheckedMul(prefill, t, f), kRun, kRun);
   ids->position_ids = p->Add("position_ids", CheckedMul(rows, sizeof(int32_t)), kRun, kRun);
@@ -255,7 +271,8 @@ uint64_t DecoderOnly::kernel_fallback_calls() const { return xnn_.fallback_calls
 
 int32_t DecoderOnly::prompt_capacity() const { return static_cast<int32_t>(PrefillRows(limits_)); }
 
-Status DecoderOnly::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
+Status DecoderOnly::Prepare(const Model& model, const Limits& limits, void* arena,
+                            size_t arena_bytes) {
   Reset();
   const Status status = PrepareInArena(model, limits, arena, arena_bytes);
   if (!status.ok()) {
@@ -268,12 +285,15 @@ Status DecoderOnly::Prepare(const Model& model, const Limits& limits, void* aren
 Status DecoderOnly::ResolveWeights(const Model& model) {
   Resolver resolve(model);
   TERN_RETURN_IF_ERROR(resolve.Globals(&embed_, &learned_positions_, &output_, &final_norm_));
-  for (int i = 0; i < config_.decoder_layers; ++i) TERN_RETURN_IF_ERROR(resolve.Layer(i, &layers_[i]));
+  for (int i = 0; i < config_.decoder_layers; ++i)
+    TERN_RETURN_IF_ERROR(resolve.Layer(i, &layers_[i]));
   return Status::Ok();
 }
 
-Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
-  if (model.schema() == nullptr) return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
+Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, void* arena,
+                                   size_t arena_bytes) {
+  if (model.schema() == nullptr)
+    return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
   if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
   XnnPlan xnn;
@@ -292,7 +312,8 @@ Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, voi
   TERN_RETURN_IF_ERROR(ResolveWeights(model));
   if (ids.sinusoids >= 0) {
     sinusoids_ = reinterpret_cast<float*>(at(ids.sinusoids));
-    ops::SinusoidalPositions(0, limits.max_target_length, config_.d_model, config_.sinusoid_layout, sinusoids_);
+    ops::SinusoidalPositions(0, limits.max_target_length, config_.d_model, config_.sinusoid_layout,
+                             sinusoids_);
   }
   if (ids.rotary >= 0) {
     // Positions stay below the cache capacity (max_target_length), so that many rows suffice.
@@ -352,7 +373,8 @@ Status DecoderOnly::CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlan
   ReportWriter report(report_, sizeof report_);
   AppendXnnpackLinearsReport(plan, xnn_, &report);
   const int32_t off_preferred = plan.off_preferred();
-  if (off_preferred > 0) report.Append("; %d layers off their preferred path (fallback)", off_preferred);
+  if (off_preferred > 0)
+    report.Append("; %d layers off their preferred path (fallback)", off_preferred);
   report.Append("%s", "; causal attention, LayerNorm, activations: vectorized loops");
   return Status::Ok();
 #else
@@ -365,7 +387,8 @@ Status DecoderOnly::CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlan
 }
 
 SelfAttentionCache DecoderOnly::Cache(int layer) const {
-  const size_t per_half = static_cast<size_t>(limits_.max_batch) * limits_.max_target_length * config_.d_model;
+  const size_t per_half =
+      static_cast<size_t>(limits_.max_batch) * limits_.max_target_length * config_.d_model;
   SelfAttentionCache cache;
   cache.k = kv_ + (2 * static_cast<size_t>(layer)) * per_half;
   cache.v = kv_ + (2 * static_cast<size_t>(layer) + 1) * per_half;
@@ -381,32 +404,38 @@ void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t co
     ops::Embedding(learned_positions_, positions, count, 1.0f, scratch_.attn);
     ops::AddRows(x, scratch_.attn, count, d);
   } else if (config_.position == PositionKind::kSinusoidal) {
-    for (int64_t i = 0; i < count; ++i) ops::AddRows(x + i * d, sinusoids_ + positions[i] * d, 1, d);
+    for (int64_t i = 0; i < count; ++i)
+      ops::AddRows(x + i * d, sinusoids_ + positions[i] * d, 1, d);
   }
   // rotary: positions enter inside attention (decoder_only_layer.cc); none: not at all.
 }
 
-Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths, int32_t batch,
-                            const float** logits) {
+Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths,
+                            int32_t batch, const float** logits) {
   started_ = false;
-  if (layers_ == nullptr) return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
+  if (layers_ == nullptr)
+    return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
   if (batch < 1 || batch > limits_.max_batch) {
-    return Status::Error(StatusCode::kInvalidArgument, "batch of %d prompts; this session allows 1 to %d", batch,
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "batch of %d prompts; this session allows 1 to %d", batch,
                          limits_.max_batch);
   }
   if (ids == nullptr || lengths == nullptr || logits == nullptr) {
-    return Status::Error(StatusCode::kInvalidArgument, "prompt ids, lengths or logits pointer is null");
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "prompt ids, lengths or logits pointer is null");
   }
   const int32_t most = prompt_capacity();
   for (int32_t b = 0; b < batch; ++b) {
     if (lengths[b] < 1 || lengths[b] > most || lengths[b] > stride) {
-      return Status::Error(StatusCode::kOutOfRange, "prompt %d has %d tokens; 1 to %d allowed", b, lengths[b], most);
+      return Status::Error(StatusCode::kOutOfRange, "prompt %d has %d tokens; 1 to %d allowed", b,
+                           lengths[b], most);
     }
     for (int32_t i = 0; i < lengths[b]; ++i) {
       const int32_t id = ids[b * stride + i];
       if (id < 0 || id >= config_.tgt_vocab_size) {
-        return Status::Error(StatusCode::kOutOfRange, "prompt %d: token id %d at %d is outside the vocabulary [0, %d)",
-                             b, id, i, config_.tgt_vocab_size);
+        return Status::Error(StatusCode::kOutOfRange,
+                             "prompt %d: token id %d at %d is outside the vocabulary [0, %d)", b,
+                             id, i, config_.tgt_vocab_size);
       }
     }
   }
@@ -440,13 +469,14 @@ Status DecoderOnly::DecodeStep(const int32_t* tokens, const float** logits) {
   for (int32_t b = 0; b < batch_; ++b) {
     if (tokens[b] == kFinished) continue;
     if (lengths_[b] >= limits_.max_target_length) {
-      return Status::Error(StatusCode::kOutOfRange,
-                           "sequence %d is full: the session holds %d positions (limits.max_target_length)", b,
-                           limits_.max_target_length);
+      return Status::Error(
+          StatusCode::kOutOfRange,
+          "sequence %d is full: the session holds %d positions (limits.max_target_length)", b,
+          limits_.max_target_length);
     }
     if (tokens[b] < 0 || tokens[b] >= config_.tgt_vocab_size) {
-      return Status::Error(StatusCode::kOutOfRange, "token id %d is outside the vocabulary [0, %d)", tokens[b],
-                           config_.tgt_vocab_size);
+      return Status::Error(StatusCode::kOutOfRange, "token id %d is outside the vocabulary [0, %d)",
+                           tokens[b], config_.tgt_vocab_size);
     }
   }
   const int64_t d = config_.d_model;

@@ -78,8 +78,9 @@ class Resolver : public WeightResolver {
       TensorInfo info;
       TERN_RETURN_IF_ERROR(model_.Require(buf, i == 0 ? 2 : 1, i == 0 ? dims : &one, &info));
       if (info.dtype != DType::kF32) {
-        return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; the halting unit must be f32",
-                             buf, DTypeName(info.dtype));
+        return Status::Error(StatusCode::kDTypeMismatch,
+                             "tensor \"%s\" is %s; the halting unit must be f32", buf,
+                             DTypeName(info.dtype));
       }
       *targets[i] = static_cast<const float*>(info.data);
     }
@@ -99,7 +100,8 @@ class Resolver : public WeightResolver {
     if (c.tied_output) {
       output->weight = *tgt;
     } else {
-      TERN_RETURN_IF_ERROR(Matrix("output_projection.weight", c.tgt_vocab_size, d_, &output->weight));
+      TERN_RETURN_IF_ERROR(
+          Matrix("output_projection.weight", c.tgt_vocab_size, d_, &output->weight));
     }
     TERN_RETURN_IF_ERROR(Vector("output_projection.bias", c.tgt_vocab_size, false, &output->bias));
     if (c.has_final_norm()) {
@@ -113,16 +115,20 @@ class Resolver : public WeightResolver {
   Status Positions(PositionWeights* p) {
     const ModelConfig& c = model_.config();
     if (c.position == PositionKind::kLearned) {
-      TERN_RETURN_IF_ERROR(Matrix("encoder.embed_positions.weight", c.max_positions, d_, &p->encoder_learned));
-      TERN_RETURN_IF_ERROR(Matrix("decoder.embed_positions.weight", c.max_positions, d_, &p->decoder_learned));
+      TERN_RETURN_IF_ERROR(
+          Matrix("encoder.embed_positions.weight", c.max_positions, d_, &p->encoder_learned));
+      TERN_RETURN_IF_ERROR(
+          Matrix("decoder.embed_positions.weight", c.max_positions, d_, &p->decoder_learned));
     }
-    if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
-      TERN_RETURN_IF_ERROR(Table("encoder.relative_attention_bias.weight", c.relative_buckets, c.heads, &p->encoder_t5));
-      TERN_RETURN_IF_ERROR(Table("decoder.relative_attention_bias.weight", c.relative_buckets, c.heads, &p->decoder_t5));
+    if (c.position == PositionKind::kRelative &&
+        c.relative_attention == RelativeAttention::kT5Bias) {
+      TERN_RETURN_IF_ERROR(Table("encoder.relative_attention_bias.weight", c.relative_buckets,
+                                 c.heads, &p->encoder_t5));
+      TERN_RETURN_IF_ERROR(Table("decoder.relative_attention_bias.weight", c.relative_buckets,
+                                 c.heads, &p->decoder_t5));
     }
     return Status::Ok();
   }
-
 };
 
 }  // namespace
@@ -130,7 +136,8 @@ class Resolver : public WeightResolver {
 struct EncoderDecoder::BufferIds {
   int encoder_layers, decoder_layers, positions, relative_scratch, enc_up, dec_up, src_lengths;
   // Universal Transformer only (-1 otherwise): the step's timing signal, ACT state per stack.
-  int step_signal, enc_act_acc, enc_act_weights, enc_act_out, dec_act_acc, dec_act_weights, dec_act_out;
+  int step_signal, enc_act_acc, enc_act_weights, enc_act_out, dec_act_acc, dec_act_weights,
+      dec_act_out;
   int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
   int cross_kv, self_kv;
   int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
@@ -201,24 +208,31 @@ size_t PositionFloats(const ModelConfig& c, const Limits& limits) {
                                               : limits.max_target_length);
   const size_t d = static_cast<size_t>(c.d_model);
   switch (c.position) {
-    case PositionKind::kSinusoidal: return CheckedMul(rows, d);
-    case PositionKind::kLearned: return CheckedMul(2 * rows, d);
-    case PositionKind::kRotary: return CheckedMul(rows, static_cast<size_t>(c.rotary_dim > 0 ? c.rotary_dim : c.d_head()));
+    case PositionKind::kSinusoidal:
+      return CheckedMul(rows, d);
+    case PositionKind::kLearned:
+      return CheckedMul(2 * rows, d);
+    case PositionKind::kRotary:
+      return CheckedMul(rows, static_cast<size_t>(c.rotary_dim > 0 ? c.rotary_dim : c.d_head()));
     case PositionKind::kRelative:
       if (c.relative_attention == RelativeAttention::kT5Bias) {
         return CheckedMul(2 * static_cast<size_t>(c.heads), 2 * rows - 1);
       }
       return 0;
-    case PositionKind::kNone: return 0;
+    case PositionKind::kNone:
+      return 0;
   }
   return 0;
 }
 
 Status ValidateArchitecture(const Model& model) {
   switch (model.config().architecture) {
-    case Architecture::kEncoderDecoder: return EncoderDecoder::Validate(model);
-    case Architecture::kDecoderOnly: return DecoderOnly::Validate(model);
-    case Architecture::kUniversal: return EncoderDecoder::Validate(model);
+    case Architecture::kEncoderDecoder:
+      return EncoderDecoder::Validate(model);
+    case Architecture::kDecoderOnly:
+      return DecoderOnly::Validate(model);
+    case Architecture::kUniversal:
+      return EncoderDecoder::Validate(model);
   }
   return Status::Error(StatusCode::kInvalidConfig, "unknown architecture");
 }
@@ -228,35 +242,41 @@ Status EncoderDecoder::Validate(const Model& model) {
   if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
     // T5's buckets: the encoder's bidirectional half (buckets / 2) again splits into exact
     // (buckets / 4) and log-spaced buckets; the log needs max_distance beyond the exact ones.
-    if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0 || c.relative_max_distance <= c.relative_buckets / 2) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "T5 relative attention needs an even relative_buckets >= 4 and relative_max_distance > "
-                           "relative_buckets / 2 (got %d buckets, max distance %d)",
-                           c.relative_buckets, c.relative_max_distance);
+    if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0 ||
+        c.relative_max_distance <= c.relative_buckets / 2) {
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "T5 relative attention needs an even relative_buckets >= 4 and relative_max_distance > "
+          "relative_buckets / 2 (got %d buckets, max distance %d)",
+          c.relative_buckets, c.relative_max_distance);
     }
   }
   if (c.encoder_layers < 1 || c.decoder_layers < 1) {
-    return Status::Error(StatusCode::kInvalidConfig,
-                         "an encoder-decoder model needs at least one encoder and one decoder layer");
+    return Status::Error(
+        StatusCode::kInvalidConfig,
+        "an encoder-decoder model needs at least one encoder and one decoder layer");
   }
   if (c.architecture == Architecture::kUniversal) {
     // One shared block per stack, stored once as layer 0 (docs/CONVENTIONS.md).
     if (c.encoder_layers != 1 || c.decoder_layers != 1) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "a universal transformer stores one shared block per stack: config.encoder_layers = %d "
-                           "and config.decoder_layers = %d must both be 1",
-                           c.encoder_layers, c.decoder_layers);
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "a universal transformer stores one shared block per stack: config.encoder_layers = %d "
+          "and config.decoder_layers = %d must both be 1",
+          c.encoder_layers, c.decoder_layers);
     }
     if (c.position != PositionKind::kSinusoidal) {
       // The coordinate embedding adds the sinusoid table's position and step rows every step.
-      return Status::Error(StatusCode::kNotSupported,
-                           "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
-                           static_cast<int>(c.position));
+      return Status::Error(
+          StatusCode::kNotSupported,
+          "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
+          static_cast<int>(c.position));
     }
     if (c.universal_steps < 1) {
-      return Status::Error(StatusCode::kInvalidConfig,
-                           "config.universal_steps = %d; a universal transformer applies its block at least once",
-                           c.universal_steps);
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "config.universal_steps = %d; a universal transformer applies its block at least once",
+          c.universal_steps);
     }
   }
   Resolver resolve(model);
@@ -294,14 +314,16 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
                          limits.beam_size);
   }
   if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "limits.max_source_length = %d; 1 to the model's max_positions (%d) allowed",
-                         limits.max_source_length, c.max_positions);
+    return Status::Error(
+        StatusCode::kInvalidArgument,
+        "limits.max_source_length = %d; 1 to the model's max_positions (%d) allowed",
+        limits.max_source_length, c.max_positions);
   }
   if (limits.max_target_length < 1 || limits.max_target_length > c.max_positions) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "limits.max_target_length = %d; 1 to the model's max_positions (%d) allowed",
-                         limits.max_target_length, c.max_positions);
+    return Status::Error(
+        StatusCode::kInvalidArgument,
+        "limits.max_target_length = %d; 1 to the model's max_positions (%d) allowed",
+        limits.max_target_length, c.max_positions);
   }
   return Status::Ok();
 }
@@ -325,8 +347,10 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   const size_t positions = PositionFloats(c, limits);
   // Weight tables and positions live for the whole session; encoder buffers only while
   // encoding (the encoder output also feeds the cross K/V step); decoder buffers while decoding.
-  ids->encoder_layers = p->Add("encoder_layers", CheckedMul(le, sizeof(EncoderLayerWeights)), kPrepare, kDecoder);
-  ids->decoder_layers = p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder);
+  ids->encoder_layers =
+      p->Add("encoder_layers", CheckedMul(le, sizeof(EncoderLayerWeights)), kPrepare, kDecoder);
+  ids->decoder_layers =
+      p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder);
   ids->positions = p->Add("positions", CheckedMul(positions, f), kPrepare, kDecoder);
   ids->relative_scratch = -1;
   if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
@@ -346,17 +370,22 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
   ids->enc_attn = p->Add("enc_attn", CheckedMul(b * s, d, f), kEncoder, kEncoder);
   ids->enc_hidden = p->Add("enc_hidden", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
   ids->enc_scores = p->Add("enc_scores", CheckedMul(s, s, f), kEncoder, kEncoder);
-  ids->cross_kv = p->Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d, f)), kCrossKeysValues, kDecoder);
-  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), CheckedMul(t, d, f)), kDecoder, kDecoder);
+  ids->cross_kv = p->Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d, f)),
+                         kCrossKeysValues, kDecoder);
+  ids->self_kv = p->Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), CheckedMul(t, d, f)),
+                        kDecoder, kDecoder);
   ids->dec_x = p->Add("dec_x", CheckedMul(rows, d, f), kDecoder, kDecoder);
   ids->dec_q = p->Add("dec_q", CheckedMul(rows, d, f), kDecoder, kDecoder);
   ids->dec_attn = p->Add("dec_attn", CheckedMul(rows, d, f), kDecoder, kDecoder);
   ids->dec_hidden = p->Add("dec_hidden", CheckedMul(rows, ff, f), kDecoder, kDecoder);
   ids->dec_scores = p->Add("dec_scores", CheckedMul(keys, f), kDecoder, kDecoder);
-  ids->logits = p->Add("logits", CheckedMul(rows, static_cast<size_t>(c.tgt_vocab_size), f), kDecoder, kDecoder);
+  ids->logits = p->Add("logits", CheckedMul(rows, static_cast<size_t>(c.tgt_vocab_size), f),
+                       kDecoder, kDecoder);
   ids->tokens = p->Add("tokens", CheckedMul(rows, sizeof(int32_t)), kDecoder, kDecoder);
   ids->beam_scratch = -1;
-  if (k > 1) ids->beam_scratch = p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d, f)), kDecoder, kDecoder);
+  if (k > 1)
+    ids->beam_scratch =
+        p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d, f)), kDecoder, kDecoder);
   ids->decoder_state = p->Add("decoder_state", DecoderStateBytes(c, limits), kDecoder, kDecoder);
   ids->step_signal = ids->enc_act_acc = ids->enc_act_weights = ids->enc_act_out = -1;
   ids->dec_act_acc = ids->dec_act_weights = ids->dec_act_out = -1;
@@ -365,7 +394,8 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
     ids->step_signal = p->Add("step_signal", CheckedMul(d, f), kEncoder, kDecoder);
     if (c.act_threshold > 0.0f) {
       ids->enc_act_acc = p->Add("encoder_act_acc", CheckedMul(b * s, f), kEncoder, kEncoder);
-      ids->enc_act_weights = p->Add("encoder_act_weights", CheckedMul(b * s, f), kEncoder, kEncoder);
+      ids->enc_act_weights =
+          p->Add("encoder_act_weights", CheckedMul(b * s, f), kEncoder, kEncoder);
       ids->enc_act_out = p->Add("encoder_act_out", CheckedMul(b * s, d, f), kEncoder, kEncoder);
       ids->dec_act_acc = p->Add("decoder_act_acc", CheckedMul(rows, f), kDecoder, kDecoder);
       ids->dec_act_weights = p->Add("decoder_act_weights", CheckedMul(rows, f), kDecoder, kDecoder);
@@ -373,7 +403,8 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
     }
   }
   ids->xnn = XnnpackLinearBuffers();
-  ids->xnn_attention = ids->att_gather = ids->att_scores = ids->att_qk_workspace = ids->att_av_workspace = -1;
+  ids->xnn_attention = ids->att_gather = ids->att_scores = ids->att_qk_workspace =
+      ids->att_av_workspace = -1;
   PlanXnnpackOperators(xnn, kPrepare, kDecoder, p, &ids->xnn);
   PlanXnnpackScratch(xnn, kPrepare, kEncoder, kDecoder, p, &ids->xnn);
 #if TERN_XNNPACK_BUILD
@@ -384,8 +415,10 @@ Status EncoderDecoder::Plan(const ModelConfig& c, const Limits& limits, const Xn
     if (xnn.attention.gather_bytes) {
       ids->att_gather = p->Add("attention_gather", xnn.attention.gather_bytes, kEncoder, kEncoder);
       ids->att_scores = p->Add("attention_scores", xnn.attention.scores_bytes, kEncoder, kEncoder);
-      ids->att_qk_workspace = p->Add("attention_qk_workspace", xnn.attention.qk_workspace_bytes, kEncoder, kEncoder);
-      ids->att_av_workspace = p->Add("attention_av_workspace", xnn.attention.av_workspace_bytes, kEncoder, kEncoder);
+      ids->att_qk_workspace =
+          p->Add("attention_qk_workspace", xnn.attention.qk_workspace_bytes, kEncoder, kEncoder);
+      ids->att_av_workspace =
+          p->Add("attention_av_workspace", xnn.attention.av_workspace_bytes, kEncoder, kEncoder);
     }
   }
 #endif
@@ -448,7 +481,8 @@ Status EncoderDecoder::PlanXnnpack(const Model& model, const Limits& limits, Xnn
 
 Status EncoderDecoder::ResolveWeights(const Model& model) {
   Resolver resolve(model);
-  TERN_RETURN_IF_ERROR(resolve.Globals(&src_embed_, &tgt_embed_, &output_, &encoder_norm_, &decoder_norm_));
+  TERN_RETURN_IF_ERROR(
+      resolve.Globals(&src_embed_, &tgt_embed_, &output_, &encoder_norm_, &decoder_norm_));
   for (int i = 0; i < config_.encoder_layers; ++i) {
     TERN_RETURN_IF_ERROR(resolve.EncoderLayer(i, &encoder_layers_[i]));
   }
@@ -514,7 +548,8 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   positions_ = reinterpret_cast<float*>(at(ids.positions));
   position_rows_ = limits.max_source_length > limits.max_target_length ? limits.max_source_length
                                                                        : limits.max_target_length;
-  TERN_RETURN_IF_ERROR(PreparePositions(model, ids.relative_scratch >= 0 ? at(ids.relative_scratch) : nullptr));
+  TERN_RETURN_IF_ERROR(
+      PreparePositions(model, ids.relative_scratch >= 0 ? at(ids.relative_scratch) : nullptr));
   src_lengths_ = reinterpret_cast<int32_t*>(at(ids.src_lengths));
   enc_x_ = reinterpret_cast<float*>(at(ids.enc_x));
   enc_scratch_.q = reinterpret_cast<float*>(at(ids.enc_q));
@@ -538,8 +573,10 @@ Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, 
   decoder_state_ = at(ids.decoder_state);
   auto floats = [&](int id) { return id >= 0 ? reinterpret_cast<float*>(at(id)) : nullptr; };
   step_signal_ = floats(ids.step_signal);
-  enc_act_ = ActState{floats(ids.enc_act_acc), floats(ids.enc_act_weights), floats(ids.enc_act_out)};
-  dec_act_ = ActState{floats(ids.dec_act_acc), floats(ids.dec_act_weights), floats(ids.dec_act_out)};
+  enc_act_ =
+      ActState{floats(ids.enc_act_acc), floats(ids.enc_act_weights), floats(ids.enc_act_out)};
+  dec_act_ =
+      ActState{floats(ids.dec_act_acc), floats(ids.dec_act_weights), floats(ids.dec_act_out)};
 
   backend_ = xnn.backend;
   enc_scratch_.kernels = ops::Kernels();
@@ -568,17 +605,17 @@ Status EncoderDecoder::PreparePositions(const Model& model, uint8_t* relative_sc
       break;
     case PositionKind::kLearned:
       // Rows 0..rows-1 of each table, dequantized once (the tables may be int8 like embeddings).
-    {
-      float* enc = positions_;
-      float* dec = positions_ + rows * d;
-      for (int32_t p = 0; p < rows; ++p) {
-        ops::Embedding(weights.encoder_learned, &p, 1, 1.0f, enc + p * d);
-        ops::Embedding(weights.decoder_learned, &p, 1, 1.0f, dec + p * d);
+      {
+        float* enc = positions_;
+        float* dec = positions_ + rows * d;
+        for (int32_t p = 0; p < rows; ++p) {
+          ops::Embedding(weights.encoder_learned, &p, 1, 1.0f, enc + p * d);
+          ops::Embedding(weights.decoder_learned, &p, 1, 1.0f, dec + p * d);
+        }
+        enc_positions_ = enc;
+        dec_positions_ = dec;
+        break;
       }
-      enc_positions_ = enc;
-      dec_positions_ = dec;
-      break;
-    }
     case PositionKind::kRotary: {
       rotary_.rotary_dim = c.rotary_dim > 0 ? c.rotary_dim : c.d_head();
       float* cos = positions_;
@@ -597,8 +634,10 @@ Status EncoderDecoder::PreparePositions(const Model& model, uint8_t* relative_sc
         const int64_t span = 2 * rows - 1;
         float* enc = positions_;
         float* dec = positions_ + c.heads * span;
-        ops::T5BiasByDistance(weights.encoder_t5, c.heads, c.relative_buckets, c.relative_max_distance, true, rows, enc);
-        ops::T5BiasByDistance(weights.decoder_t5, c.heads, c.relative_buckets, c.relative_max_distance, false, rows, dec);
+        ops::T5BiasByDistance(weights.encoder_t5, c.heads, c.relative_buckets,
+                              c.relative_max_distance, true, rows, enc);
+        ops::T5BiasByDistance(weights.decoder_t5, c.heads, c.relative_buckets,
+                              c.relative_max_distance, false, rows, dec);
         for (StackPositions* p : {&enc_scratch_.positions, &dec_scratch_.positions}) {
           p->bias_stride = span;
           p->bias_center = rows - 1;
@@ -646,7 +685,8 @@ Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyP
     XnnpackLinearsCreator create(plan, ids.xnn, planner, base, xnn_.context());
     TERN_RETURN_IF_ERROR(create.Start());
     // The encoder's attention operators are in the same region: PlanXnnpack measured them into it.
-    if (plan.attention.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan.attention_shape, attention));
+    if (plan.attention.xnn_bytes > 0)
+      TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan.attention_shape, attention));
     for (int i = 0; i < config_.encoder_layers; ++i) {
       TERN_RETURN_IF_ERROR(VisitEncoderLinears(config_, limits_, encoder_layers_[i], create));
     }
@@ -662,13 +702,16 @@ Status EncoderDecoder::CreateXnnpackOperators(const XnnPlan& plan, const GreedyP
   ReportWriter report(report_, sizeof report_);
   AppendXnnpackLinearsReport(plan, xnn_, &report);
   if (plan.fallbacks[0][0] > 0) {
-    report.Append("; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
-                  "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
-                  plan.fallbacks[0][0]);
+    report.Append(
+        "; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
+        "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
+        plan.fallbacks[0][0]);
   }
-  report.Append("%s", attention->qk != nullptr
-                          ? "; attention: encoder batch_matrix_multiply + softmax_nc_f32, decoder vectorized loops"
-                          : "; attention: vectorized loops");
+  report.Append(
+      "%s",
+      attention->qk != nullptr
+          ? "; attention: encoder batch_matrix_multiply + softmax_nc_f32, decoder vectorized loops"
+          : "; attention: vectorized loops");
   report.Append("%s", "; LayerNorm, activations: vectorized loops");
   for (int p = 0; p < xnn::kLinearPathCount; ++p) {
     for (int q = 0; q < xnn::kLinearPathCount; ++q) {
@@ -695,8 +738,9 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
   }
   if (batch < 1 || batch > limits_.max_batch) {
-    return Status::Error(StatusCode::kInvalidArgument, "batch of %d sentences; this session allows 1 to %d",
-                         batch, limits_.max_batch);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "batch of %d sentences; this session allows 1 to %d", batch,
+                         limits_.max_batch);
   }
   if (src_ids == nullptr || lengths == nullptr) {
     return Status::Error(StatusCode::kInvalidArgument, "source ids or lengths are null");
@@ -711,9 +755,10 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     for (int32_t i = 0; i < lengths[b]; ++i) {
       const int32_t id = src_ids[b * src_stride + i];
       if (id < 0 || id >= config_.src_vocab_size) {
-        return Status::Error(StatusCode::kOutOfRange,
-                             "sentence %d: source token id %d at %d is outside the vocabulary [0, %d)",
-                             b, id, i, config_.src_vocab_size);
+        return Status::Error(
+            StatusCode::kOutOfRange,
+            "sentence %d: source token id %d at %d is outside the vocabulary [0, %d)", b, id, i,
+            config_.src_vocab_size);
       }
     }
     seq = lengths[b] > seq ? lengths[b] : seq;
@@ -736,7 +781,8 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     UniversalEncoderSteps(batch, seq);
   } else {
     for (int i = 0; i < config_.encoder_layers; ++i) {
-      EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_, enc_scratch_);
+      EncoderLayerForward(config_, encoder_layers_[i], enc_x_, batch, seq, src_lengths_,
+                          enc_scratch_);
     }
   }
   FinalNorm(config_, enc_scratch_.kernels, encoder_norm_, enc_x_, batch * seq);
@@ -758,8 +804,9 @@ Status EncoderDecoder::SetRowsPerSentence(int32_t rows) {
     return Status::Error(StatusCode::kFailedPrecondition, "SetRowsPerSentence must follow Encode");
   }
   if (rows < 1 || rows > limits_.beam_size) {
-    return Status::Error(StatusCode::kInvalidArgument, "%d rows per sentence; the session allows 1 to %d",
-                         rows, limits_.beam_size);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "%d rows per sentence; the session allows 1 to %d", rows,
+                         limits_.beam_size);
   }
   rows_per_sentence_ = rows;
   return Status::Ok();
@@ -770,8 +817,8 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
   const int32_t k = rows_per_sentence_;
   for (int32_t r = 0; r < decoder_rows(); ++r) {
     if (parents[r] / k != r / k || parents[r] < 0) {
-      return Status::Error(StatusCode::kInvalidArgument, "row %d cannot continue row %d of another sentence", r,
-                           parents[r]);
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "row %d cannot continue row %d of another sentence", r, parents[r]);
     }
   }
   if (k == 1 || position_ == 0) return Status::Ok();
@@ -785,13 +832,16 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
     float* cache = self_kv_ + half * self_kv;
     for (int32_t sentence = 0; sentence < batch_; ++sentence) {
       bool identity = true;
-      for (int32_t j = 0; j < k; ++j) identity = identity && parents[sentence * k + j] == sentence * k + j;
+      for (int32_t j = 0; j < k; ++j)
+        identity = identity && parents[sentence * k + j] == sentence * k + j;
       if (identity) continue;
       for (int32_t j = 0; j < k; ++j) {
-        std::memcpy(beam_scratch_ + j * capacity * d, cache + parents[sentence * k + j] * capacity * d, used);
+        std::memcpy(beam_scratch_ + j * capacity * d,
+                    cache + parents[sentence * k + j] * capacity * d, used);
       }
       for (int32_t j = 0; j < k; ++j) {
-        std::memcpy(cache + (sentence * k + j) * capacity * d, beam_scratch_ + j * capacity * d, used);
+        std::memcpy(cache + (sentence * k + j) * capacity * d, beam_scratch_ + j * capacity * d,
+                    used);
       }
     }
   }
@@ -803,7 +853,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     return Status::Error(StatusCode::kFailedPrecondition, "DecodeStep before Encode");
   }
   if (position_ >= limits_.max_target_length) {
-    return Status::Error(StatusCode::kOutOfRange, "decoder reached the session's max_target_length (%d)",
+    return Status::Error(StatusCode::kOutOfRange,
+                         "decoder reached the session's max_target_length (%d)",
                          limits_.max_target_length);
   }
   const int32_t rows = decoder_rows();
@@ -817,7 +868,8 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   const int64_t d = config_.d_model;
   ops::Embedding(tgt_embed_, tokens, rows, config_.embedding_scale, dec_x_);
   if (dec_positions_ != nullptr && !universal()) {
-    for (int32_t b = 0; b < rows; ++b) ops::AddRows(dec_x_ + b * d, dec_positions_ + position_ * d, 1, d);
+    for (int32_t b = 0; b < rows; ++b)
+      ops::AddRows(dec_x_ + b * d, dec_positions_ + position_ * d, 1, d);
   }
 
   DecoderStepShape shape{};

@@ -123,8 +123,8 @@ class EncoderDecoder {
   LinearWeights output_;
   NormWeights encoder_norm_, decoder_norm_;
   HaltingWeights encoder_halting_, decoder_halting_;  // Universal with ACT only
-  float* step_signal_ = nullptr;                        // Universal: [d_model], PE(step)
-  ActState enc_act_{}, dec_act_{};                      // Universal with ACT only
+  float* step_signal_ = nullptr;                      // Universal: [d_model], PE(step)
+  ActState enc_act_{}, dec_act_{};                    // Universal with ACT only
   float* positions_ = nullptr;  // position tables (PositionFloats in encoder_decoder.cc)
   int64_t position_rows_ = 0;
   const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null

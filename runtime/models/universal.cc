@@ -21,8 +21,11 @@ void EncoderDecoder::UniversalEncoderSteps(int32_t batch, int64_t seq) {
     // One table row per step, computed here instead of stored: the arena does not grow with T.
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
     ref::AddTimingSignal(enc_x_, batch, seq, d, positions_, step_signal_);
-    if (act) ActHaltingStep(encoder_halting_, enc_x_, rows, d, config_.act_threshold, t == steps - 1, enc_act_);
-    EncoderLayerForward(config_, encoder_layers_[0], enc_x_, batch, seq, src_lengths_, enc_scratch_);
+    if (act)
+      ActHaltingStep(encoder_halting_, enc_x_, rows, d, config_.act_threshold, t == steps - 1,
+                     enc_act_);
+    EncoderLayerForward(config_, encoder_layers_[0], enc_x_, batch, seq, src_lengths_,
+                        enc_scratch_);
     if (act) {
       ActAccumulate(enc_act_, enc_x_, rows, d);
       // Once every real position has halted, later steps would only add zero-weighted states
@@ -52,7 +55,9 @@ void EncoderDecoder::UniversalDecoderSteps(const DecoderStepShape& shape) {
   for (int32_t t = 0; t < steps; ++t) {
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
     ref::AddTimingSignal(dec_x_, rows, 1, d, positions_ + shape.position * d, step_signal_);
-    if (act) ActHaltingStep(decoder_halting_, dec_x_, rows, d, config_.act_threshold, t == steps - 1, dec_act_);
+    if (act)
+      ActHaltingStep(decoder_halting_, dec_x_, rows, d, config_.act_threshold, t == steps - 1,
+                     dec_act_);
     cache.self_k = self_kv_ + (2 * static_cast<size_t>(t)) * self_kv;
     cache.self_v = self_kv_ + (2 * static_cast<size_t>(t) + 1) * self_kv;
     DecoderLayerStep(config_, decoder_layers_[0], dec_x_, shape, cache, dec_scratch_);

@@ -22,8 +22,8 @@ Status WeightResolver::Matrix(const char* name, int64_t rows, int64_t cols, Weig
   const int64_t dims[2] = {rows, cols};
   TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
   if (info.dtype == DType::kI32) {
-    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4",
-                         name);
+    return Status::Error(StatusCode::kDTypeMismatch,
+                         "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4", name);
   }
   *out = info.AsWeight();
   return Status::Ok();
@@ -37,8 +37,9 @@ Status WeightResolver::Vector(const char* name, int64_t size, bool required, con
   TensorInfo info;
   TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
   if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; biases and norms must be f32",
-                         name, DTypeName(info.dtype));
+    return Status::Error(StatusCode::kDTypeMismatch,
+                         "tensor \"%s\" is %s; biases and norms must be f32", name,
+                         DTypeName(info.dtype));
   }
   *out = static_cast<const float*>(info.data);
   return Status::Ok();
@@ -49,8 +50,9 @@ Status WeightResolver::Table(const char* name, int64_t rows, int64_t cols, const
   const int64_t dims[2] = {rows, cols};
   TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
   if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; relative-position tables must be f32",
-                         name, DTypeName(info.dtype));
+    return Status::Error(StatusCode::kDTypeMismatch,
+                         "tensor \"%s\" is %s; relative-position tables must be f32", name,
+                         DTypeName(info.dtype));
   }
   *out = static_cast<const float*>(info.data);
   return Status::Ok();
@@ -77,7 +79,8 @@ Status WeightResolver::Attention(const char* prefix, bool self_attention, Attent
     TERN_RETURN_IF_ERROR(Linear(buf, d_, d_, targets[i]));
   }
   const ModelConfig& c = config();
-  if (self_attention && c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
+  if (self_attention && c.position == PositionKind::kRelative &&
+      c.relative_attention == RelativeAttention::kShaw) {
     const int64_t rows = 2 * static_cast<int64_t>(c.relative_max_distance) + 1;
     FormatName(buf, sizeof buf, "%s.relative_key.weight", prefix);
     TERN_RETURN_IF_ERROR(Table(buf, rows, c.d_head(), &a->relative_key));

@@ -16,7 +16,8 @@ namespace tern {
 
 // snprintf into a name buffer. Names are bounded (layer indices < 1024); one helper keeps gcc's
 // truncation analysis, which cannot see that bound, quiet.
-void FormatName(char* buf, size_t size, const char* format, ...) __attribute__((format(printf, 3, 4)));
+void FormatName(char* buf, size_t size, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
 
 class WeightResolver {
  public:

@@ -67,11 +67,13 @@ Status CheckBackendLimits(const Limits& limits) {
                          static_cast<int>(limits.backend));
   }
   if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
-    return Status::Error(StatusCode::kNotSupported,
-                         "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
+    return Status::Error(
+        StatusCode::kNotSupported,
+        "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
   }
   if (limits.threads < 1 || limits.threads > 256) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed", limits.threads);
+    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed",
+                         limits.threads);
   }
   return Status::Ok();
 }
@@ -79,7 +81,7 @@ Status CheckBackendLimits(const Limits& limits) {
 bool ChooseBackend(const Limits& limits, XnnpackLinearsPlan* plan) {
   plan->threads = limits.threads;
   plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
-                                                                             : Backend::kXnnpack;
+                                                                               : Backend::kXnnpack;
   if (plan->backend == Backend::kReference) return false;
 #if TERN_XNNPACK_BUILD
   const Status usable = xnn::Initialize();
@@ -98,18 +100,20 @@ void PlanXnnpackOperators(const XnnpackLinearsPlan& plan, int prepare, int last,
   if (plan.backend != Backend::kXnnpack) return;
   ids->region = p->Add("xnnpack_operators", plan.region_bytes, prepare, last);
   ids->context = p->Add("xnnpack_context", sizeof(xnn::Context), prepare, last);
-  ids->kernels = p->Add("xnnpack_kernels", CheckedMul(static_cast<size_t>(plan.linears), sizeof(xnn::LinearKernel)),
+  ids->kernels = p->Add("xnnpack_kernels",
+                        CheckedMul(static_cast<size_t>(plan.linears), sizeof(xnn::LinearKernel)),
                         prepare, last);
 #else
   (void)plan, (void)prepare, (void)last, (void)p, (void)ids;
 #endif
 }
 
-void PlanXnnpackScratch(const XnnpackLinearsPlan& plan, int prepare, int first_run, int last, GreedyPlanner* p,
-                        XnnpackLinearBuffers* ids) {
+void PlanXnnpackScratch(const XnnpackLinearsPlan& plan, int prepare, int first_run, int last,
+                        GreedyPlanner* p, XnnpackLinearBuffers* ids) {
 #if TERN_XNNPACK_BUILD
   if (plan.backend != Backend::kXnnpack) return;
-  if (plan.scratch_bytes) ids->scratch = p->Add("xnnpack_prepare_scratch", plan.scratch_bytes, prepare, prepare);
+  if (plan.scratch_bytes)
+    ids->scratch = p->Add("xnnpack_prepare_scratch", plan.scratch_bytes, prepare, prepare);
   if (plan.needs.qd8) {
     ids->qd8_input = p->Add("qd8_input", plan.needs.qd8_input_bytes, first_run, last);
     ids->qd8_params = p->Add("qd8_params", plan.needs.qd8_params_bytes, first_run, last);
@@ -166,8 +170,10 @@ uint64_t XnnpackSession::fallback_calls() const {
 }
 
 #if TERN_XNNPACK_BUILD
-XnnpackLinearsCreator::XnnpackLinearsCreator(const XnnpackLinearsPlan& plan, const XnnpackLinearBuffers& ids,
-                                             const GreedyPlanner& planner, uint8_t* base, xnn::Context* context)
+XnnpackLinearsCreator::XnnpackLinearsCreator(const XnnpackLinearsPlan& plan,
+                                             const XnnpackLinearBuffers& ids,
+                                             const GreedyPlanner& planner, uint8_t* base,
+                                             xnn::Context* context)
     : plan_(plan),
       scope_(base + planner.offset(ids.region), plan.region_bytes),
       choices_(plan.planner),
@@ -181,7 +187,8 @@ Status XnnpackLinearsCreator::operator()(LinearWeights& w, int64_t rows, int64_t
   const xnn::LinearSpec spec = Spec(w, rows, ldx, ldy);
   xnn::LinearChoice choice;
   TERN_RETURN_IF_ERROR(choices_.Choose(spec, &choice));
-  if (next_ >= plan_.linears) return Status::Error(StatusCode::kInternal, "more linear layers than planned");
+  if (next_ >= plan_.linears)
+    return Status::Error(StatusCode::kInternal, "more linear layers than planned");
   xnn::LinearKernel* kernel = new (&kernels_[next_++]) xnn::LinearKernel();
   TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, kernel));
   w.kernel = choice.path == xnn::LinearPath::kReference ? nullptr : kernel;
@@ -190,7 +197,8 @@ Status XnnpackLinearsCreator::operator()(LinearWeights& w, int64_t rows, int64_t
 
 Status XnnpackLinearsCreator::Finish() const {
   if (scope_.used() != plan_.region_bytes) {
-    return Status::Error(StatusCode::kInternal, "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu",
+    return Status::Error(StatusCode::kInternal,
+                         "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu",
                          scope_.used(), plan_.region_bytes);
   }
   return Status::Ok();
@@ -207,21 +215,25 @@ void ReportWriter::Append(const char* format, ...) {
 }
 
 #if TERN_XNNPACK_BUILD
-void AppendXnnpackLinearsReport(const XnnpackLinearsPlan& plan, const XnnpackSession& session, ReportWriter* out) {
+void AppendXnnpackLinearsReport(const XnnpackLinearsPlan& plan, const XnnpackSession& session,
+                                ReportWriter* out) {
   const bool pool = session.pool() != nullptr;
-  out->Append("xnnpack, %d thread%s%s: %d linear layers:", pool ? plan.threads : 1, pool ? "s" : "",
-              session.pool_failed() ? " (pthreadpool_create failed; running on the calling thread)" : "",
-              plan.linears);
+  out->Append(
+      "xnnpack, %d thread%s%s: %d linear layers:", pool ? plan.threads : 1, pool ? "s" : "",
+      session.pool_failed() ? " (pthreadpool_create failed; running on the calling thread)" : "",
+      plan.linears);
   const char* separator = " ";
   for (int p = 0; p < xnn::kLinearPathCount; ++p) {
     if (plan.on_path[p] == 0) continue;
-    out->Append("%s%d %s", separator, plan.on_path[p], xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
+    out->Append("%s%d %s", separator, plan.on_path[p],
+                xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
     separator = ", ";
   }
 }
 #endif
 
-void WriteReferenceReport(const Limits& limits, const XnnpackLinearsPlan& plan, char* report, size_t size) {
+void WriteReferenceReport(const Limits& limits, const XnnpackLinearsPlan& plan, char* report,
+                          size_t size) {
   if (limits.backend == Backend::kReference) {
     std::snprintf(report, size, "reference kernels (requested)");
   } else if (plan.note[0] != '\0') {

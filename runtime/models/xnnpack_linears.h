@@ -80,8 +80,8 @@ struct XnnpackLinearBuffers {
 // LinearKernels, alive from the model's `prepare` phase to its `last` one. Nothing unless the
 // plan's backend is XNNPACK. Two calls rather than one so that each model keeps the order it
 // adds its buffers in (the planner breaks size ties by that order).
-void PlanXnnpackOperators(const XnnpackLinearsPlan& plan, int prepare, int last, GreedyPlanner* planner,
-                          XnnpackLinearBuffers* ids);
+void PlanXnnpackOperators(const XnnpackLinearsPlan& plan, int prepare, int last,
+                          GreedyPlanner* planner, XnnpackLinearBuffers* ids);
 // Adds the prepare-time scratch (only in `prepare`) and the activation conversion buffers (qd8,
 // f16) the chosen paths need, alive from `first_run` to `last`.
 void PlanXnnpackScratch(const XnnpackLinearsPlan& plan, int prepare, int first_run, int last,
@@ -100,15 +100,16 @@ class XnnpackSession {
   // Places the context in the arena with its scratch buffers and starts the thread pool when
   // plan.threads > 1 (if pthreadpool_create fails, everything runs on the calling thread and the
   // report says so).
-  void Start(const XnnpackLinearsPlan& plan, const XnnpackLinearBuffers& ids, const GreedyPlanner& planner,
-             uint8_t* base);
+  void Start(const XnnpackLinearsPlan& plan, const XnnpackLinearBuffers& ids,
+             const GreedyPlanner& planner, uint8_t* base);
   // Destroys the pool and forgets the context (the arena is the caller's).
   void Release();
 
   xnn::Context* context() const { return context_; }
-  pthreadpool* pool() const { return pool_; }  // null: 1 thread
+  pthreadpool* pool() const { return pool_; }        // null: 1 thread
   bool pool_failed() const { return pool_failed_; }  // asked for threads, got none
-  // Linear-layer calls XNNPACK could not run, answered by the reference kernel (0 when all is well).
+  // Linear-layer calls XNNPACK could not run, answered by the reference kernel (0 when all is
+  // well).
   uint64_t fallback_calls() const;
 
  private:
@@ -126,8 +127,8 @@ class XnnpackSession {
 // exactly the measured bytes: the arena never grows silently.
 class XnnpackLinearsCreator {
  public:
-  XnnpackLinearsCreator(const XnnpackLinearsPlan& plan, const XnnpackLinearBuffers& ids, const GreedyPlanner& planner,
-                        uint8_t* base, xnn::Context* context);
+  XnnpackLinearsCreator(const XnnpackLinearsPlan& plan, const XnnpackLinearBuffers& ids,
+                        const GreedyPlanner& planner, uint8_t* base, xnn::Context* context);
   XnnpackLinearsCreator(const XnnpackLinearsCreator&) = delete;
   XnnpackLinearsCreator& operator=(const XnnpackLinearsCreator&) = delete;
 
@@ -161,10 +162,12 @@ class ReportWriter {
 #if TERN_XNNPACK_BUILD
 // The head of the report when XNNPACK runs, e.g. "xnnpack, 1 thread: 97 linear layers: 96
 // fully_connected_nc_qd8_f32_qc8w, 1 reference"; the model appends the rest.
-void AppendXnnpackLinearsReport(const XnnpackLinearsPlan& plan, const XnnpackSession& session, ReportWriter* out);
+void AppendXnnpackLinearsReport(const XnnpackLinearsPlan& plan, const XnnpackSession& session,
+                                ReportWriter* out);
 #endif
 // The whole report when the reference kernels run: requested, XNNPACK unusable here (the plan's
 // note), or a build without XNNPACK.
-void WriteReferenceReport(const Limits& limits, const XnnpackLinearsPlan& plan, char* report, size_t size);
+void WriteReferenceReport(const Limits& limits, const XnnpackLinearsPlan& plan, char* report,
+                          size_t size);
 
 }  // namespace tern

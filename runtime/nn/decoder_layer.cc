@@ -57,8 +57,8 @@ void DecoderLayerStep(const ModelConfig& config, const DecoderLayerWeights& w, f
     ref::AttentionMask cross_mask;
     cross_mask.key_length = shape.src_lengths[sentence];
     ops::MultiHeadAttention(s.kernels, s.q + b * d, d, cache.cross_k + sentence * src_stride, d,
-                            cache.cross_v + sentence * src_stride, d, 1, shape.src_seq, config.heads,
-                            config.d_head(), cross_mask, s.scores, s.attn + b * d, d);
+                            cache.cross_v + sentence * src_stride, d, 1, shape.src_seq,
+                            config.heads, config.d_head(), cross_mask, s.scores, s.attn + b * d, d);
   }
   Linear(s.attn, batch, d, w.cross_attn.out, s.q, d);
   AddResidual(config, s.kernels, w.cross_attn_norm, x, s.q, batch);

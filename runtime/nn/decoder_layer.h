@@ -14,28 +14,28 @@ namespace tern {
 
 // Per-layer caches, laid out [batch][capacity][d_model].
 struct DecoderLayerCache {
-  float* self_k;   // capacity = max target length
+  float* self_k;  // capacity = max target length
   float* self_v;
   float* cross_k;  // capacity = source length (stride `src_seq`)
   float* cross_v;
 };
 
 struct DecoderScratch {
-  float* q;       // [batch, d_model]
-  float* attn;    // [batch, d_model]
-  float* hidden;  // [batch, d_ff]
-  float* up;      // [batch, d_ff]: SwiGLU's up projection (null otherwise)
-  float* scores;  // [max(target capacity, src_seq)]
+  float* q;                  // [batch, d_model]
+  float* attn;               // [batch, d_model]
+  float* hidden;             // [batch, d_ff]
+  float* up;                 // [batch, d_ff]: SwiGLU's up projection (null otherwise)
+  float* scores;             // [max(target capacity, src_seq)]
   StackPositions positions;  // rotary / relative positions of the decoder's self-attention
-  ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
+  ops::Kernels kernels;      // attention, LayerNorm and activation kernels (reference by default)
 };
 
 struct DecoderStepShape {
-  int64_t batch;            // decoder rows: sentences x rows_per_sentence (beam hypotheses)
+  int64_t batch;              // decoder rows: sentences x rows_per_sentence (beam hypotheses)
   int64_t rows_per_sentence;  // row r attends to sentence r / rows_per_sentence of the source
-  int64_t position;         // index of this step's token; self-attention sees 0..position
-  int64_t self_capacity;    // rows per sentence in self_k / self_v
-  int64_t src_seq;          // rows per sentence in cross_k / cross_v
+  int64_t position;           // index of this step's token; self-attention sees 0..position
+  int64_t self_capacity;      // rows per sentence in self_k / self_v
+  int64_t src_seq;            // rows per sentence in cross_k / cross_v
   const int32_t* src_lengths;
 };
 

@@ -26,13 +26,15 @@ void EncoderLayerForward(const ModelConfig& config, const EncoderLayerWeights& w
     const int64_t len = lengths[b];
     const int64_t base = b * seq * d;
     if (s.positions.rotary != nullptr) {  // RoPE: token i of each sentence at position i
-      ops::ApplyRotary(*s.positions.rotary, s.q + base, len, d, config.heads, config.d_head(), 0, 1);
-      ops::ApplyRotary(*s.positions.rotary, s.k + base, len, d, config.heads, config.d_head(), 0, 1);
+      ops::ApplyRotary(*s.positions.rotary, s.q + base, len, d, config.heads, config.d_head(), 0,
+                       1);
+      ops::ApplyRotary(*s.positions.rotary, s.k + base, len, d, config.heads, config.d_head(), 0,
+                       1);
     }
     ref::AttentionMask mask;
     mask.key_length = len;
-    ops::MultiHeadAttention(s.kernels, s.q + base, d, s.k + base, d, s.v + base, d, len, len, config.heads,
-                            config.d_head(), mask, s.scores, s.attn + base, d, rel);
+    ops::MultiHeadAttention(s.kernels, s.q + base, d, s.k + base, d, s.v + base, d, len, len,
+                            config.heads, config.d_head(), mask, s.scores, s.attn + base, d, rel);
     // Padded rows: zeros, so everything downstream stays finite.
     std::memset(s.attn + base + len * d, 0, static_cast<size_t>((seq - len) * d) * sizeof(float));
   }

@@ -13,15 +13,15 @@
 namespace tern {
 
 struct EncoderScratch {
-  float* q;       // [batch*seq, d_model]
-  float* k;       // [batch*seq, d_model]
-  float* v;       // [batch*seq, d_model]
-  float* attn;    // [batch*seq, d_model]
-  float* hidden;  // [batch*seq, d_ff]
-  float* up;      // [batch*seq, d_ff]: SwiGLU's up projection (null otherwise)
-  float* scores;  // [seq*seq]
+  float* q;                  // [batch*seq, d_model]
+  float* k;                  // [batch*seq, d_model]
+  float* v;                  // [batch*seq, d_model]
+  float* attn;               // [batch*seq, d_model]
+  float* hidden;             // [batch*seq, d_ff]
+  float* up;                 // [batch*seq, d_ff]: SwiGLU's up projection (null otherwise)
+  float* scores;             // [seq*seq]
   StackPositions positions;  // rotary / relative positions of the encoder's self-attention
-  ops::Kernels kernels;  // attention, LayerNorm and activation kernels (reference by default)
+  ops::Kernels kernels;      // attention, LayerNorm and activation kernels (reference by default)
 };
 
 // x: [batch, seq, d_model], updated in place. lengths[b] <= seq real tokens in sentence b.

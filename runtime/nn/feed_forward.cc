@@ -5,8 +5,9 @@
 
 namespace tern {
 
-void FeedForward(const ModelConfig& config, const ops::Kernels& kernels, const FeedForwardWeights& w,
-                 const float* x, int64_t rows, float* hidden, float* up, float* out) {
+void FeedForward(const ModelConfig& config, const ops::Kernels& kernels,
+                 const FeedForwardWeights& w, const float* x, int64_t rows, float* hidden,
+                 float* up, float* out) {
   Linear(x, rows, config.d_model, w.fc1, hidden, config.d_ff);
   ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
   if (config.activation == ref::Activation::kSwiGLU) {

@@ -11,7 +11,8 @@
 namespace tern {
 
 // x: [rows, d_model]; hidden, up: scratch [rows, d_ff] (up: SwiGLU only); out: [rows, d_model].
-void FeedForward(const ModelConfig& config, const ops::Kernels& kernels, const FeedForwardWeights& w,
-                 const float* x, int64_t rows, float* hidden, float* up, float* out);
+void FeedForward(const ModelConfig& config, const ops::Kernels& kernels,
+                 const FeedForwardWeights& w, const float* x, int64_t rows, float* hidden,
+                 float* up, float* out);
 
 }  // namespace tern

@@ -24,8 +24,10 @@ struct StackPositions {
 // The relative-position terms of one attention call whose first query sits at query_position,
 // written to *out; null when the attention has none (absolute or rotary positions, and always
 // for cross-attention, which passes no weights' relative tables and no T5 bias).
-inline const ref::RelativePositions* RelativeTerms(const StackPositions& p, const AttentionWeights& w,
-                                                   int64_t query_position, ref::RelativePositions* out) {
+inline const ref::RelativePositions* RelativeTerms(const StackPositions& p,
+                                                   const AttentionWeights& w,
+                                                   int64_t query_position,
+                                                   ref::RelativePositions* out) {
   if (p.t5_bias == nullptr && w.relative_key == nullptr) return nullptr;
   *out = ref::RelativePositions();
   out->query_position = query_position;

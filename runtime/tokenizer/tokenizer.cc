@@ -37,7 +37,8 @@ int64_t FindInvalidUtf8(const char* text, size_t size) {
       cp = (cp << 6) | (s[i + k] & 0x3F);
     }
     const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return static_cast<int64_t>(i);
+    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return static_cast<int64_t>(i);
     i += n + 1;
   }
   return -1;
@@ -48,8 +49,8 @@ Status Tokenizer::Load(Span<const uint8_t> serialized_model) {
     return Status::Error(StatusCode::kFailedPrecondition, "the model file has no tokenizer");
   }
   auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = processor->LoadFromSerializedProto(
-      absl::string_view(reinterpret_cast<const char*>(serialized_model.data()), serialized_model.size()));
+  const auto status = processor->LoadFromSerializedProto(absl::string_view(
+      reinterpret_cast<const char*>(serialized_model.data()), serialized_model.size()));
   if (!status.ok()) {
     return Status::Error(StatusCode::kInvalidModel, "tokenizer: %s", status.ToString().c_str());
   }
@@ -67,7 +68,8 @@ Status Tokenizer::Encode(const std::string& text, bool append_eos, int32_t eos_i
   }
   std::vector<int> pieces;
   const auto status = processor_->Encode(text, &pieces);
-  if (!status.ok()) return Status::Error(StatusCode::kInvalidArgument, "tokenizer: %s", status.ToString().c_str());
+  if (!status.ok())
+    return Status::Error(StatusCode::kInvalidArgument, "tokenizer: %s", status.ToString().c_str());
   ids->assign(pieces.begin(), pieces.end());
   if (append_eos) ids->push_back(eos_id);
   return Status::Ok();
@@ -78,11 +80,13 @@ Status Tokenizer::Decode(const int32_t* ids, size_t count, std::string* text) co
   std::vector<int> pieces(ids, ids + count);
   for (int id : pieces) {
     if (id < 0 || id >= processor_->GetPieceSize()) {
-      return Status::Error(StatusCode::kOutOfRange, "id %d is outside the tokenizer's vocabulary", id);
+      return Status::Error(StatusCode::kOutOfRange, "id %d is outside the tokenizer's vocabulary",
+                           id);
     }
   }
   const auto status = processor_->Decode(pieces, text);
-  if (!status.ok()) return Status::Error(StatusCode::kInternal, "tokenizer: %s", status.ToString().c_str());
+  if (!status.ok())
+    return Status::Error(StatusCode::kInternal, "tokenizer: %s", status.ToString().c_str());
   return Status::Ok();
 }
 

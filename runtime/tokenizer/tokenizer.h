@@ -36,7 +36,8 @@ class Tokenizer {
 
   // Encodes UTF-8 text to ids and appends eos_id when append_eos. Invalid UTF-8 is an error that
   // names the byte offset.
-  Status Encode(const std::string& text, bool append_eos, int32_t eos_id, std::vector<int32_t>* ids) const;
+  Status Encode(const std::string& text, bool append_eos, int32_t eos_id,
+                std::vector<int32_t>* ids) const;
   // Decodes ids to text (control ids such as EOS/BOS/pad are dropped by SentencePiece).
   Status Decode(const int32_t* ids, size_t count, std::string* text) const;
   int32_t vocab_size() const;

@@ -52,13 +52,13 @@ TEST_CASE("XNNPACK's requests outside prepare reach the counter", "[allocation]"
 struct Variant {
   const char* name;
   Backend backend;
-  bool wide;            // testing::WideConfig (rows XNNPACK's blockwise int4 takes)
+  bool wide;  // testing::WideConfig (rows XNNPACK's blockwise int4 takes)
   DType dtype;
-  int64_t group;        // int4 block size (0: per row)
+  int64_t group;         // int4 block size (0: per row)
   uint32_t unsupported;  // XNNPACK paths forced off (their fallbacks run)
   int32_t threads;
   int32_t beam;
-  const char* expect;    // in the backend report
+  const char* expect;  // in the backend report
 };
 
 void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
@@ -84,8 +84,8 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   INFO(session.backend_report());
   CHECK(session.backend() == v.backend);
   CHECK(std::string(session.backend_report()).find(v.expect) != std::string::npos);
-  const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
-                               8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+  const int32_t src[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
+                               8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
                                19, 2};
   const int32_t lengths[3] = {5, 12, 2};
   int32_t out[3 * 3 * 10];
@@ -98,7 +98,8 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
   const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
   size_t produced = 0;
-  Status error = session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
+  Status error =
+      session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
   const size_t allocations = testing::StopCountingAllocations();
 
   INFO(first.message() << second.message());
@@ -125,20 +126,26 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
   const Variant xnnpack[] = {
       {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
       {"xnnpack f16", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 1, "fully_connected_nc_f16"},
-      {"xnnpack f16 -> f32 compute", Backend::kXnnpack, false, DType::kF16, 0, PathBit(LinearPath::kF16), 1, 1,
-       "fully_connected_nc_f32_f16"},
-      {"xnnpack i8", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 1, "fully_connected_nc_qd8_f32_qc8w"},
-      {"xnnpack i8 -> f32 activations", Backend::kXnnpack, false, DType::kI8, 0, PathBit(LinearPath::kQd8Qc8w), 1, 1,
-       "fully_connected_nc_f32_qc8w"},
-      {"xnnpack i4 per row", Backend::kXnnpack, false, DType::kI4, 0, 0, 1, 1, "fully_connected_nc_qd8_f32_qc4w"},
-      {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0, PathBit(LinearPath::kQd8Qc4w),
-       1, 1, "fully_connected_nc_f32_qc4w"},
-      {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1, "fully_connected_nc_qd8_f32_qb4w"},
-      {"xnnpack i4 blocks of 8 (reference kernel)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1, 1, "reference kernel"},
+      {"xnnpack f16 -> f32 compute", Backend::kXnnpack, false, DType::kF16, 0,
+       PathBit(LinearPath::kF16), 1, 1, "fully_connected_nc_f32_f16"},
+      {"xnnpack i8", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 1,
+       "fully_connected_nc_qd8_f32_qc8w"},
+      {"xnnpack i8 -> f32 activations", Backend::kXnnpack, false, DType::kI8, 0,
+       PathBit(LinearPath::kQd8Qc8w), 1, 1, "fully_connected_nc_f32_qc8w"},
+      {"xnnpack i4 per row", Backend::kXnnpack, false, DType::kI4, 0, 0, 1, 1,
+       "fully_connected_nc_qd8_f32_qc4w"},
+      {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0,
+       PathBit(LinearPath::kQd8Qc4w), 1, 1, "fully_connected_nc_f32_qc4w"},
+      {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1,
+       "fully_connected_nc_qd8_f32_qb4w"},
+      {"xnnpack i4 blocks of 8 (reference kernel)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1,
+       1, "reference kernel"},
       {"xnnpack i8, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1, "2 threads"},
       {"xnnpack f32, 2 threads", Backend::kXnnpack, true, DType::kF32, 0, 0, 2, 1, "2 threads"},
-      {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3, "fully_connected_nc_qd8_f32_qc8w"},
-      {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2, "fully_connected_nc_f16"},
+      {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,
+       "fully_connected_nc_qd8_f32_qc8w"},
+      {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2,
+       "fully_connected_nc_f16"},
   };
   variants.insert(variants.end(), std::begin(xnnpack), std::end(xnnpack));
 #endif
@@ -151,41 +158,47 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
 // bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, on both
 // backends.
-TEST_CASE("translate allocates nothing after prepare: relative, rotary and learned positions", "[allocation]") {
+TEST_CASE("translate allocates nothing after prepare: relative, rotary and learned positions",
+          "[allocation]") {
   struct Positions {
     const char* name;
     void (*configure)(ModelConfig*);
   };
   const Positions kinds[] = {
-      {"shaw", [](ModelConfig* c) {
+      {"shaw",
+       [](ModelConfig* c) {
          c->position = PositionKind::kRelative;
          c->relative_attention = RelativeAttention::kShaw;
          c->relative_max_distance = 3;
        }},
-      {"t5 bias", [](ModelConfig* c) {
+      {"t5 bias",
+       [](ModelConfig* c) {
          c->position = PositionKind::kRelative;
          c->relative_attention = RelativeAttention::kT5Bias;
          c->relative_buckets = 8;
          c->relative_max_distance = 6;
        }},
-      {"rotary + RMSNorm + SwiGLU", [](ModelConfig* c) {
+      {"rotary + RMSNorm + SwiGLU",
+       [](ModelConfig* c) {
          c->position = PositionKind::kRotary;
          c->rotary_dim = 6;
          c->norm_placement = NormPlacement::kPre;
          c->norm_kind = ref::NormKind::kRMSNorm;
          c->activation = ref::Activation::kSwiGLU;
        }},
-      {"learned", [](ModelConfig* c) {
+      {"learned",
+       [](ModelConfig* c) {
          c->position = PositionKind::kLearned;
          c->max_positions = 16;
        }},
       {"no positions", [](ModelConfig* c) { c->position = PositionKind::kNone; }},
   };
   std::vector<Variant> variants = {
-      {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
+    {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-      {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
-      {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3, "fully_connected_nc_qd8_f32_qc8w"},
+    {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
+    {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,
+     "fully_connected_nc_qd8_f32_qc8w"},
 #endif
   };
   for (const Positions& kind : kinds) {
@@ -218,69 +231,71 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   variants.push_back({"xnnpack i4", Backend::kXnnpack, DType::kI4, 1});
   variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
 #endif
-  for (const LmVariant& v : variants) for (bool llama : {false, true}) {
-    INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
-    ModelConfig config = testing::WideConfig();
-    config.architecture = Architecture::kDecoderOnly;
-    config.encoder_layers = 0;
-    config.src_vocab_size = 0;
-    config.shared_embeddings = false;
-    config.norm_placement = NormPlacement::kPre;
-    config.activation = ref::Activation::kGELUTanh;
-    config.position = PositionKind::kLearned;
-    if (llama) {
-      // Rotary tables and SwiGLU's up buffer come from the arena too.
-      config.position = PositionKind::kRotary;
-      config.norm_kind = ref::NormKind::kRMSNorm;
-      config.activation = ref::Activation::kSwiGLU;
-      config.tied_output = false;
+  for (const LmVariant& v : variants)
+    for (bool llama : {false, true}) {
+      INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
+      ModelConfig config = testing::WideConfig();
+      config.architecture = Architecture::kDecoderOnly;
+      config.encoder_layers = 0;
+      config.src_vocab_size = 0;
+      config.shared_embeddings = false;
+      config.norm_placement = NormPlacement::kPre;
+      config.activation = ref::Activation::kGELUTanh;
+      config.position = PositionKind::kLearned;
+      if (llama) {
+        // Rotary tables and SwiGLU's up buffer come from the arena too.
+        config.position = PositionKind::kRotary;
+        config.norm_kind = ref::NormKind::kRMSNorm;
+        config.activation = ref::Activation::kSwiGLU;
+        config.tied_output = false;
+      }
+      testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
+      auto model = Model::Load(bytes.data(), bytes.size());
+      INFO(model.status().message());
+      REQUIRE(model.ok());
+      Limits limits;
+      limits.backend = v.backend;
+      limits.threads = v.threads;
+      limits.max_batch = 3;
+      limits.max_source_length = 12;
+      limits.max_target_length = 20;
+      std::vector<uint8_t> arena(Generator::RequiredArenaBytes(model.value(), limits).value());
+      Generator generator;
+      REQUIRE(generator.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+      INFO(generator.backend_report());
+      CHECK(generator.backend() == v.backend);
+      const int32_t prompts[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
+                                       8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+                                       19, 2};
+      const int32_t lengths[3] = {5, 12, 2};
+      int32_t out[3 * 20];
+      int32_t out_lengths[3];
+      GenerationOptions greedy;
+      greedy.stop_at_eos = false;
+      GenerationOptions sampled = greedy;
+      sampled.max_new_tokens = 6;
+      sampled.sampling.temperature = 0.9f;
+      sampled.sampling.top_k = 8;
+      sampled.sampling.top_p = 0.9f;
+      sampled.sampling.seed = 3;
+
+      testing::StartCountingAllocations();
+      Status first = generator.Generate(prompts, 12, lengths, 3, greedy, out, 20, out_lengths);
+      Status second = generator.Generate(prompts, 12, lengths, 1, sampled, out, 20, out_lengths);
+      const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
+      size_t produced = 0;
+      Status error =
+          generator.Generate(Span<const int32_t>(bad, 3), Span<int32_t>(out, 20), &produced);
+      const size_t allocations = testing::StopCountingAllocations();
+
+      INFO(first.message() << second.message());
+      CHECK(first.ok());
+      CHECK(second.ok());
+      CHECK(out_lengths[0] == 6);
+      CHECK(error.code() == StatusCode::kOutOfRange);
+      CHECK(allocations == 0);
+      CHECK(generator.decoder_only().kernel_fallback_calls() == 0);
     }
-    testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
-    auto model = Model::Load(bytes.data(), bytes.size());
-    INFO(model.status().message());
-    REQUIRE(model.ok());
-    Limits limits;
-    limits.backend = v.backend;
-    limits.threads = v.threads;
-    limits.max_batch = 3;
-    limits.max_source_length = 12;
-    limits.max_target_length = 20;
-    std::vector<uint8_t> arena(Generator::RequiredArenaBytes(model.value(), limits).value());
-    Generator generator;
-    REQUIRE(generator.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
-    INFO(generator.backend_report());
-    CHECK(generator.backend() == v.backend);
-    const int32_t prompts[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
-                                     8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
-                                     19, 2};
-    const int32_t lengths[3] = {5, 12, 2};
-    int32_t out[3 * 20];
-    int32_t out_lengths[3];
-    GenerationOptions greedy;
-    greedy.stop_at_eos = false;
-    GenerationOptions sampled = greedy;
-    sampled.max_new_tokens = 6;
-    sampled.sampling.temperature = 0.9f;
-    sampled.sampling.top_k = 8;
-    sampled.sampling.top_p = 0.9f;
-    sampled.sampling.seed = 3;
-
-    testing::StartCountingAllocations();
-    Status first = generator.Generate(prompts, 12, lengths, 3, greedy, out, 20, out_lengths);
-    Status second = generator.Generate(prompts, 12, lengths, 1, sampled, out, 20, out_lengths);
-    const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
-    size_t produced = 0;
-    Status error = generator.Generate(Span<const int32_t>(bad, 3), Span<int32_t>(out, 20), &produced);
-    const size_t allocations = testing::StopCountingAllocations();
-
-    INFO(first.message() << second.message());
-    CHECK(first.ok());
-    CHECK(second.ok());
-    CHECK(out_lengths[0] == 6);
-    CHECK(error.code() == StatusCode::kOutOfRange);
-    CHECK(allocations == 0);
-    CHECK(generator.decoder_only().kernel_fallback_calls() == 0);
-  }
 }
 
 // The C generation calls are thin wrappers: after tern_generator_create they allocate nothing
@@ -330,7 +345,8 @@ TEST_CASE("tern_generate_ids allocates nothing after tern_generator_create", "[a
   testing::StartCountingAllocations();
   const tern_status greedy = tern_generate_ids(generator, prompt, 3, nullptr, out, 10, &n);
   const tern_status sample = tern_generate_ids(generator, prompt, 3, &sampled, out, 10, &n);
-  const tern_status batch = tern_generate_ids_batch(generator, prompts, 3, lengths, 2, &sampled, out, 16, out_lengths);
+  const tern_status batch =
+      tern_generate_ids_batch(generator, prompts, 3, lengths, 2, &sampled, out, 16, out_lengths);
   const tern_status error = tern_generate_ids(generator, bad, 2, nullptr, out, 10, &n);
   const size_t allocations = testing::StopCountingAllocations();
 
@@ -353,7 +369,8 @@ namespace {
 
 // The Universal Transformer: the shared block's operators run T times per token, ACT state and
 // the per-step caches live in the arena; greedy and beam, both backends, with and without ACT.
-TEST_CASE("universal transformer translate allocates nothing after prepare", "[allocation][universal]") {
+TEST_CASE("universal transformer translate allocates nothing after prepare",
+          "[allocation][universal]") {
   std::vector<Backend> backends = {Backend::kReference};
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   backends.push_back(Backend::kXnnpack);
@@ -362,8 +379,8 @@ TEST_CASE("universal transformer translate allocates nothing after prepare", "[a
     for (float act : {0.0f, 0.6f}) {
       for (DType dtype : {DType::kF32, DType::kI8}) {
         for (int32_t beam : {1, 2}) {
-          INFO("backend " << static_cast<int>(backend) << ", act " << act << ", " << DTypeName(dtype) << ", beam "
-                          << beam);
+          INFO("backend " << static_cast<int>(backend) << ", act " << act << ", "
+                          << DTypeName(dtype) << ", beam " << beam);
           ModelConfig config = testing::TinyConfig();
           config.architecture = Architecture::kUniversal;
           config.encoder_layers = config.decoder_layers = 1;
@@ -382,8 +399,8 @@ TEST_CASE("universal transformer translate allocates nothing after prepare", "[a
           std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
           Session session;
           REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
-          const int32_t src[3 * 12] = {4, 5, 6, 7, 2, 0, 0, 0, 0, 0, 0, 0,  //
-                                       8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+          const int32_t src[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
+                                       8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
                                        19, 2};
           const int32_t lengths[3] = {5, 12, 2};
           int32_t out[3 * 2 * 10];

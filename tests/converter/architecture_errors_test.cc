@@ -71,8 +71,9 @@ TEST_CASE("Marian: a float16 checkpoint (as transformers' converter saves them) 
   CHECK(c.tensors.front().dtype == DType::kF32);
 }
 
-TEST_CASE("Marian: the stored position table decides the layout; unknown tables are refused unless asked",
-          "[architectures][errors][marian]") {
+TEST_CASE(
+    "Marian: the stored position table decides the layout; unknown tables are refused unless asked",
+    "[architectures][errors][marian]") {
   MarianCopy m;
   const int64_t rows = 64, d = 16;
   auto table_of = [&](ref::SinusoidLayout layout) {
@@ -81,7 +82,8 @@ TEST_CASE("Marian: the stored position table decides the layout; unknown tables 
     return table;
   };
   auto store = [&](const std::vector<float>& table) {
-    for (const char* name : {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
+    for (const char* name :
+         {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
       m.tensors[name] = {"F32", {rows, d}, testing::Floats(table)};
     }
   };
@@ -89,7 +91,8 @@ TEST_CASE("Marian: the stored position table decides the layout; unknown tables 
   std::vector<float> hf(rows * d);
   for (int64_t p = 0; p < rows; ++p) {
     for (int64_t i = 0; i < d / 2; ++i) {
-      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+      const double angle =
+          static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
       hf[p * d + i] = static_cast<float>(std::sin(angle));
       hf[p * d + d / 2 + i] = static_cast<float>(std::cos(angle));
     }
@@ -104,8 +107,9 @@ TEST_CASE("Marian: the stored position table decides the layout; unknown tables 
   ConvertOptions o = m.Write();
   REQUIRE_THROWS_WITH(
       BuildContents(o),
-      ContainsSubstring("position table \"model.encoder.embed_positions.weight\" is not the sinusoidal "
-                        "table the runtime computes for sinusoid_layout=concatenated (row 0, column 1") &&
+      ContainsSubstring(
+          "position table \"model.encoder.embed_positions.weight\" is not the sinusoidal "
+          "table the runtime computes for sinusoid_layout=concatenated (row 0, column 1") &&
           ContainsSubstring("it is the interleaved layout instead") &&
           ContainsSubstring("--ignore-position-table"));
   o.ignore_position_mismatch = true;
@@ -232,8 +236,10 @@ TEST_CASE("Marian npz: the yml's options are checked, and tensors are named in M
              ContainsSubstring("\"transformer-ffn-activation\" = \"gelu\" is not supported"));
   CHECK_THAT(MarianNpzError("type: s2s\n"),
              ContainsSubstring("\"type\" is \"s2s\"; only Marian's \"transformer\""));
-  CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "transformer-decoder-autoreg: average-attention\n"),
-             ContainsSubstring("\"transformer-decoder-autoreg\" = \"average-attention\" is not supported"));
+  CHECK_THAT(
+      MarianNpzError(std::string(kMarianYml) + "transformer-decoder-autoreg: average-attention\n"),
+      ContainsSubstring(
+          "\"transformer-decoder-autoreg\" = \"average-attention\" is not supported"));
   CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "transformer-postprocess: da\n"),
              ContainsSubstring("transformer-postprocess \"da\""));
   CHECK_THAT(MarianNpzError("dim-vocabs: [24]\n"),
@@ -246,7 +252,8 @@ TEST_CASE("Marian npz: the yml's options are checked, and tensors are named in M
   // A tensor the options do not explain is unexpected.
   CHECK_THAT(MarianNpzError(std::string(kMarianYml) + "enc-depth: 1\n"),
              ContainsSubstring("unexpected tensor \"encoder_l2_"));
-  CHECK_THAT(MarianNpzError("", {"decoder_l2_context_Wq"}), ContainsSubstring("decoder_l2_context_Wq"));
+  CHECK_THAT(MarianNpzError("", {"decoder_l2_context_Wq"}),
+             ContainsSubstring("decoder_l2_context_Wq"));
 }
 
 TEST_CASE("nn.Transformer: what the weights cannot say must be in the map",
@@ -332,10 +339,9 @@ TEST_CASE("unknown --arch", "[architectures][errors]") {
   ConvertOptions o;
   o.checkpoint = CheckpointFixture("annotated/model.pt");
   o.arch = "t5";
-  REQUIRE_THROWS_WITH(
-      BuildContents(o),
-      ContainsSubstring(
-          "unknown --arch \"t5\"; expected one of tern, marian, marian_npz, nn_transformer, annotated, gpt2"));
+  REQUIRE_THROWS_WITH(BuildContents(o),
+                      ContainsSubstring("unknown --arch \"t5\"; expected one of tern, marian, "
+                                        "marian_npz, nn_transformer, annotated, gpt2"));
 }
 
 }  // namespace

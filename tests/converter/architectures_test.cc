@@ -62,7 +62,8 @@ TEST_CASE("MarianMT config is mapped from config.json", "[architectures][marian]
   CHECK(c.config.d_model == 16);
   CHECK(c.config.heads == 2);
   CHECK(c.config.activation == ref::Activation::kSwish);
-  CHECK(c.config.sinusoid_layout == ref::SinusoidLayout::kSplitHalves);  // transformers' table, stored in the checkpoint
+  CHECK(c.config.sinusoid_layout ==
+        ref::SinusoidLayout::kSplitHalves);  // transformers' table, stored in the checkpoint
   CHECK(c.config.embedding_scale == 4.0f);
   CHECK(c.config.pad_id == 23);
   CHECK(c.config.decoder_start_id == 23);
@@ -96,7 +97,8 @@ TEST_CASE("Marian C++ model.npz int8 and int4 conversions load and run",
   ExpectQuantizedRuns(MarianNpz("marian_npz/pre/model.npz"), "marian_npz/pre/expected.safetensors");
 }
 
-TEST_CASE("Marian C++ model.npz config comes from special:model.yml", "[architectures][marian_npz]") {
+TEST_CASE("Marian C++ model.npz config comes from special:model.yml",
+          "[architectures][marian_npz]") {
   const TernContents post = BuildContents(MarianNpz("marian_npz/model.npz"));
   CHECK(post.config.d_model == 16);
   CHECK(post.config.heads == 2);

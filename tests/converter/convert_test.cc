@@ -1,16 +1,18 @@
 // The conversion pipeline on checkpoints written by the test: each bad input gets an error
 // that names the tensor or field, and a failed conversion leaves no output file.
+#include "converter/convert.h"
+
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 #include "converter/architectures/encoder_decoder_layout.h"
-#include "converter/convert.h"
 #include "converter/model_config_json.h"
 #include "converter/readers/safetensors.h"
 #include "tests/support/tiny_model.h"
@@ -43,7 +45,8 @@ std::vector<HostTensor> Checkpoint(const ModelConfig& config) {
   return tensors;
 }
 
-std::string Write(const TempDir& dir, const std::vector<HostTensor>& tensors, const ModelConfig& config) {
+std::string Write(const TempDir& dir, const std::vector<HostTensor>& tensors,
+                  const ModelConfig& config) {
   const std::string path = dir.path + "/model.safetensors";
   WriteSafetensors(path, tensors, {{"config", ModelConfigToJson(config)}});
   return path;
@@ -66,7 +69,8 @@ TEST_CASE("a checkpoint converts in every dtype and loads", "[convert]") {
     const std::string out = dir.path + "/m.tern";
     WriteModelFile(out, BuildContents(o), true);
     std::ifstream in(out, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
     testing::AlignedBytes aligned(bytes);
     auto model = Model::Load(aligned.data(), aligned.size());
     REQUIRE(model.ok());
@@ -86,7 +90,8 @@ TEST_CASE("checkpoint problems name the tensor", "[convert]") {
   SECTION("missing tensor") {
     auto tensors = Checkpoint(config);
     const std::string name = "encoder.layers.0.self_attn.k_proj.weight";
-    tensors.erase(std::remove_if(tensors.begin(), tensors.end(), [&](const HostTensor& t) { return t.name == name; }),
+    tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                 [&](const HostTensor& t) { return t.name == name; }),
                   tensors.end());
     REQUIRE_THROWS_WITH(BuildContents(Options(Write(dir, tensors, config))),
                         ContainsSubstring("\"" + name + "\" is missing"));
@@ -96,14 +101,16 @@ TEST_CASE("checkpoint problems name the tensor", "[convert]") {
     for (auto& t : tensors) {
       if (t.name == "decoder.layers.0.fc1.weight") t.shape = {16, 24};
     }
-    REQUIRE_THROWS_WITH(BuildContents(Options(Write(dir, tensors, config))),
-                        ContainsSubstring("\"decoder.layers.0.fc1.weight\" has shape [16, 24], expected [24, 16]"));
+    REQUIRE_THROWS_WITH(
+        BuildContents(Options(Write(dir, tensors, config))),
+        ContainsSubstring("\"decoder.layers.0.fc1.weight\" has shape [16, 24], expected [24, 16]"));
   }
   SECTION("NaN and Inf weights") {
     auto tensors = Checkpoint(config);
     tensors[7].values[3] = std::numeric_limits<float>::quiet_NaN();
-    REQUIRE_THROWS_WITH(BuildContents(Options(Write(dir, tensors, config))),
-                        ContainsSubstring("\"" + tensors[7].name + "\" has a non-finite value at index 3"));
+    REQUIRE_THROWS_WITH(
+        BuildContents(Options(Write(dir, tensors, config))),
+        ContainsSubstring("\"" + tensors[7].name + "\" has a non-finite value at index 3"));
     tensors[7].values[3] = 0.0f;
     tensors[2].values[0] = std::numeric_limits<float>::infinity();
     REQUIRE_THROWS_WITH(BuildContents(Options(Write(dir, tensors, config))),
@@ -128,14 +135,23 @@ TEST_CASE("checkpoint problems name the tensor", "[convert]") {
 }
 
 TEST_CASE("config.json problems name the key", "[convert]") {
-  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": 8}", "c.json"), ContainsSubstring("lacks \"heads\""));
-  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": 8, \"heads\": 2, \"d_ff\": 4, \"vocab_size\": 5, \"colour\": 1}", "c.json"),
-                      ContainsSubstring("unknown key \"colour\""));
-  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": 8, \"heads\": 2, \"d_ff\": 4, \"vocab_size\": 5, \"norm\": \"middle\"}", "c.json"),
-                      ContainsSubstring("\"norm\" = \"middle\"; expected one of post, pre"));
-  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": \"8\"}", "c.json"), ContainsSubstring("\"d_model\" must be"));
+  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": 8}", "c.json"),
+                      ContainsSubstring("lacks \"heads\""));
+  REQUIRE_THROWS_WITH(
+      ParseModelConfig(
+          "{\"d_model\": 8, \"heads\": 2, \"d_ff\": 4, \"vocab_size\": 5, \"colour\": 1}",
+          "c.json"),
+      ContainsSubstring("unknown key \"colour\""));
+  REQUIRE_THROWS_WITH(
+      ParseModelConfig(
+          "{\"d_model\": 8, \"heads\": 2, \"d_ff\": 4, \"vocab_size\": 5, \"norm\": \"middle\"}",
+          "c.json"),
+      ContainsSubstring("\"norm\" = \"middle\"; expected one of post, pre"));
+  REQUIRE_THROWS_WITH(ParseModelConfig("{\"d_model\": \"8\"}", "c.json"),
+                      ContainsSubstring("\"d_model\" must be"));
   REQUIRE_THROWS_WITH(ParseModelConfig("{not json", "c.json"), ContainsSubstring("not valid JSON"));
-  const ModelConfig round = ParseModelConfig(ModelConfigToJson(testing::TinyConfig()), "round trip");
+  const ModelConfig round =
+      ParseModelConfig(ModelConfigToJson(testing::TinyConfig()), "round trip");
   CHECK(round.d_model == 16);
   CHECK(round.shared_embeddings);
   CHECK(round.embedding_scale == 4.0f);

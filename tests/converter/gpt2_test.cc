@@ -4,9 +4,9 @@
 // then one teacher-forced token per step) with identical greedy continuations, alone and as a
 // batch, on the reference kernels and on XNNPACK; int8 loads and generates; a checkpoint without
 // the "transformer." prefix converts the same; bad input names the tensor or field.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <algorithm>
 #include <cmath>
 
 #include "converter/convert.h"
@@ -70,7 +70,8 @@ struct Prepared {
   Generator generator;
 };
 
-void Prepare(Prepared* p, const ConvertOptions& options, Backend backend, int32_t batch, const Gpt2Expected& e) {
+void Prepare(Prepared* p, const ConvertOptions& options, Backend backend, int32_t batch,
+             const Gpt2Expected& e) {
   p->bytes = testing::AlignedBytes(SerializeModel(BuildContents(options)));
   auto model = Model::Load(p->bytes.data(), p->bytes.size());
   INFO(model.status().message());
@@ -96,11 +97,13 @@ float LogitError(DecoderOnly& m, const Gpt2Expected& e) {
   float worst = 0.0f;
   auto compare = [&](const float* logits, int64_t b, int64_t position) {
     for (int64_t v = 0; v < e.vocab; ++v) {
-      worst = std::max(worst, std::fabs(logits[b * e.vocab + v] - e.logits[(b * e.seq + position) * e.vocab + v]));
+      worst = std::max(worst, std::fabs(logits[b * e.vocab + v] -
+                                        e.logits[(b * e.seq + position) * e.vocab + v]));
     }
   };
   const float* logits = nullptr;
-  REQUIRE(m.Prefill(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(), static_cast<int32_t>(e.batch), &logits)
+  REQUIRE(m.Prefill(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
+                    static_cast<int32_t>(e.batch), &logits)
               .ok());
   for (int64_t b = 0; b < e.batch; ++b) compare(logits, b, e.prompt_lengths[b] - 1);
   std::vector<int32_t> tokens(static_cast<size_t>(e.batch));
@@ -109,7 +112,8 @@ float LogitError(DecoderOnly& m, const Gpt2Expected& e) {
     // one; the logits that follow are the expected ones at that position.
     bool any = false;
     for (int64_t b = 0; b < e.batch; ++b) {
-      tokens[b] = step < e.greedy_lengths[b] ? e.greedy[b * e.max_new + step] : DecoderOnly::kFinished;
+      tokens[b] =
+          step < e.greedy_lengths[b] ? e.greedy[b * e.max_new + step] : DecoderOnly::kFinished;
       any = any || tokens[b] != DecoderOnly::kFinished;
     }
     if (!any) break;
@@ -123,7 +127,8 @@ float LogitError(DecoderOnly& m, const Gpt2Expected& e) {
   return worst;
 }
 
-TEST_CASE("GPT-2 matches its PyTorch forward at every step, both backends", "[architectures][gpt2]") {
+TEST_CASE("GPT-2 matches its PyTorch forward at every step, both backends",
+          "[architectures][gpt2]") {
   const Gpt2Expected e = LoadGpt2Expected();
   for (Backend backend : Backends()) {
     Prepared p;
@@ -133,23 +138,30 @@ TEST_CASE("GPT-2 matches its PyTorch forward at every step, both backends", "[ar
     // Greedy continuations: alone, then the whole batch at once.
     GenerationOptions options;
     options.max_new_tokens = static_cast<int32_t>(e.max_new);
-    std::vector<int32_t> out(static_cast<size_t>(e.batch * e.max_new)), lengths(static_cast<size_t>(e.batch));
+    std::vector<int32_t> out(static_cast<size_t>(e.batch * e.max_new)),
+        lengths(static_cast<size_t>(e.batch));
     for (int64_t b = 0; b < e.batch; ++b) {
       size_t n = 0;
       REQUIRE(p.generator
-                  .Generate(Span<const int32_t>(e.prompts.data() + b * e.prompt_stride, static_cast<size_t>(e.prompt_lengths[b])),
+                  .Generate(Span<const int32_t>(e.prompts.data() + b * e.prompt_stride,
+                                                static_cast<size_t>(e.prompt_lengths[b])),
                             Span<int32_t>(out.data(), static_cast<size_t>(e.max_new)), &n, options)
                   .ok());
       CHECK(std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n)) ==
-            std::vector<int32_t>(e.greedy.begin() + b * e.max_new, e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]));
+            std::vector<int32_t>(e.greedy.begin() + b * e.max_new,
+                                 e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]));
     }
-    REQUIRE(p.generator.Generate(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(), static_cast<int32_t>(e.batch),
-                                 options, out.data(), e.max_new, lengths.data())
+    REQUIRE(p.generator
+                .Generate(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
+                          static_cast<int32_t>(e.batch), options, out.data(), e.max_new,
+                          lengths.data())
                 .ok());
     for (int64_t b = 0; b < e.batch; ++b) {
       INFO("batch row " << b);
-      CHECK(std::vector<int32_t>(out.begin() + b * e.max_new, out.begin() + b * e.max_new + lengths[b]) ==
-            std::vector<int32_t>(e.greedy.begin() + b * e.max_new, e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]));
+      CHECK(std::vector<int32_t>(out.begin() + b * e.max_new,
+                                 out.begin() + b * e.max_new + lengths[b]) ==
+            std::vector<int32_t>(e.greedy.begin() + b * e.max_new,
+                                 e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]));
     }
   }
 }
@@ -172,8 +184,10 @@ TEST_CASE("GPT-2 int8 conversion loads and generates", "[architectures][gpt2]") 
     options.sampling.temperature = 0.8f;
     options.sampling.top_k = 10;
     options.sampling.seed = 4;
-    REQUIRE(p.generator.Generate(Span<const int32_t>(e.prompts.data(), static_cast<size_t>(e.prompt_lengths[0])),
-                                 Span<int32_t>(out.data(), out.size()), &n, options)
+    REQUIRE(p.generator
+                .Generate(
+                    Span<const int32_t>(e.prompts.data(), static_cast<size_t>(e.prompt_lengths[0])),
+                    Span<int32_t>(out.data(), out.size()), &n, options)
                 .ok());
     CHECK(n == 8);
   }
@@ -213,7 +227,8 @@ struct Gpt2Copy {
       if (strip_prefix && name.compare(0, 12, "transformer.") == 0) name = name.substr(12);
       if (strip_prefix && name == "lm_head.weight") continue;  // GPT2Model has no LM head
       if (kv.second.dtype == SourceDType::kBool) {
-        tensors[name] = {"BOOL", kv.second.shape, std::string(static_cast<size_t>(kv.second.elements()), '\1')};
+        tensors[name] = {"BOOL", kv.second.shape,
+                         std::string(static_cast<size_t>(kv.second.elements()), '\1')};
         continue;
       }
       const HostTensor t = ckpt.Float(kv.first);
@@ -240,7 +255,8 @@ std::string ConvertError(const ConvertOptions& o) {
   return "";
 }
 
-TEST_CASE("GPT-2 without the transformer. prefix (GPT2Model) converts the same", "[architectures][gpt2]") {
+TEST_CASE("GPT-2 without the transformer. prefix (GPT2Model) converts the same",
+          "[architectures][gpt2]") {
   Gpt2Copy copy(true);
   const TernContents a = BuildContents(copy.Write());
   const TernContents b = BuildContents(Gpt2());
@@ -251,27 +267,35 @@ TEST_CASE("GPT-2 without the transformer. prefix (GPT2Model) converts the same",
   }
 }
 
-TEST_CASE("GPT-2: missing, mis-shaped and unexpected tensors and config fields are named", "[architectures][gpt2]") {
+TEST_CASE("GPT-2: missing, mis-shaped and unexpected tensors and config fields are named",
+          "[architectures][gpt2]") {
   {
     Gpt2Copy copy;
     copy.tensors.erase("transformer.h.1.attn.c_attn.bias");
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("required tensor \"transformer.h.1.attn.c_attn.bias\" is missing"));
+    CHECK_THAT(
+        ConvertError(copy.Write()),
+        ContainsSubstring("required tensor \"transformer.h.1.attn.c_attn.bias\" is missing"));
   }
   {
     Gpt2Copy copy;
     copy.tensors.erase("transformer.h.0.mlp.c_proj.weight");
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"transformer.h.0.mlp.c_proj.weight (Conv1D, transposed)\" (decoder.layers.0.fc2.weight) is missing"));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("\"transformer.h.0.mlp.c_proj.weight (Conv1D, transposed)\" "
+                                 "(decoder.layers.0.fc2.weight) is missing"));
   }
   {
     Gpt2Copy copy;
     auto& w = copy.tensors["transformer.h.0.mlp.c_fc.weight"];
     std::swap(w.shape[0], w.shape[1]);  // nn.Linear's layout instead of Conv1D's
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"transformer.h.0.mlp.c_fc.weight\" has shape [128, 32], expected [32, 128]"));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring(
+                   "\"transformer.h.0.mlp.c_fc.weight\" has shape [128, 32], expected [32, 128]"));
   }
   {
     Gpt2Copy copy;
     copy.tensors["transformer.h.0.attn.extra"] = {"F32", {2}, testing::Floats({1, 2})};
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("unexpected tensor \"transformer.h.0.attn.extra\""));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("unexpected tensor \"transformer.h.0.attn.extra\""));
   }
   {
     Gpt2Copy copy;
@@ -286,19 +310,22 @@ TEST_CASE("GPT-2: missing, mis-shaped and unexpected tensors and config fields a
   {
     Gpt2Copy copy;
     copy.config["activation_function"] = "quick_gelu";
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"activation_function\" = \"quick_gelu\""));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("\"activation_function\" = \"quick_gelu\""));
   }
   {
     Gpt2Copy copy;
     copy.config["n_head"] = 5;
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"n_head\" = 5 does not divide \"n_embd\" = 32"));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("\"n_head\" = 5 does not divide \"n_embd\" = 32"));
   }
   {
     Gpt2Copy copy;
     auto& lm = copy.tensors["lm_head.weight"];
     std::vector<float> values(lm.bytes.size() / 4, 0.5f);
     lm.bytes = testing::Floats(values);
-    CHECK_THAT(ConvertError(copy.Write()), ContainsSubstring("\"lm_head.weight\" differs from \"transformer.wte.weight\""));
+    CHECK_THAT(ConvertError(copy.Write()),
+               ContainsSubstring("\"lm_head.weight\" differs from \"transformer.wte.weight\""));
   }
   {
     Gpt2Copy copy;

@@ -1,13 +1,14 @@
 // Converting a Universal Transformer checkpoint in tern's own layout: the block once as layer 0,
 // the ACT halting units kept f32 in every dtype, and the config's shape enforced with errors
 // that name the field or tensor.
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <unistd.h>
 
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/convert.h"
@@ -52,14 +53,16 @@ std::vector<HostTensor> Checkpoint(const ModelConfig& config) {
   return tensors;
 }
 
-ConvertOptions Write(const TempDir& dir, const std::vector<HostTensor>& tensors, const ModelConfig& config) {
+ConvertOptions Write(const TempDir& dir, const std::vector<HostTensor>& tensors,
+                     const ModelConfig& config) {
   ConvertOptions o;
   o.checkpoint = dir.path + "/model.safetensors";
   WriteSafetensors(o.checkpoint, tensors, {{"config", ModelConfigToJson(config)}});
   return o;
 }
 
-TEST_CASE("a universal transformer with ACT converts in every dtype, halting units in f32", "[convert][universal]") {
+TEST_CASE("a universal transformer with ACT converts in every dtype, halting units in f32",
+          "[convert][universal]") {
   TempDir dir;
   const ModelConfig config = Universal(0.9f);
   ConvertOptions o = Write(dir, Checkpoint(config), config);
@@ -73,8 +76,8 @@ TEST_CASE("a universal transformer with ACT converts in every dtype, halting uni
     CHECK(model->config().architecture == Architecture::kUniversal);
     CHECK(model->config().universal_steps == 3);
     CHECK(model->config().act_threshold == 0.9f);
-    for (const char* name : {"encoder.halting.weight", "encoder.halting.bias", "decoder.halting.weight",
-                             "decoder.halting.bias"}) {
+    for (const char* name : {"encoder.halting.weight", "encoder.halting.bias",
+                             "decoder.halting.weight", "decoder.halting.bias"}) {
       TensorInfo info;
       REQUIRE(model->Find(name, &info));
       CHECK(info.dtype == DType::kF32);
@@ -84,7 +87,8 @@ TEST_CASE("a universal transformer with ACT converts in every dtype, halting uni
   }
 }
 
-TEST_CASE("universal transformer checkpoint problems name the field or tensor", "[convert][universal]") {
+TEST_CASE("universal transformer checkpoint problems name the field or tensor",
+          "[convert][universal]") {
   TempDir dir;
   SECTION("halting tensors without ACT") {
     const std::vector<HostTensor> with_act = Checkpoint(Universal(0.9f));
@@ -93,9 +97,10 @@ TEST_CASE("universal transformer checkpoint problems name the field or tensor", 
   }
   SECTION("a missing halting tensor") {
     auto tensors = Checkpoint(Universal(0.9f));
-    tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
-                                 [](const HostTensor& t) { return t.name == "encoder.halting.weight"; }),
-                  tensors.end());
+    tensors.erase(
+        std::remove_if(tensors.begin(), tensors.end(),
+                       [](const HostTensor& t) { return t.name == "encoder.halting.weight"; }),
+        tensors.end());
     REQUIRE_THROWS_WITH(BuildContents(Write(dir, tensors, Universal(0.9f))),
                         ContainsSubstring("\"encoder.halting.weight\" is missing"));
   }

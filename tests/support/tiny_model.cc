@@ -1,7 +1,6 @@
 #include "tests/support/tiny_model.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <random>
 
@@ -11,7 +10,8 @@
 
 namespace tern::testing {
 
-AlignedBytes::AlignedBytes(const std::vector<uint8_t>& bytes) : storage_(bytes.size() + 64), size_(bytes.size()) {
+AlignedBytes::AlignedBytes(const std::vector<uint8_t>& bytes)
+    : storage_(bytes.size() + 64), size_(bytes.size()) {
   shift_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64;
   std::copy(bytes.begin(), bytes.end(), storage_.begin() + static_cast<std::ptrdiff_t>(shift_));
 }
@@ -40,7 +40,9 @@ convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed, D
     convert::HostTensor t;
     t.name = e.name;
     t.shape = e.shape;
-    const float scale = e.role == convert::TensorRole::kVector ? 0.1f : 1.0f / std::sqrt(static_cast<float>(e.shape.back()));
+    const float scale = e.role == convert::TensorRole::kVector
+                            ? 0.1f
+                            : 1.0f / std::sqrt(static_cast<float>(e.shape.back()));
     std::uniform_real_distribution<float> dist(-scale, scale);
     t.values.resize(static_cast<size_t>(t.elements()));
     for (auto& v : t.values) v = dist(rng);

@@ -42,7 +42,8 @@ class AlignedBytes {
 ModelConfig TinyConfig();
 
 // Random weights (uniform in [-scale, scale], seeded) for every tensor the config needs.
-convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed, DType dtype = DType::kF32);
+convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed,
+                                     DType dtype = DType::kF32);
 
 // Serialized and aligned, ready for Model::Load.
 AlignedBytes RandomModelBytes(const ModelConfig& config, uint32_t seed, DType dtype = DType::kF32);

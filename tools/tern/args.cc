@@ -5,8 +5,8 @@
 
 namespace tern::cli {
 
-Args::Args(int argc, char** argv, const std::set<std::string>& valued, const std::set<std::string>& flags,
-           const std::map<std::string, std::string>& aliases) {
+Args::Args(int argc, char** argv, const std::set<std::string>& valued,
+           const std::set<std::string>& flags, const std::map<std::string, std::string>& aliases) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-') {

@@ -18,8 +18,8 @@ class UsageError : public std::runtime_error {
 class Args {
  public:
   // valued: options that take a value; flags: options that do not. Aliases map short to long.
-  Args(int argc, char** argv, const std::set<std::string>& valued, const std::set<std::string>& flags,
-       const std::map<std::string, std::string>& aliases = {});
+  Args(int argc, char** argv, const std::set<std::string>& valued,
+       const std::set<std::string>& flags, const std::map<std::string, std::string>& aliases = {});
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   std::string get(const std::string& name, const std::string& fallback = "") const;

@@ -235,8 +235,8 @@ int Convert(int argc, char** argv) {
     sources = EncodeLines(args.get("report-text"), contents.source_tokenizer, true,
                           contents.config.eos_id);
     if (args.has("references-text")) {
-      const auto& target = contents.target_tokenizer.empty() ? contents.source_tokenizer
-                                                             : contents.target_tokenizer;
+      const auto& target =
+          contents.target_tokenizer.empty() ? contents.source_tokenizer : contents.target_tokenizer;
       refs = EncodeLines(args.get("references-text"), target, false, contents.config.eos_id);
     }
   }

@@ -69,8 +69,8 @@ std::string Join(const std::vector<int32_t>& ids, const char* separator) {
 
 int Generate(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "ids", "max-new-tokens", "max-length", "temperature", "top-k", "top-p", "seed", "threads",
-             "backend"},
+            {"model", "ids", "max-new-tokens", "max-length", "temperature", "top-k", "top-p",
+             "seed", "threads", "backend"},
             {"ignore-eos", "json", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -102,10 +102,12 @@ int Generate(int argc, char** argv) {
   LoadedModel loaded = LoadModel(args.get("model"));
   const Model& model = loaded.model;
   if (model.config().architecture != Architecture::kDecoderOnly) {
-    throw std::runtime_error(args.get("model") +
-                             " is not a decoder-only model (tern translate runs encoder-decoder models)");
+    throw std::runtime_error(
+        args.get("model") +
+        " is not a decoder-only model (tern translate runs encoder-decoder models)");
   }
-  const int32_t default_length = model.config().max_positions < 256 ? model.config().max_positions : 256;
+  const int32_t default_length =
+      model.config().max_positions < 256 ? model.config().max_positions : 256;
   Limits limits;
   limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", default_length));
   limits.max_source_length = limits.max_target_length;
@@ -129,16 +131,19 @@ int Generate(int argc, char** argv) {
 
   std::vector<int32_t> out(static_cast<size_t>(limits.max_target_length));
   auto run = [&](const std::vector<int32_t>& prompt, const std::string& where) {
-    if (prompt.empty()) throw std::runtime_error(where + ": the prompt is empty (give at least one token id)");
+    if (prompt.empty())
+      throw std::runtime_error(where + ": the prompt is empty (give at least one token id)");
     size_t produced = 0;
     GenerationOptions o = options;
     if (o.max_new_tokens == 0) o.max_new_tokens = limits.max_target_length;  // the session caps it
     const Status s = generator.Generate(Span<const int32_t>(prompt.data(), prompt.size()),
                                         Span<int32_t>(out.data(), out.size()), &produced, o);
     if (!s.ok()) throw std::runtime_error(where + ": " + s.message());
-    const std::vector<int32_t> ids(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+    const std::vector<int32_t> ids(out.begin(),
+                                   out.begin() + static_cast<std::ptrdiff_t>(produced));
     if (args.has("json")) {
-      std::printf("{\"prompt\": [%s], \"ids\": [%s]}\n", Join(prompt, ", ").c_str(), Join(ids, ", ").c_str());
+      std::printf("{\"prompt\": [%s], \"ids\": [%s]}\n", Join(prompt, ", ").c_str(),
+                  Join(ids, ", ").c_str());
     } else {
       std::printf("%s\n", Join(ids, " ").c_str());
     }

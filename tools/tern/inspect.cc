@@ -50,15 +50,16 @@ int Inspect(int argc, char** argv) {
   nlohmann::ordered_json j;
   j["file"] = path;
   j["file_bytes"] = model.size();
-  j["format_version"] = std::to_string(model.format_major()) + "." + std::to_string(model.format_minor());
+  j["format_version"] =
+      std::to_string(model.format_major()) + "." + std::to_string(model.format_minor());
   j["config"] = nlohmann::ordered_json::parse(convert::ModelConfigToJson(model.config()));
   std::map<std::string, unsigned long long> by_dtype;
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (size_t i = 0; i < model.tensor_count(); ++i) {
     const TensorInfo t = model.tensor(i);
     std::vector<int64_t> shape(t.dims, t.dims + t.rank);
-    nlohmann::ordered_json row = {{"name", t.name}, {"dtype", DTypeName(t.dtype)}, {"shape", shape},
-                                  {"bytes", t.data_size}};
+    nlohmann::ordered_json row = {
+        {"name", t.name}, {"dtype", DTypeName(t.dtype)}, {"shape", shape}, {"bytes", t.data_size}};
     if (t.group_size > 0) row["group_size"] = t.group_size;
     tensors.push_back(row);
     by_dtype[DTypeName(t.dtype)] += t.data_size;

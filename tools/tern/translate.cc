@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -63,7 +63,8 @@ std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
     char* end = nullptr;
     const long v = std::strtol(word.c_str(), &end, 10);
     if (errno || *end != '\0' || v < INT32_MIN || v > INT32_MAX) {
-      throw std::runtime_error("line " + std::to_string(line_number) + ": \"" + word + "\" is not a token id");
+      throw std::runtime_error("line " + std::to_string(line_number) + ": \"" + word +
+                               "\" is not a token id");
     }
     ids.push_back(static_cast<int32_t>(v));
   }
@@ -73,7 +74,8 @@ std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
 struct Pending {
   size_t line_number = 0;
   std::string source;
-  std::vector<std::vector<int32_t>> pieces;  // source pieces (split long input), empty for an empty line
+  std::vector<std::vector<int32_t>>
+      pieces;  // source pieces (split long input), empty for an empty line
   std::vector<std::vector<int32_t>> outputs;  // [n_best]: concatenated over pieces
   std::vector<float> scores;                  // [n_best]: summed over pieces
 };
@@ -82,11 +84,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -104,8 +116,9 @@ std::string JsonString(const std::string& s) {
 
 int Translate(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "batch", "max-source", "max-length", "long", "beam", "n-best", "length-penalty", "min-length",
-             "max-length-ratio", "no-repeat-ngram", "repetition-penalty", "threads", "backend"},
+            {"model", "batch", "max-source", "max-length", "long", "beam", "n-best",
+             "length-penalty", "min-length", "max-length-ratio", "no-repeat-ngram",
+             "repetition-penalty", "threads", "backend"},
             {"ids", "json", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -113,7 +126,8 @@ int Translate(int argc, char** argv) {
   }
   if (!args.has("model")) throw UsageError("--model is required");
   const std::string long_mode = args.get("long", "error");
-  if (long_mode != "error" && long_mode != "split") throw UsageError("--long must be error or split");
+  if (long_mode != "error" && long_mode != "split")
+    throw UsageError("--long must be error or split");
   const bool ids_mode = args.has("ids");
   const bool json = args.has("json");
   DecodingOptions options;
@@ -126,7 +140,8 @@ int Translate(int argc, char** argv) {
     if (v.empty()) return fallback;
     char* end = nullptr;
     const float f = std::strtof(v.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(f)) throw UsageError(std::string("--") + name + " needs a number");
+    if (*end != '\0' || !std::isfinite(f))
+      throw UsageError(std::string("--") + name + " needs a number");
     return f;
   };
   options.length_penalty = real("length-penalty", 1.0f);
@@ -143,7 +158,9 @@ int Translate(int argc, char** argv) {
   if (!ids_mode) {
     Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
     if (s.ok()) s = target_tokenizer.Load(loaded.model.target_tokenizer());
-    if (!s.ok()) throw std::runtime_error(std::string(s.message()) + " (use --ids, or convert with --tokenizer)");
+    if (!s.ok())
+      throw std::runtime_error(std::string(s.message()) +
+                               " (use --ids, or convert with --tokenizer)");
   }
   const long long default_length = config.max_positions < 256 ? config.max_positions : 256;
   Limits limits;
@@ -185,10 +202,12 @@ int Translate(int argc, char** argv) {
     std::vector<std::pair<size_t, size_t>> slots;  // (pending index, piece index)
     auto flush = [&]() {
       if (slots.empty()) return;
-      Status s = session.TranslateIds(src.data(), stride, lengths.data(), static_cast<int32_t>(slots.size()),
-                                      options, out.data(), out_stride, out_lengths.data(), out_scores.data());
-      if (!s.ok()) throw std::runtime_error("line " + std::to_string(pending[slots[0].first].line_number) + ": " +
-                                            s.message());
+      Status s = session.TranslateIds(src.data(), stride, lengths.data(),
+                                      static_cast<int32_t>(slots.size()), options, out.data(),
+                                      out_stride, out_lengths.data(), out_scores.data());
+      if (!s.ok())
+        throw std::runtime_error("line " + std::to_string(pending[slots[0].first].line_number) +
+                                 ": " + s.message());
       for (size_t k = 0; k < slots.size(); ++k) {
         Pending& p = pending[slots[k].first];
         p.outputs.resize(static_cast<size_t>(n_best));
@@ -206,7 +225,8 @@ int Translate(int argc, char** argv) {
     for (size_t p = 0; p < pending.size(); ++p) {
       for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece) {
         const auto& ids = pending[p].pieces[piece];
-        std::copy(ids.begin(), ids.end(), src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
+        std::copy(ids.begin(), ids.end(),
+                  src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
         lengths[slots.size()] = static_cast<int32_t>(ids.size());
         slots.emplace_back(p, piece);
         if (static_cast<int32_t>(slots.size()) == limits.max_batch) flush();
@@ -221,7 +241,8 @@ int Translate(int argc, char** argv) {
           for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
         } else {
           Status s = target_tokenizer.Decode(o.data(), o.size(), &texts[j]);
-          if (!s.ok()) throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
+          if (!s.ok())
+            throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
         }
       }
       if (json) {
@@ -229,7 +250,8 @@ int Translate(int argc, char** argv) {
                   << ", \"translations\": [";
         for (size_t j = 0; j < p.outputs.size(); ++j) {
           std::cout << (j ? ", " : "") << "{\"text\": " << JsonString(texts[j]) << ", \"ids\": [";
-          for (size_t k = 0; k < p.outputs[j].size(); ++k) std::cout << (k ? ", " : "") << p.outputs[j][k];
+          for (size_t k = 0; k < p.outputs[j].size(); ++k)
+            std::cout << (k ? ", " : "") << p.outputs[j][k];
           std::cout << "], \"score\": " << p.scores[j] << "}";
         }
         std::cout << "]}";
@@ -265,8 +287,10 @@ int Translate(int argc, char** argv) {
     if (!ids.empty()) {
       const size_t limit = static_cast<size_t>(stride);
       if (ids.size() > limit && long_mode == "error") {
-        std::fprintf(stderr, "tern translate: line %zu: %zu tokens; --max-source is %zu (or use --long split)\n",
-                     line_number, ids.size(), limit);
+        std::fprintf(
+            stderr,
+            "tern translate: line %zu: %zu tokens; --max-source is %zu (or use --long split)\n",
+            line_number, ids.size(), limit);
         ++failures;
       } else if (ids.size() > limit) {
         // Split into pieces of limit - 1 tokens, each closed with EOS (when the input had one).
@@ -274,8 +298,9 @@ int Translate(int argc, char** argv) {
         const size_t body = has_eos ? ids.size() - 1 : ids.size();
         const size_t chunk = limit > 1 ? limit - 1 : 1;
         for (size_t at = 0; at < body; at += chunk) {
-          std::vector<int32_t> piece(ids.begin() + static_cast<std::ptrdiff_t>(at),
-                                     ids.begin() + static_cast<std::ptrdiff_t>(std::min(body, at + chunk)));
+          std::vector<int32_t> piece(
+              ids.begin() + static_cast<std::ptrdiff_t>(at),
+              ids.begin() + static_cast<std::ptrdiff_t>(std::min(body, at + chunk)));
           piece.push_back(config.eos_id);
           p.pieces.push_back(piece);
         }
@@ -287,7 +312,9 @@ int Translate(int argc, char** argv) {
     if (interactive) {
       const auto start = std::chrono::steady_clock::now();
       run(pending);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       std::fprintf(stderr, "(%.1f ms)\n> ", ms);
     } else if (static_cast<int32_t>(pending.size()) >= limits.max_batch) {
       run(pending);

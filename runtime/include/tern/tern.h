@@ -81,8 +81,8 @@ typedef struct tern_limits {
 typedef int (*tern_token_callback)(void* user, int32_t sentence, int32_t step, int32_t token);
 
 typedef struct tern_translate_options {
-  int32_t max_length;           /* generated tokens incl. EOS; 0: the session's max_target_length */
-  float max_length_ratio;       /* > 0: also stop at ceil(ratio * source length) + max_length_extra */
+  int32_t max_length;     /* generated tokens incl. EOS; 0: the session's max_target_length */
+  float max_length_ratio; /* > 0: also stop at ceil(ratio * source length) + max_length_extra */
   int32_t max_length_extra;
   int32_t min_length;           /* no EOS before this many tokens */
   int32_t beam_size;            /* 1: greedy; <= the session's limits.beam_size */
@@ -96,15 +96,16 @@ typedef struct tern_translate_options {
 
 /* Generation with a decoder-only model. Start from tern_default_generate_options(). */
 typedef struct tern_generate_options {
-  int32_t max_new_tokens;       /* new tokens per prompt, EOS included when generated; 0: until the
-                                   output capacity or the generator's max_target_length */
-  float temperature;            /* 0 (default): greedy, the lowest id on ties */
-  int32_t top_k;                /* 0 (default): off */
-  float top_p;                  /* 1 (default): off; in (0, 1] */
-  uint64_t seed;                /* PCG32 seed: the same ids on every platform. Prompt b of a batch
-                                   draws from stream b, so row 0 of a batch equals the prompt alone */
-  int32_t stop_at_eos;          /* nonzero (default): EOS ends a sequence and is not returned */
-  tern_token_callback on_token; /* optional: (user, sequence, step, token) per new token; 0 cancels */
+  int32_t max_new_tokens; /* new tokens per prompt, EOS included when generated; 0: until the
+                             output capacity or the generator's max_target_length */
+  float temperature;      /* 0 (default): greedy, the lowest id on ties */
+  int32_t top_k;          /* 0 (default): off */
+  float top_p;            /* 1 (default): off; in (0, 1] */
+  uint64_t seed;          /* PCG32 seed: the same ids on every platform. Prompt b of a batch
+                             draws from stream b, so row 0 of a batch equals the prompt alone */
+  int32_t stop_at_eos;    /* nonzero (default): EOS ends a sequence and is not returned */
+  tern_token_callback
+      on_token; /* optional: (user, sequence, step, token) per new token; 0 cancels */
   void* user;
 } tern_generate_options;
 
@@ -123,31 +124,34 @@ TERN_API tern_status tern_model_load_from_memory(const void* data, size_t size, 
 TERN_API tern_status tern_model_load_from_file(const char* path, tern_model** out);
 TERN_API void tern_model_free(tern_model* model);
 
-TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits, size_t* out_bytes);
+TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
+                                               size_t* out_bytes);
 
 /* arena: caller memory of at least tern_required_arena_bytes() bytes, valid until
  * tern_session_free. The model must outlive the session. */
-TERN_API tern_status tern_session_create(const tern_model* model, const tern_limits* limits, void* arena,
-                                size_t arena_bytes, tern_session** out);
+TERN_API tern_status tern_session_create(const tern_model* model, const tern_limits* limits,
+                                         void* arena, size_t arena_bytes, tern_session** out);
 TERN_API void tern_session_free(tern_session* session);
 
 /* One sentence of source ids (EOS included). Writes at most out_capacity ids (no start token,
  * no EOS); out_capacity must be >= the effective max length. */
-TERN_API tern_status tern_translate_ids(tern_session* session, const int32_t* src, size_t src_length,
-                               const tern_translate_options* options, int32_t* out,
-                               size_t out_capacity, size_t* out_length);
+TERN_API tern_status tern_translate_ids(tern_session* session, const int32_t* src,
+                                        size_t src_length, const tern_translate_options* options,
+                                        int32_t* out, size_t out_capacity, size_t* out_length);
 
 /* A batch: sentence b is src[b * src_stride + i], i < src_lengths[b]; output row b at
  * out[b * out_stride], its length in out_lengths[b]. */
-TERN_API tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src, size_t src_stride,
-                                     const int32_t* src_lengths, int32_t batch,
-                                     const tern_translate_options* options, int32_t* out,
-                                     size_t out_stride, int32_t* out_lengths);
+TERN_API tern_status tern_translate_ids_batch(tern_session* session, const int32_t* src,
+                                              size_t src_stride, const int32_t* src_lengths,
+                                              int32_t batch, const tern_translate_options* options,
+                                              int32_t* out, size_t out_stride,
+                                              int32_t* out_lengths);
 
 /* UTF-8 text in, UTF-8 text out (NUL-terminated, truncated to out_capacity - 1 bytes with
  * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file. */
 TERN_API tern_status tern_translate_text(tern_session* session, const char* text,
-                                const tern_translate_options* options, char* out, size_t out_capacity);
+                                         const tern_translate_options* options, char* out,
+                                         size_t out_capacity);
 
 /* Generation (decoder-only models; a translation model gives TERN_FAILED_PRECONDITION, as does
  * a decoder-only model given to tern_session_create). The limits mean:
@@ -156,29 +160,30 @@ TERN_API tern_status tern_translate_text(tern_session* session, const char* text
  *   max_target_length  positions per sequence, prompt + new tokens (the K/V cache); at most the
  *                      model's max_positions
  *   beam_size          must be 1 */
-TERN_API tern_status tern_generator_required_arena_bytes(const tern_model* model, const tern_limits* limits,
-                                                size_t* out_bytes);
+TERN_API tern_status tern_generator_required_arena_bytes(const tern_model* model,
+                                                         const tern_limits* limits,
+                                                         size_t* out_bytes);
 /* arena: at least tern_generator_required_arena_bytes() bytes, valid until tern_generator_free.
  * The model must outlive the generator. */
-TERN_API tern_status tern_generator_create(const tern_model* model, const tern_limits* limits, void* arena,
-                                  size_t arena_bytes, tern_generator** out);
+TERN_API tern_status tern_generator_create(const tern_model* model, const tern_limits* limits,
+                                           void* arena, size_t arena_bytes, tern_generator** out);
 TERN_API void tern_generator_free(tern_generator* generator);
 
 /* Continues one prompt (1 to max_source_length ids). Writes the new tokens (without the prompt,
  * without EOS) to out, at most out_capacity of them, and their count to *out_length. options may
  * be NULL (the defaults: greedy until out_capacity or the generator is full). */
-TERN_API tern_status tern_generate_ids(tern_generator* generator, const int32_t* prompt, size_t prompt_length,
-                              const tern_generate_options* options, int32_t* out, size_t out_capacity,
-                              size_t* out_length);
+TERN_API tern_status tern_generate_ids(tern_generator* generator, const int32_t* prompt,
+                                       size_t prompt_length, const tern_generate_options* options,
+                                       int32_t* out, size_t out_capacity, size_t* out_length);
 
 /* A batch: prompt b is prompts[b * prompt_stride + i], i < prompt_lengths[b]; its new tokens go
  * to out[b * out_stride ...], their count to out_lengths[b]. out_stride must hold the most tokens
  * a sequence may get: max_new_tokens, or max_target_length minus the shortest prompt when that
  * is smaller (or max_new_tokens is 0). */
-TERN_API tern_status tern_generate_ids_batch(tern_generator* generator, const int32_t* prompts, size_t prompt_stride,
-                                    const int32_t* prompt_lengths, int32_t batch,
-                                    const tern_generate_options* options, int32_t* out, size_t out_stride,
-                                    int32_t* out_lengths);
+TERN_API tern_status tern_generate_ids_batch(tern_generator* generator, const int32_t* prompts,
+                                             size_t prompt_stride, const int32_t* prompt_lengths,
+                                             int32_t batch, const tern_generate_options* options,
+                                             int32_t* out, size_t out_stride, int32_t* out_lengths);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@ void Relu(float* x, int64_t n) {
 }
 
 void Gelu(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
 void GeluTanh(float* x, int64_t n) {
@@ -26,11 +27,19 @@ void Swish(float* x, int64_t n) {
 
 void Activate(Activation act, float* x, int64_t n) {
   switch (act) {
-    case Activation::kReLU: Relu(x, n); return;
-    case Activation::kGELU: Gelu(x, n); return;
+    case Activation::kReLU:
+      Relu(x, n);
+      return;
+    case Activation::kGELU:
+      Gelu(x, n);
+      return;
     case Activation::kSwish:
-    case Activation::kSwiGLU: Swish(x, n); return;
-    case Activation::kGELUTanh: GeluTanh(x, n); return;
+    case Activation::kSwiGLU:
+      Swish(x, n);
+      return;
+    case Activation::kGELUTanh:
+      GeluTanh(x, n);
+      return;
   }
 }
 

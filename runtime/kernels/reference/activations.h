@@ -11,9 +11,9 @@ namespace tern::ref {
 enum class Activation : uint8_t { kReLU = 0, kGELU = 1, kSwish = 2, kGELUTanh = 3, kSwiGLU = 4 };
 
 void Relu(float* x, int64_t n);
-void Gelu(float* x, int64_t n);      // x * Phi(x), exact erf form.
-void GeluTanh(float* x, int64_t n);  // tanh approximation (GPT-2).
-void Swish(float* x, int64_t n);     // x * sigmoid(x).
+void Gelu(float* x, int64_t n);                      // x * Phi(x), exact erf form.
+void GeluTanh(float* x, int64_t n);                  // tanh approximation (GPT-2).
+void Swish(float* x, int64_t n);                     // x * sigmoid(x).
 void Activate(Activation act, float* x, int64_t n);  // kSwiGLU: Swish (the gate)
 // x[i] *= y[i]: SwiGLU's gate times its up projection.
 void Multiply(float* x, const float* y, int64_t n);

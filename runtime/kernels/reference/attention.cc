@@ -8,10 +8,9 @@
 namespace tern::ref {
 
 void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
-                               const float* v, int64_t ldv, int64_t tq, int64_t tk,
-                               int64_t d_head, const AttentionMask& mask, float* scores,
-                               float* out, int64_t ldo, const RelativePositions* rel,
-                               int64_t head) {
+                               const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
+                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                               const RelativePositions* rel, int64_t head) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
@@ -30,8 +29,7 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
       }
     }
     for (int64_t j = 0; j < tk; ++j) {
-      const bool visible =
-          j < mask.key_length && (!mask.causal || j <= i + mask.causal_offset);
+      const bool visible = j < mask.key_length && (!mask.causal || j <= i + mask.causal_offset);
       if (!visible) {
         row[j] = neg_inf;
         continue;

@@ -24,10 +24,9 @@ struct AttentionMask {
 // stride ldo. scores: scratch of tq * tk floats. rel (may be null): relative-position terms
 // (relative_position.h) of head `head`.
 void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
-                               const float* v, int64_t ldv, int64_t tq, int64_t tk,
-                               int64_t d_head, const AttentionMask& mask, float* scores,
-                               float* out, int64_t ldo, const RelativePositions* rel = nullptr,
-                               int64_t head = 0);
+                               const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
+                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                               const RelativePositions* rel = nullptr, int64_t head = 0);
 
 // All heads. q: [tq, heads*d_head] stride ldq, k/v [tk, heads*d_head] strides ldk/ldv, out
 // [tq, heads*d_head] stride ldo (heads concatenated). scores: scratch of tq * tk floats.

@@ -22,12 +22,12 @@ void SinusoidalPositions(int64_t start, int64_t count, int64_t d_model, Sinusoid
       // even)/d)) — the same frequencies as the paper, split into halves.
       const int64_t sentinel = (d_model + 1) / 2;
       for (int64_t j = 0; j < sentinel; ++j) {
-        row[j] = static_cast<float>(
-            std::sin(pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
+        row[j] = static_cast<float>(std::sin(
+            pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
       }
       for (int64_t j = 0; sentinel + j < d_model; ++j) {
-        row[sentinel + j] = static_cast<float>(
-            std::cos(pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
+        row[sentinel + j] = static_cast<float>(std::cos(
+            pos / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d_model))));
       }
     } else {
       const int64_t half = d_model / 2;

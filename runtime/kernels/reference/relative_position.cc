@@ -20,7 +20,8 @@ int32_t T5RelativePositionBucket(int64_t relative_position, bool bidirectional, 
   // max_exact + log(n / max_exact) / log(max_distance / max_exact) * (num_buckets - max_exact),
   // in float32 like T5's torch.log on a float tensor, truncated by .to(torch.long).
   const float ratio = std::log(static_cast<float>(n) / static_cast<float>(max_exact));
-  const float denominator = static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
+  const float denominator =
+      static_cast<float>(std::log(static_cast<double>(max_distance) / max_exact));
   const float scaled = ratio / denominator * static_cast<float>(num_buckets - max_exact);
   int64_t large = max_exact + static_cast<int64_t>(scaled);
   if (large > num_buckets - 1) large = num_buckets - 1;
@@ -31,8 +32,10 @@ void T5BiasByDistance(const float* table, int64_t heads, int32_t num_buckets, in
                       bool bidirectional, int64_t max_length, float* out) {
   const int64_t span = 2 * max_length - 1;
   for (int64_t delta = -(max_length - 1); delta <= max_length - 1; ++delta) {
-    const int32_t bucket = T5RelativePositionBucket(delta, bidirectional, num_buckets, max_distance);
-    for (int64_t h = 0; h < heads; ++h) out[h * span + delta + max_length - 1] = table[bucket * heads + h];
+    const int32_t bucket =
+        T5RelativePositionBucket(delta, bidirectional, num_buckets, max_distance);
+    for (int64_t h = 0; h < heads; ++h)
+      out[h * span + delta + max_length - 1] = table[bucket * heads + h];
   }
 }
 

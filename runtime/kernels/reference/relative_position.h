@@ -4,7 +4,8 @@
 //  - Shaw, Uszkoreit, Vaswani 2018, "Self-Attention with Relative Position Representations":
 //    learned a^K, a^V [2k+1, d_head], shared by the heads of one attention, indexed by the
 //    distance clipped to [-k, k]:
-//      e_ij = q_i . (k_j + a^K_clip(j-i)) / sqrt(d_head),   z_i = sum_j alpha_ij (v_j + a^V_clip(j-i)).
+//      e_ij = q_i . (k_j + a^K_clip(j-i)) / sqrt(d_head),   z_i = sum_j alpha_ij (v_j +
+//      a^V_clip(j-i)).
 //  - T5 (Raffel et al. 2020): a learned scalar per head and distance bucket, added to the
 //    logits: small distances get a bucket each, larger ones share logarithmically wider buckets
 //    up to max_distance; bidirectional (encoder) buckets also tell left from right, the
@@ -30,7 +31,8 @@ void T5BiasByDistance(const float* table, int64_t heads, int32_t num_buckets, in
 
 // Shaw's row of a^K / a^V for the distance j - i: clip(j - i, -k, k) + k.
 inline int64_t ShawIndex(int64_t distance, int64_t max_distance) {
-  const int64_t c = distance < -max_distance ? -max_distance : (distance > max_distance ? max_distance : distance);
+  const int64_t c = distance < -max_distance ? -max_distance
+                                             : (distance > max_distance ? max_distance : distance);
   return c + max_distance;
 }
 

@@ -8,8 +8,8 @@ void RotaryTables(int64_t rows, int64_t rotary_dim, float base, float* cos, floa
   const int64_t half = rotary_dim / 2;
   for (int64_t i = 0; i < half; ++i) {
     // theta_i = base^(-2i/r), as LLaMA's inv_freq = 1 / base^(arange(0, r, 2) / r).
-    const double theta = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) /
-                                                                 static_cast<double>(rotary_dim));
+    const double theta = std::pow(static_cast<double>(base),
+                                  -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
     for (int64_t p = 0; p < rows; ++p) {
       const double angle = static_cast<double>(p) * theta;
       cos[p * half + i] = static_cast<float>(std::cos(angle));

@@ -21,7 +21,7 @@ void RotaryTables(int64_t rows, int64_t rotary_dim, float base, float* cos, floa
 struct RotaryTable {
   const float* cos = nullptr;  // [rows, rotary_dim / 2]
   const float* sin = nullptr;
-  int64_t rotary_dim = 0;      // rotated dimensions of each head (even, <= d_head)
+  int64_t rotary_dim = 0;  // rotated dimensions of each head (even, <= d_head)
 };
 
 // Rotates `rows` rows of x (row stride ld, heads * d_head columns, heads contiguous) in place;

@@ -79,7 +79,8 @@ void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_
       if (shaw) {  // + q_i . a^K_clip(j-i): one dot product per clipped distance.
         float* qa = rel->scratch;
         for (int64_t r = 0; r < span; ++r) qa[r] = Dot(qi, rel->shaw_key + r * d_head, d_head);
-        for (int64_t j = 0; j < visible; ++j) scores[j] += qa[ref::ShawIndex(j - position, rel->max_distance)];
+        for (int64_t j = 0; j < visible; ++j)
+          scores[j] += qa[ref::ShawIndex(j - position, rel->max_distance)];
       }
       for (int64_t j = 0; j < visible; ++j) scores[j] *= scale;
       if (rel != nullptr && rel->bias != nullptr) {
@@ -104,7 +105,8 @@ void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_
       if (shaw) {  // + sum_j alpha_ij a^V_clip(j-i), the weights summed per clipped distance.
         float* w = rel->scratch;
         for (int64_t r = 0; r < span; ++r) w[r] = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) w[ref::ShawIndex(j - position, rel->max_distance)] += scores[j] * inv;
+        for (int64_t j = 0; j < visible; ++j)
+          w[ref::ShawIndex(j - position, rel->max_distance)] += scores[j] * inv;
         for (int64_t r = 0; r < span; ++r) {
           if (w[r] != 0.0f) Axpy(w[r], rel->shaw_value + r * d_head, oi, d_head);
         }
@@ -182,7 +184,8 @@ void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int6
 
 // scores [heads, tq, n] += the T5 bias of each head for distance j - (query_position + i).
 TERN_VECTOR_CLONES
-void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64_t n, float* scores) {
+void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64_t n,
+             float* scores) {
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
       const float* b = rel.bias + h * rel.bias_stride + rel.bias_center - (rel.query_position + i);
@@ -193,7 +196,8 @@ void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64
 }
 
 bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo, const ref::RelativePositions* rel) {
+             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo,
+             const ref::RelativePositions* rel) {
   const AttentionShape& s = a.shape;
   if (!Reshape(a, tq, n)) return false;
   const GatherLayout l = Gather(s);
@@ -292,7 +296,8 @@ void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* 
       Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel)) {
     return;
   }
-  MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel);
+  MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
+                          rel);
 }
 
 }  // namespace tern::xnn

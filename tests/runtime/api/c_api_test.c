@@ -10,15 +10,15 @@
 
 static int failures = 0;
 static int passes = 0;
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (cond) {                                                       \
-      ++passes;                                                       \
-    } else {                                                          \
-      ++failures;                                                     \
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (cond) {                                                                                \
+      ++passes;                                                                                \
+    } else {                                                                                   \
+      ++failures;                                                                              \
       fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              tern_last_error());                                     \
-    }                                                                 \
+              tern_last_error());                                                              \
+    }                                                                                          \
   } while (0)
 
 /* PyTorch's greedy ids for the fixture's first sentence (tests/fixtures/parity/pre_gelu). */
@@ -56,7 +56,8 @@ static void* worker(void* p) {
       size_t n = 0;
       all &= tern_translate_ids(session, kSource, 7, NULL, out, 12, &n) == TERN_OK;
       all &= n == 6 && memcmp(out, kExpected, sizeof kExpected) == 0;
-      all &= tern_translate_text(session, "hello tern", NULL, args->text, sizeof args->text) == TERN_OK;
+      all &= tern_translate_text(session, "hello tern", NULL, args->text, sizeof args->text) ==
+             TERN_OK;
     }
     args->ok = all;
     tern_session_free(session);
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
   int32_t nbest_out[2 * 12];
   int32_t nbest_len[2];
   const int32_t one_len = 7;
-  CHECK(tern_translate_ids_batch(beam_session, kSource, 7, &one_len, 1, &options, nbest_out, 12, nbest_len) == TERN_OK);
+  CHECK(tern_translate_ids_batch(beam_session, kSource, 7, &one_len, 1, &options, nbest_out, 12,
+                                 nbest_len) == TERN_OK);
   CHECK(nbest_len[0] == (int32_t)n && memcmp(nbest_out, out, n * sizeof(int32_t)) == 0);
   tern_session_free(beam_session);
   free(beam_arena);
@@ -156,9 +158,10 @@ int main(int argc, char** argv) {
   CHECK(tern_required_arena_bytes(model, &batch_limits, &batch_need) == TERN_OK);
   void* batch_arena = malloc(batch_need);
   tern_session* batch_session = NULL;
-  CHECK(tern_session_create(model, &batch_limits, batch_arena, batch_need, &batch_session) == TERN_OK);
-  CHECK(tern_translate_ids_batch(batch_session, batch_src, 7, batch_len, 2, NULL, batch_out, 12, batch_out_len) ==
+  CHECK(tern_session_create(model, &batch_limits, batch_arena, batch_need, &batch_session) ==
         TERN_OK);
+  CHECK(tern_translate_ids_batch(batch_session, batch_src, 7, batch_len, 2, NULL, batch_out, 12,
+                                 batch_out_len) == TERN_OK);
   CHECK(batch_out_len[0] == 6 && memcmp(batch_out, kExpected, sizeof kExpected) == 0);
   tern_session_free(batch_session);
   free(batch_arena);
@@ -171,7 +174,8 @@ int main(int argc, char** argv) {
   CHECK(strcmp(text, again) == 0);
   CHECK(tern_translate_text(session, "", NULL, text, sizeof text) == TERN_OK);
   CHECK(text[0] == '\0');
-  CHECK(tern_translate_text(session, "bad \xC3\x28 utf8", NULL, text, sizeof text) == TERN_INVALID_ARGUMENT);
+  CHECK(tern_translate_text(session, "bad \xC3\x28 utf8", NULL, text, sizeof text) ==
+        TERN_INVALID_ARGUMENT);
   CHECK(strstr(tern_last_error(), "UTF-8") != NULL);
   char tiny[2];
   tern_status fit = tern_translate_text(session, "hello tern", NULL, tiny, sizeof tiny);

@@ -1,9 +1,9 @@
 // Beam search against brute force: with beam_size >= vocab^(max_length - 1) nothing is ever
 // pruned, so beam search must return exactly the best hypotheses of an exhaustive search over
 // every token sequence (scored independently by teacher forcing).
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
-#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -29,7 +29,8 @@ ModelConfig SmallVocab() {
 
 // Every sequence that ends with EOS within max_length tokens, or is cut at max_length, with the
 // sum of its tokens' log-probabilities (EOS included when generated).
-std::vector<Hypothesis> Exhaustive(EncoderDecoder& ed, const int32_t* src, int32_t src_length, int32_t max_length) {
+std::vector<Hypothesis> Exhaustive(EncoderDecoder& ed, const int32_t* src, int32_t src_length,
+                                   int32_t max_length) {
   const ModelConfig& c = ed.config();
   std::vector<Hypothesis> all;
   std::function<void(std::vector<int32_t>&)> expand = [&](std::vector<int32_t>& prefix) {
@@ -42,7 +43,8 @@ std::vector<Hypothesis> Exhaustive(EncoderDecoder& ed, const int32_t* src, int32
       REQUIRE(ed.DecodeStep(&token, &logits).ok());
       if (i == prefix.size()) break;
       double max = logits[0], sum = 0.0;
-      for (int v = 0; v < c.tgt_vocab_size; ++v) max = std::max(max, static_cast<double>(logits[v]));
+      for (int v = 0; v < c.tgt_vocab_size; ++v)
+        max = std::max(max, static_cast<double>(logits[v]));
       for (int v = 0; v < c.tgt_vocab_size; ++v) sum += std::exp(logits[v] - max);
       prefix_score += logits[prefix[i]] - max - std::log(sum);
       token = prefix[i];
@@ -51,7 +53,8 @@ std::vector<Hypothesis> Exhaustive(EncoderDecoder& ed, const int32_t* src, int32
     for (int v = 0; v < c.tgt_vocab_size; ++v) max = std::max(max, static_cast<double>(logits[v]));
     for (int v = 0; v < c.tgt_vocab_size; ++v) sum += std::exp(logits[v] - max);
     std::vector<double> next(static_cast<size_t>(c.tgt_vocab_size));
-    for (int v = 0; v < c.tgt_vocab_size; ++v) next[static_cast<size_t>(v)] = prefix_score + logits[v] - max - std::log(sum);
+    for (int v = 0; v < c.tgt_vocab_size; ++v)
+      next[static_cast<size_t>(v)] = prefix_score + logits[v] - max - std::log(sum);
     for (int32_t v = 0; v < c.tgt_vocab_size; ++v) {
       if (v == c.eos_id) {
         all.push_back({prefix, next[static_cast<size_t>(v)]});
@@ -68,7 +71,8 @@ std::vector<Hypothesis> Exhaustive(EncoderDecoder& ed, const int32_t* src, int32
   };
   std::vector<int32_t> prefix;
   expand(prefix);
-  std::sort(all.begin(), all.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  std::sort(all.begin(), all.end(),
+            [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   return all;
 }
 
@@ -95,24 +99,29 @@ TEST_CASE("beam search with an unpruned beam equals exhaustive search", "[beam]"
     std::vector<int32_t> out(2 * 5 * max_length);
     std::vector<int32_t> lengths(2 * 5);
     std::vector<float> scores(2 * 5);
-    REQUIRE(session.TranslateIds(&src[0][0], 6, src_lengths, 2, options, out.data(), max_length, lengths.data(),
-                                 scores.data())
+    REQUIRE(session
+                .TranslateIds(&src[0][0], 6, src_lengths, 2, options, out.data(), max_length,
+                              lengths.data(), scores.data())
                 .ok());
     for (int b = 0; b < 2; ++b) {
-      const std::vector<Hypothesis> all = Exhaustive(session.encoder_decoder(), src[b], src_lengths[b], max_length);
+      const std::vector<Hypothesis> all =
+          Exhaustive(session.encoder_decoder(), src[b], src_lengths[b], max_length);
       REQUIRE(all.size() == 1 + 7 + 49 + 7 * 7 * 7);
       for (int n = 0; n < 5; ++n) {
         const int k = b * 5 + n;
-        std::vector<int32_t> got(out.begin() + k * max_length, out.begin() + k * max_length + lengths[k]);
+        std::vector<int32_t> got(out.begin() + k * max_length,
+                                 out.begin() + k * max_length + lengths[k]);
         INFO("seed " << seed << " sentence " << b << " rank " << n);
         CHECK(got == all[static_cast<size_t>(n)].ids);
-        CHECK_THAT(scores[static_cast<size_t>(k)], Catch::Matchers::WithinAbs(all[static_cast<size_t>(n)].score, 1e-4));
+        CHECK_THAT(scores[static_cast<size_t>(k)],
+                   Catch::Matchers::WithinAbs(all[static_cast<size_t>(n)].score, 1e-4));
       }
     }
   }
 }
 
-TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length penalty reorders", "[beam]") {
+TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length penalty reorders",
+          "[beam]") {
   testing::ParityFixture f = testing::LoadParityFixture("pre_gelu");
   Model model = Model::Load(f.model.data(), f.model.size()).value();
   Limits limits;
@@ -129,19 +138,22 @@ TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length pe
   beam.length_penalty = 0.6f;
   std::vector<int32_t> batch_out(3 * 2 * 12), batch_len(3 * 2);
   std::vector<float> batch_scores(3 * 2);
-  REQUIRE(session.TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), 3, beam, batch_out.data(), 12,
-                               batch_len.data(), batch_scores.data())
+  REQUIRE(session
+              .TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), 3, beam,
+                            batch_out.data(), 12, batch_len.data(), batch_scores.data())
               .ok());
   for (int b = 0; b < 3; ++b) {
     std::vector<int32_t> out(2 * 12), len(2);
     std::vector<float> scores(2);
-    REQUIRE(session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1, beam, out.data(),
-                                 12, len.data(), scores.data())
+    REQUIRE(session
+                .TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1,
+                              beam, out.data(), 12, len.data(), scores.data())
                 .ok());
     for (int n = 0; n < 2; ++n) {
       INFO("sentence " << b << " rank " << n);
       CHECK(len[n] == batch_len[b * 2 + n]);
-      CHECK(std::equal(out.begin() + n * 12, out.begin() + n * 12 + len[n], batch_out.begin() + (b * 2 + n) * 12));
+      CHECK(std::equal(out.begin() + n * 12, out.begin() + n * 12 + len[n],
+                       batch_out.begin() + (b * 2 + n) * 12));
       // Same ids; scores equal up to float rounding (XNNPACK may sum in another order for
       // another row count).
       CHECK(std::fabs(scores[n] - batch_scores[b * 2 + n]) <= 1e-5f * std::fabs(scores[n]) + 1e-6f);
@@ -153,7 +165,9 @@ TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length pe
   std::vector<int32_t> gout(12);
   int32_t glen = 0;
   float gscore = 0.0f;
-  REQUIRE(session.TranslateIds(f.src_ids.data(), f.src_seq, &f.src_lengths[0], 1, greedy, gout.data(), 12, &glen, &gscore)
+  REQUIRE(session
+              .TranslateIds(f.src_ids.data(), f.src_seq, &f.src_lengths[0], 1, greedy, gout.data(),
+                            12, &glen, &gscore)
               .ok());
   DecodingOptions raw = beam;
   raw.length_penalty = 0.0f;
@@ -161,7 +175,9 @@ TEST_CASE("beam search: batch equals one by one, beam 1 equals greedy, length pe
   std::vector<int32_t> bout(12);
   int32_t blen = 0;
   float bscore = 0.0f;
-  REQUIRE(session.TranslateIds(f.src_ids.data(), f.src_seq, &f.src_lengths[0], 1, raw, bout.data(), 12, &blen, &bscore)
+  REQUIRE(session
+              .TranslateIds(f.src_ids.data(), f.src_seq, &f.src_lengths[0], 1, raw, bout.data(), 12,
+                            &blen, &bscore)
               .ok());
   CHECK(bscore >= gscore - 1e-5f);
 }

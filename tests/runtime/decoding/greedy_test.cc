@@ -30,14 +30,17 @@ struct Fixture {
   Span<const int32_t> source(int b) const {
     return {f.src_ids.data() + b * f.src_seq, static_cast<size_t>(f.src_lengths[b])};
   }
-  std::vector<int32_t> Translate(int b, const DecodingOptions& options, Status* status = nullptr, float* score = nullptr) {
+  std::vector<int32_t> Translate(int b, const DecodingOptions& options, Status* status = nullptr,
+                                 float* score = nullptr) {
     std::vector<int32_t> out(16);
     int32_t length = 0;
     const int32_t src_length = f.src_lengths[b];
-    Status s = session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &src_length, 1, options, out.data(),
-                                    16, &length, score);
-    if (status) *status = s;
-    else REQUIRE(s.ok());
+    Status s = session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &src_length, 1,
+                                    options, out.data(), 16, &length, score);
+    if (status)
+      *status = s;
+    else
+      REQUIRE(s.ok());
     out.resize(static_cast<size_t>(length));
     return out;
   }
@@ -62,7 +65,8 @@ TEST_CASE("ProcessLogits: min length, repetition penalty, no-repeat n-grams", "[
   ProcessLogits(ngram, 1, h2, 3, row.data(), 5);
   CHECK(row[0] == -inf);
   CHECK(row[4] == 0.0f);
-  CHECK_THAT(LogProbability(std::vector<float>{0.0f, 0.0f}.data(), 2, 1), Catch::Matchers::WithinAbs(std::log(0.5), 1e-6));
+  CHECK_THAT(LogProbability(std::vector<float>{0.0f, 0.0f}.data(), 2, 1),
+             Catch::Matchers::WithinAbs(std::log(0.5), 1e-6));
 }
 
 TEST_CASE("no_repeat_ngram_size removes repeated n-grams", "[decoding]") {
@@ -138,7 +142,8 @@ TEST_CASE("greedy scores are the sum of the chosen tokens' log-probabilities", "
     const float* logits = nullptr;
     REQUIRE(ed.DecodeStep(&token, &logits).ok());
     double max = logits[0], sum = 0.0;
-    for (int32_t v = 0; v < fx.f.config.tgt_vocab_size; ++v) max = std::max(max, static_cast<double>(logits[v]));
+    for (int32_t v = 0; v < fx.f.config.tgt_vocab_size; ++v)
+      max = std::max(max, static_cast<double>(logits[v]));
     for (int32_t v = 0; v < fx.f.config.tgt_vocab_size; ++v) sum += std::exp(logits[v] - max);
     expected += logits[next] - max - std::log(sum);
     token = next;

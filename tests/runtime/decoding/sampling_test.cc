@@ -1,12 +1,12 @@
 // The sampler (runtime/decoding/sampling.h): PCG32 against the reference implementation's
 // numbers, the greedy cases, top-k and top-p cuts with their tie rules, and draw frequencies
 // against the probabilities the documented procedure defines.
+#include "runtime/decoding/sampling.h"
+
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include "runtime/decoding/sampling.h"
 
 namespace tern {
 namespace {
@@ -53,7 +53,8 @@ TEST_CASE("PCG32 gives the reference implementation's numbers", "[sampling]") {
   // pcg32-demo of the PCG reference C implementation: seed 42, sequence 54.
   Pcg32 rng;
   rng.Seed(42, 54);
-  const uint32_t expected[] = {0xa15c02b7, 0x7b47f409, 0xba1d3330, 0x83d2f293, 0xbfa4784b, 0xcbed606e};
+  const uint32_t expected[] = {0xa15c02b7, 0x7b47f409, 0xba1d3330,
+                               0x83d2f293, 0xbfa4784b, 0xcbed606e};
   for (uint32_t e : expected) CHECK(rng.Next() == e);
   Pcg32 a, b;
   a.Seed(7, 0);

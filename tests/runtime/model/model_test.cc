@@ -1,8 +1,8 @@
 // The loader: every kind of bad file returns an error that names the problem, and never
 // crashes (a few thousand random corruptions run under the sanitizer build too).
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <algorithm>
 #include <random>
 #include <string>
 
@@ -20,7 +20,9 @@ Status LoadStatus(const std::vector<uint8_t>& bytes) {
   return model.ok() ? Status::Ok() : model.status();
 }
 
-std::vector<uint8_t> Serialize(const convert::TernContents& c) { return convert::SerializeModel(c); }
+std::vector<uint8_t> Serialize(const convert::TernContents& c) {
+  return convert::SerializeModel(c);
+}
 
 TEST_CASE("a well-formed model loads and exposes its config and tensors", "[loader]") {
   const ModelConfig config = testing::TinyConfig();
@@ -41,7 +43,8 @@ TEST_CASE("a well-formed model loads and exposes its config and tensors", "[load
 
 TEST_CASE("truncated files are rejected at every length", "[loader]") {
   const std::vector<uint8_t> good = Serialize(testing::RandomContents(testing::TinyConfig(), 2));
-  for (size_t keep : {size_t{0}, size_t{3}, size_t{11}, size_t{64}, good.size() / 2, good.size() - 1}) {
+  for (size_t keep :
+       {size_t{0}, size_t{3}, size_t{11}, size_t{64}, good.size() / 2, good.size() - 1}) {
     std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(keep));
     const Status s = LoadStatus(cut);
     INFO("kept " << keep << " bytes: " << s.message());
@@ -59,19 +62,22 @@ TEST_CASE("a foreign file is reported as not a tern model", "[loader]") {
   const Status s = LoadStatus(bytes);
   CHECK(s.code() == StatusCode::kInvalidModel);
   CHECK_THAT(s.message(), ContainsSubstring("file identifier"));
-  const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!'};
+  const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w',
+                                     'o', 'r', 'l', 'd', '!', '!'};
   CHECK(LoadStatus(text).code() == StatusCode::kInvalidModel);
 }
 
 TEST_CASE("random byte flips in the description never crash the loader", "[loader]") {
   const std::vector<uint8_t> good = Serialize(testing::RandomContents(testing::TinyConfig(), 4));
-  const uint32_t description = good[0] | (good[1] << 8) | (good[2] << 16) | (uint32_t{good[3]} << 24);
+  const uint32_t description =
+      good[0] | (good[1] << 8) | (good[2] << 16) | (uint32_t{good[3]} << 24);
   std::mt19937 rng(5);
   int rejected = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     std::vector<uint8_t> bad = good;
     const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int i = 0; i < flips; ++i) bad[rng() % (description + 4)] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    for (int i = 0; i < flips; ++i)
+      bad[rng() % (description + 4)] ^= static_cast<uint8_t>(1u << (rng() % 8));
     const Status s = LoadStatus(bad);
     if (!s.ok()) {
       ++rejected;
@@ -84,7 +90,9 @@ TEST_CASE("random byte flips in the description never crash the loader", "[loade
 TEST_CASE("a missing tensor is named", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 6);
   c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
-                                 [](const convert::EncodedTensor& t) { return t.name == "decoder.layers.1.encoder_attn.k_proj.weight"; }),
+                                 [](const convert::EncodedTensor& t) {
+                                   return t.name == "decoder.layers.1.encoder_attn.k_proj.weight";
+                                 }),
                   c.tensors.end());
   const Status s = LoadStatus(Serialize(c));
   CHECK(s.code() == StatusCode::kMissingTensor);
@@ -138,7 +146,8 @@ ModelConfig LearnedConfig() {
   return c;
 }
 
-TEST_CASE("position variants and SwiGLU load, and each new tensor missing is named", "[loader][positions]") {
+TEST_CASE("position variants and SwiGLU load, and each new tensor missing is named",
+          "[loader][positions]") {
   struct Case {
     ModelConfig config;
     const char* tensor;
@@ -157,9 +166,10 @@ TEST_CASE("position variants and SwiGLU load, and each new tensor missing is nam
     convert::TernContents c = testing::RandomContents(k.config, 13);
     CHECK(LoadStatus(Serialize(c)).ok());
     const auto before = c.tensors.size();
-    c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
-                                   [&](const convert::EncodedTensor& t) { return t.name == k.tensor; }),
-                    c.tensors.end());
+    c.tensors.erase(
+        std::remove_if(c.tensors.begin(), c.tensors.end(),
+                       [&](const convert::EncodedTensor& t) { return t.name == k.tensor; }),
+        c.tensors.end());
     REQUIRE(c.tensors.size() + 1 == before);
     const Status s = LoadStatus(Serialize(c));
     CHECK(s.code() == StatusCode::kMissingTensor);
@@ -167,7 +177,8 @@ TEST_CASE("position variants and SwiGLU load, and each new tensor missing is nam
   }
   // Cross-attention has no relative tables: the Shaw model has none to miss there.
   convert::TernContents shaw = testing::RandomContents(ShawConfig(), 14);
-  for (const auto& t : shaw.tensors) CHECK(t.name.find("encoder_attn.relative") == std::string::npos);
+  for (const auto& t : shaw.tensors)
+    CHECK(t.name.find("encoder_attn.relative") == std::string::npos);
 }
 
 TEST_CASE("misshaped position tensors are named with both shapes", "[loader][positions]") {
@@ -266,7 +277,8 @@ TEST_CASE("absurd configs are rejected before anything is sized from them", "[lo
       {"heads not dividing d_model", [](ModelConfig* c) { c->heads = 3; }, "does not divide"},
       {"negative d_model", [](ModelConfig* c) { c->d_model = -16; }, "config.d_model"},
       {"huge vocab", [](ModelConfig* c) { c->src_vocab_size = 1 << 30; }, "config.src_vocab_size"},
-      {"2^31-1 layers", [](ModelConfig* c) { c->encoder_layers = 2147483647; }, "config.encoder_layers"},
+      {"2^31-1 layers", [](ModelConfig* c) { c->encoder_layers = 2147483647; },
+       "config.encoder_layers"},
       {"eos outside vocab", [](ModelConfig* c) { c->eos_id = 20; }, "config.eos_id"},
       {"zero max_positions", [](ModelConfig* c) { c->max_positions = 0; }, "config.max_positions"},
   };
@@ -292,7 +304,8 @@ TEST_CASE("unsupported architectures and versions say so", "[loader]") {
 TEST_CASE("unaligned and null model pointers are rejected", "[loader]") {
   testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 12);
   CHECK(Model::Load(nullptr, 100).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Model::Load(bytes.data() + 1, bytes.size() - 1).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Model::Load(bytes.data() + 1, bytes.size() - 1).status().code() ==
+        StatusCode::kInvalidArgument);
 }
 
 }  // namespace

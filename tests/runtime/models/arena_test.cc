@@ -37,7 +37,8 @@ TEST_CASE("required_arena_bytes is pinned for the tiny model", "[arena]") {
   CHECK(need.value() == pinned);
   // Pure function: a different weight seed changes nothing.
   testing::AlignedBytes other = testing::RandomModelBytes(testing::TinyConfig(), 99);
-  CHECK(Session::RequiredArenaBytes(Model::Load(other.data(), other.size()).value(), limits).value() == need.value());
+  CHECK(Session::RequiredArenaBytes(Model::Load(other.data(), other.size()).value(), limits)
+            .value() == need.value());
 }
 
 TEST_CASE("prepare needs exactly the reported bytes and stays inside them", "[arena]") {
@@ -85,28 +86,34 @@ TEST_CASE("invalid limits are rejected", "[arena]") {
   REQUIRE(model.ok());
   Limits limits;
   limits.max_source_length = 65;  // model max_positions is 64
-  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() ==
+        StatusCode::kInvalidArgument);
   limits.max_source_length = 8;
   limits.max_batch = 0;
-  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() ==
+        StatusCode::kInvalidArgument);
   limits.max_batch = 1;
   limits.threads = 0;
-  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() ==
+        StatusCode::kInvalidArgument);
   limits.threads = 1;
   limits.max_target_length = 8;
   limits.backend = static_cast<Backend>(7);
-  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() ==
+        StatusCode::kInvalidArgument);
   limits.backend = Backend::kXnnpack;
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   CHECK(Session::RequiredArenaBytes(model.value(), limits).ok());
 #else
-  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() == StatusCode::kNotSupported);
+  CHECK(Session::RequiredArenaBytes(model.value(), limits).status().code() ==
+        StatusCode::kNotSupported);
 #endif
 }
 
 // Prepare with exactly `need` bytes inside guard bytes, one byte less first; translate; check the
 // guards. Returns the session's report.
-void CheckExactArena(const Model& model, const Limits& limits, Backend expect_backend, std::string* report) {
+void CheckExactArena(const Model& model, const Limits& limits, Backend expect_backend,
+                     std::string* report) {
   auto need_or = Session::RequiredArenaBytes(model, limits);
   INFO(need_or.status().message());
   REQUIRE(need_or.ok());
@@ -125,7 +132,8 @@ void CheckExactArena(const Model& model, const Limits& limits, Backend expect_ba
   const int32_t src[] = {5, 6, 7, 8, 9, 10, 11, 12, 2};
   int32_t out[16];
   size_t produced = 0;
-  REQUIRE(session.TranslateIds(Span<const int32_t>(src, 9), Span<int32_t>(out, 16), &produced).ok());
+  REQUIRE(
+      session.TranslateIds(Span<const int32_t>(src, 9), Span<int32_t>(out, 16), &produced).ok());
   CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
   for (size_t i = 0; i < 128; ++i) {
     CHECK(arena[i] == 0xAB);
@@ -144,7 +152,8 @@ struct Variant {
   const char* expect;    // in the report
 };
 
-TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fallback", "[arena][xnnpack]") {
+TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fallback",
+          "[arena][xnnpack]") {
   using xnn::LinearPath;
   using xnn::PathBit;
   const Variant variants[] = {
@@ -156,7 +165,8 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
       {"int8 without qd8", false, DType::kI8, 0, PathBit(LinearPath::kQd8Qc8w),
        "fully_connected_nc_qd8_f32_qc8w unsupported here -> fully_connected_nc_f32_qc8w"},
       {"int4 per row", false, DType::kI4, 0, 0, "fully_connected_nc_qd8_f32_qc4w"},
-      {"int4 blocks of 8 (reference)", false, DType::kI4, 8, 0, "33 layers on the reference kernel: XNNPACK has no operator"},
+      {"int4 blocks of 8 (reference)", false, DType::kI4, 8, 0,
+       "33 layers on the reference kernel: XNNPACK has no operator"},
       {"int4 blocks of 32", true, DType::kI4, 32, 0, "fully_connected_nc_qd8_f32_qb4w"},
       {"int8, wide", true, DType::kI8, 0, 0, "fully_connected_nc_qd8_f32_qc8w"},
   };

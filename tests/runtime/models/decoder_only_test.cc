@@ -4,8 +4,8 @@
 // RequiredArenaBytes says; the config checks name their field; generation stops where it should
 // and samples reproducibly. The same for LLaMA-style layers (rotary positions, RMSNorm, SwiGLU)
 // and for a model without positions.
-#include <catch2/catch_test_macros.hpp>
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -50,8 +50,8 @@ struct Lm {
   Generator generator;
 };
 
-void Prepare(Lm* lm, const ModelConfig& config, Backend backend, int32_t batch = 1, int32_t capacity = 40,
-             int32_t prompt = 16, DType dtype = DType::kF32) {
+void Prepare(Lm* lm, const ModelConfig& config, Backend backend, int32_t batch = 1,
+             int32_t capacity = 40, int32_t prompt = 16, DType dtype = DType::kF32) {
   lm->bytes = testing::RandomModelBytes(config, 7, dtype);
   auto model = Model::Load(lm->bytes.data(), lm->bytes.size());
   INFO(model.status().message());
@@ -81,7 +81,8 @@ float MaxAbsDiff(const float* a, const float* b, int64_t n) {
 
 const std::vector<int32_t> kPrompt = {3, 17, 5, 22, 9, 30, 1};
 
-TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step", "[decoder_only]") {
+TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step",
+          "[decoder_only]") {
   for (Backend backend : Backends()) {
     Lm lm;
     Prepare(&lm, GptConfig(), backend);
@@ -95,7 +96,8 @@ TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step"
     CHECK(m.length(0) == n);
     const int32_t one = 1;
     REQUIRE(m.Prefill(kPrompt.data(), 1, &one, 1, &logits).ok());
-    for (int32_t i = 1; i < n; ++i) REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
+    for (int32_t i = 1; i < n; ++i)
+      REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
     CHECK(m.length(0) == n);
     CHECK(MaxAbsDiff(whole.data(), logits, vocab) <= 1e-5f);
   }
@@ -117,10 +119,12 @@ TEST_CASE("decoder-only: the two backends agree", "[decoder_only]") {
     all.insert(all.end(), logits, logits + m.vocab_size());
     results.push_back(all);
   }
-  CHECK(MaxAbsDiff(results[0].data(), results[1].data(), static_cast<int64_t>(results[0].size())) <= 1e-4f);
+  CHECK(MaxAbsDiff(results[0].data(), results[1].data(), static_cast<int64_t>(results[0].size())) <=
+        1e-4f);
 }
 
-TEST_CASE("decoder-only: a batch of prompts of different lengths equals each prompt alone", "[decoder_only]") {
+TEST_CASE("decoder-only: a batch of prompts of different lengths equals each prompt alone",
+          "[decoder_only]") {
   const std::vector<std::vector<int32_t>> prompts = {{3, 17, 5, 22, 9}, {8}, {12, 4, 33}};
   for (Backend backend : Backends()) {
     GenerationOptions options;
@@ -133,8 +137,9 @@ TEST_CASE("decoder-only: a batch of prompts of different lengths equals each pro
       for (const auto& p : prompts) {
         std::vector<int32_t> out(12);
         size_t length = 0;
-        const Status s = lm.generator.Generate(Span<const int32_t>(p.data(), p.size()),
-                                               Span<int32_t>(out.data(), out.size()), &length, options);
+        const Status s =
+            lm.generator.Generate(Span<const int32_t>(p.data(), p.size()),
+                                  Span<int32_t>(out.data(), out.size()), &length, options);
         INFO(s.message());
         REQUIRE(s.ok());
         CHECK(length == 12);
@@ -145,9 +150,11 @@ TEST_CASE("decoder-only: a batch of prompts of different lengths equals each pro
     Lm lm;
     Prepare(&lm, GptConfig(), backend, 3);
     std::vector<int32_t> ids(3 * 5, -1), lengths = {5, 1, 3};
-    for (size_t b = 0; b < 3; ++b) std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
+    for (size_t b = 0; b < 3; ++b)
+      std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
     std::vector<int32_t> out(3 * 12), out_lengths(3);
-    const Status s = lm.generator.Generate(ids.data(), 5, lengths.data(), 3, options, out.data(), 12, out_lengths.data());
+    const Status s = lm.generator.Generate(ids.data(), 5, lengths.data(), 3, options, out.data(),
+                                           12, out_lengths.data());
     INFO(s.message());
     REQUIRE(s.ok());
     for (size_t b = 0; b < 3; ++b) {
@@ -158,7 +165,8 @@ TEST_CASE("decoder-only: a batch of prompts of different lengths equals each pro
   }
 }
 
-TEST_CASE("decoder-only: generation stops at EOS, max_new_tokens and the session's capacity", "[decoder_only]") {
+TEST_CASE("decoder-only: generation stops at EOS, max_new_tokens and the session's capacity",
+          "[decoder_only]") {
   Lm lm;
   Prepare(&lm, GptConfig(), Backend::kReference, 1, /*capacity=*/12, /*prompt=*/8);
   GenerationOptions options;
@@ -166,12 +174,16 @@ TEST_CASE("decoder-only: generation stops at EOS, max_new_tokens and the session
   std::vector<int32_t> out(64);
   size_t length = 0;
   // No budget: the output span (64) is more than fits, so the session's 12 positions decide.
-  REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
-                                &length, options).ok());
+  REQUIRE(lm.generator
+              .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                        Span<int32_t>(out.data(), 64), &length, options)
+              .ok());
   CHECK(length == 12 - kPrompt.size());
   options.max_new_tokens = 3;
-  REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
-                                &length, options).ok());
+  REQUIRE(lm.generator
+              .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                        Span<int32_t>(out.data(), 64), &length, options)
+              .ok());
   CHECK(length == 3);
   // EOS: make the model's own first greedy token the EOS id (only the generation's stop rule
   // reads eos_id), and expect an empty continuation.
@@ -181,12 +193,15 @@ TEST_CASE("decoder-only: generation stops at EOS, max_new_tokens and the session
   Lm eos;
   Prepare(&eos, c, Backend::kReference, 1, 12, 8);
   GenerationOptions stop;
-  REQUIRE(eos.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 64),
-                                 &length, stop).ok());
+  REQUIRE(eos.generator
+              .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                        Span<int32_t>(out.data(), 64), &length, stop)
+              .ok());
   CHECK(length == 0);
   // A too-small output stride for the batch call.
   int32_t n = static_cast<int32_t>(kPrompt.size()), produced = 0;
-  const Status small = lm.generator.Generate(kPrompt.data(), n, &n, 1, GenerationOptions(), out.data(), 2, &produced);
+  const Status small = lm.generator.Generate(kPrompt.data(), n, &n, 1, GenerationOptions(),
+                                             out.data(), 2, &produced);
   CHECK(small.code() == StatusCode::kInvalidArgument);
   // A prompt longer than the session's prompt limit.
   std::vector<int32_t> longer(9, 1);
@@ -205,11 +220,15 @@ TEST_CASE("decoder-only: sampling is reproducible and per-row", "[decoder_only]"
   options.sampling.top_p = 0.95f;
   options.sampling.seed = 99;
   auto run = [&](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-    std::vector<int32_t> ids(2 * 8, 0), lengths = {static_cast<int32_t>(a.size()), static_cast<int32_t>(b.size())};
+    std::vector<int32_t> ids(2 * 8, 0),
+        lengths = {static_cast<int32_t>(a.size()), static_cast<int32_t>(b.size())};
     std::copy(a.begin(), a.end(), ids.begin());
     std::copy(b.begin(), b.end(), ids.begin() + 8);
     std::vector<int32_t> out(2 * 16), out_lengths(2);
-    REQUIRE(lm.generator.Generate(ids.data(), 8, lengths.data(), 2, options, out.data(), 16, out_lengths.data()).ok());
+    REQUIRE(
+        lm.generator
+            .Generate(ids.data(), 8, lengths.data(), 2, options, out.data(), 16, out_lengths.data())
+            .ok());
     return out;
   };
   const std::vector<int32_t> first = run({3, 4, 5}, {6});
@@ -239,8 +258,10 @@ TEST_CASE("decoder-only: arena size, sinusoidal positions, untied output, int8",
     size_t length = 0;
     GenerationOptions options;
     options.stop_at_eos = false;
-    REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 8),
-                                  &length, options).ok());
+    REQUIRE(lm.generator
+                .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                          Span<int32_t>(out.data(), 8), &length, options)
+                .ok());
     CHECK(length == 8);
     // One byte short of the requirement is refused.
     Generator small;
@@ -250,8 +271,9 @@ TEST_CASE("decoder-only: arena size, sinusoidal positions, untied output, int8",
   }
 }
 
-TEST_CASE("decoder-only configs have no encoder fields; sessions and generators refuse the wrong model",
-          "[decoder_only]") {
+TEST_CASE(
+    "decoder-only configs have no encoder fields; sessions and generators refuse the wrong model",
+    "[decoder_only]") {
   auto load_error = [](const ModelConfig& c) {
     convert::TernContents contents = testing::RandomContents(GptConfig(), 1);
     contents.config = c;
@@ -261,17 +283,20 @@ TEST_CASE("decoder-only configs have no encoder fields; sessions and generators 
   };
   ModelConfig c = GptConfig();
   c.src_vocab_size = 40;
-  CHECK(load_error(c).find("src_vocab_size = 40: a decoder-only model has no source vocabulary") != std::string::npos);
+  CHECK(load_error(c).find("src_vocab_size = 40: a decoder-only model has no source vocabulary") !=
+        std::string::npos);
   c = GptConfig();
   c.encoder_layers = 2;
-  CHECK(load_error(c).find("encoder_layers = 2: a decoder-only model has no encoder") != std::string::npos);
+  CHECK(load_error(c).find("encoder_layers = 2: a decoder-only model has no encoder") !=
+        std::string::npos);
   c = GptConfig();
   c.eos_id = 40;
   CHECK(load_error(c).find("eos_id = 40") != std::string::npos);
   c = GptConfig();
   c.position = PositionKind::kRelative;
   CHECK(load_error(c) ==
-        "config.position = relative: decoder-only models support learned, sinusoidal, rotary or no positions, not "
+        "config.position = relative: decoder-only models support learned, sinusoidal, rotary or no "
+        "positions, not "
         "relative ones (yet)");
   CHECK(load_error(GptConfig()).empty());
 
@@ -287,7 +312,8 @@ TEST_CASE("decoder-only configs have no encoder fields; sessions and generators 
   REQUIRE(mt.ok());
   CHECK(!Generator::RequiredArenaBytes(mt.value(), limits).ok());
   limits.beam_size = 2;
-  CHECK(Generator::RequiredArenaBytes(lm.value(), limits).status().code() == StatusCode::kNotSupported);
+  CHECK(Generator::RequiredArenaBytes(lm.value(), limits).status().code() ==
+        StatusCode::kNotSupported);
 }
 
 // LLaMA-style: rotary positions (all of d_head, or a part), RMSNorm, SwiGLU, untied output; and a
@@ -314,7 +340,9 @@ std::vector<Variant> LlamaVariants() {
   partial.rotary_dim = 4;  // 4 of 8 dimensions per head rotate
   ModelConfig none = LlamaLikeConfig();
   none.position = PositionKind::kNone;
-  return {{"rotary + RMSNorm + SwiGLU", LlamaLikeConfig()}, {"partial rotary", partial}, {"no positions", none}};
+  return {{"rotary + RMSNorm + SwiGLU", LlamaLikeConfig()},
+          {"partial rotary", partial},
+          {"no positions", none}};
 }
 
 // Logits after prefilling kPrompt, then after one more token.
@@ -330,7 +358,8 @@ std::vector<float> PrefillThenStep(Lm* lm) {
   return all;
 }
 
-TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, backends agree", "[decoder_only]") {
+TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, backends agree",
+          "[decoder_only]") {
   const std::vector<std::vector<int32_t>> prompts = {{3, 17, 5, 22, 9}, {8}, {12, 4, 33}};
   for (const Variant& v : LlamaVariants()) {
     INFO(v.name);
@@ -349,7 +378,8 @@ TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, b
       const std::vector<float> whole(logits, logits + vocab);
       const int32_t one = 1;
       REQUIRE(m.Prefill(kPrompt.data(), 1, &one, 1, &logits).ok());
-      for (int32_t i = 1; i < n; ++i) REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
+      for (int32_t i = 1; i < n; ++i)
+        REQUIRE(m.DecodeStep(&kPrompt[static_cast<size_t>(i)], &logits).ok());
       CHECK(MaxAbsDiff(whole.data(), logits, vocab) <= 1e-5f);
       per_backend.push_back(PrefillThenStep(&lm));
 
@@ -359,27 +389,34 @@ TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, b
       options.max_new_tokens = 10;
       options.stop_at_eos = false;
       std::vector<int32_t> ids(3 * 5, -1), lengths = {5, 1, 3};
-      for (size_t b = 0; b < 3; ++b) std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
+      for (size_t b = 0; b < 3; ++b)
+        std::copy(prompts[b].begin(), prompts[b].end(), ids.begin() + 5 * b);
       std::vector<int32_t> out(3 * 10), out_lengths(3);
-      REQUIRE(lm.generator.Generate(ids.data(), 5, lengths.data(), 3, options, out.data(), 10, out_lengths.data()).ok());
+      REQUIRE(lm.generator
+                  .Generate(ids.data(), 5, lengths.data(), 3, options, out.data(), 10,
+                            out_lengths.data())
+                  .ok());
       for (size_t b = 0; b < 3; ++b) {
         INFO("prompt " << b);
         std::vector<int32_t> alone(10);
         size_t length = 0;
-        REQUIRE(lm.generator.Generate(Span<const int32_t>(prompts[b].data(), prompts[b].size()),
-                                      Span<int32_t>(alone.data(), 10), &length, options).ok());
+        REQUIRE(lm.generator
+                    .Generate(Span<const int32_t>(prompts[b].data(), prompts[b].size()),
+                              Span<int32_t>(alone.data(), 10), &length, options)
+                    .ok());
         REQUIRE(length == 10);
         CHECK(std::vector<int32_t>(out.begin() + 10 * b, out.begin() + 10 * b + 10) == alone);
       }
     }
     if (per_backend.size() == 2) {
-      CHECK(MaxAbsDiff(per_backend[0].data(), per_backend[1].data(), static_cast<int64_t>(per_backend[0].size())) <=
-            1e-4f);
+      CHECK(MaxAbsDiff(per_backend[0].data(), per_backend[1].data(),
+                       static_cast<int64_t>(per_backend[0].size())) <= 1e-4f);
     }
   }
 }
 
-TEST_CASE("decoder-only LLaMA-style: rotary positions change the logits; quantized models run", "[decoder_only]") {
+TEST_CASE("decoder-only LLaMA-style: rotary positions change the logits; quantized models run",
+          "[decoder_only]") {
   // The same weights (same layout, same seed) with and without rotation: positions must matter.
   Lm rotary, none;
   Prepare(&rotary, LlamaVariants()[0].config, Backend::kReference);
@@ -395,8 +432,10 @@ TEST_CASE("decoder-only LLaMA-style: rotary positions change the logits; quantiz
       size_t length = 0;
       GenerationOptions options;
       options.stop_at_eos = false;
-      REQUIRE(lm.generator.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()), Span<int32_t>(out.data(), 8),
-                                    &length, options).ok());
+      REQUIRE(lm.generator
+                  .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                            Span<int32_t>(out.data(), 8), &length, options)
+                  .ok());
       CHECK(length == 8);
     }
   }

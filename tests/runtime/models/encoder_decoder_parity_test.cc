@@ -27,7 +27,8 @@ struct Prepared {
   Session session;
 };
 
-void Prepare(Prepared* p, const std::string& name, int32_t max_batch, Backend backend, int32_t threads) {
+void Prepare(Prepared* p, const std::string& name, int32_t max_batch, Backend backend,
+             int32_t threads) {
   p->fixture = testing::LoadParityFixture(name);
   auto model = Model::Load(p->fixture.model.data(), p->fixture.model.size());
   REQUIRE(model.ok());
@@ -63,7 +64,8 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
   EncoderDecoder& ed = p.session.encoder_decoder();
 
   // Encoder output, batched with padding: compare real rows only.
-  Status s = ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch));
+  Status s =
+      ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch));
   INFO(s.message());
   REQUIRE(s.ok());
   const int64_t stride = ed.source_stride();
@@ -83,7 +85,8 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
     const float* logits = nullptr;
     REQUIRE(ed.DecodeStep(tokens.data(), &logits).ok());
     for (int64_t b = 0; b < f.batch; ++b) {
-      const float err = MaxAbsDiff(logits + b * vocab, f.logits.data() + (b * f.tgt_seq + t) * vocab, vocab);
+      const float err =
+          MaxAbsDiff(logits + b * vocab, f.logits.data() + (b * f.tgt_seq + t) * vocab, vocab);
       INFO("sentence " << b << " step " << t);
       CHECK(err <= 1e-4f);
     }
@@ -95,8 +98,10 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
   std::vector<int32_t> out(static_cast<size_t>(f.max_len));
   for (int64_t b = 0; b < f.batch; ++b) {
     size_t produced = 0;
-    Span<const int32_t> src(f.src_ids.data() + b * f.src_seq, static_cast<size_t>(f.src_lengths[b]));
-    REQUIRE(p.session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, options).ok());
+    Span<const int32_t> src(f.src_ids.data() + b * f.src_seq,
+                            static_cast<size_t>(f.src_lengths[b]));
+    REQUIRE(p.session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, options)
+                .ok());
     std::vector<int32_t> got(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
     std::vector<int32_t> want(f.greedy_ids.begin() + b * f.max_len,
                               f.greedy_ids.begin() + b * f.max_len + f.greedy_lengths[b]);
@@ -107,11 +112,14 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
   // The whole batch at once gives the same ids as each sentence alone.
   std::vector<int32_t> batch_out(static_cast<size_t>(f.batch * f.max_len));
   std::vector<int32_t> batch_lengths(static_cast<size_t>(f.batch));
-  REQUIRE(p.session.TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch),
-                                 options, batch_out.data(), f.max_len, batch_lengths.data())
+  REQUIRE(p.session
+              .TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(),
+                            static_cast<int32_t>(f.batch), options, batch_out.data(), f.max_len,
+                            batch_lengths.data())
               .ok());
   for (int64_t b = 0; b < f.batch; ++b) {
-    std::vector<int32_t> got(batch_out.begin() + b * f.max_len, batch_out.begin() + b * f.max_len + batch_lengths[b]);
+    std::vector<int32_t> got(batch_out.begin() + b * f.max_len,
+                             batch_out.begin() + b * f.max_len + batch_lengths[b]);
     std::vector<int32_t> want(f.greedy_ids.begin() + b * f.max_len,
                               f.greedy_ids.begin() + b * f.max_len + f.greedy_lengths[b]);
     INFO("batched sentence " << b);
@@ -119,7 +127,9 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
   }
 }
 
-TEST_CASE("post-LN ReLU model matches PyTorch", "[parity]") { CheckFixture("post_relu", Backend::kReference); }
+TEST_CASE("post-LN ReLU model matches PyTorch", "[parity]") {
+  CheckFixture("post_relu", Backend::kReference);
+}
 
 TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch", "[parity]") {
   CheckFixture("pre_gelu", Backend::kReference);
@@ -131,7 +141,8 @@ TEST_CASE("universal transformer matches PyTorch", "[parity][universal]") {
   CheckFixture("universal_plain", Backend::kReference);
 }
 
-TEST_CASE("universal transformer with adaptive computation time matches PyTorch", "[parity][universal]") {
+TEST_CASE("universal transformer with adaptive computation time matches PyTorch",
+          "[parity][universal]") {
   CheckFixture("universal_act", Backend::kReference);
 }
 
@@ -141,7 +152,8 @@ TEST_CASE("post-LN ReLU model matches PyTorch on XNNPACK", "[parity][xnnpack]") 
   CheckFixture("post_relu", Backend::kXnnpack, 2);
 }
 
-TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch on XNNPACK", "[parity][xnnpack]") {
+TEST_CASE("pre-LN GELU model with separate vocabularies matches PyTorch on XNNPACK",
+          "[parity][xnnpack]") {
   CheckFixture("pre_gelu", Backend::kXnnpack);
   CheckFixture("pre_gelu", Backend::kXnnpack, 2);
 }
@@ -178,7 +190,8 @@ TEST_CASE("position variants match PyTorch on XNNPACK", "[parity][positions][xnn
 
 // Teacher-forced logits of the fixture's model in `dtype` on `backend`, all steps:
 // [tgt_seq][batch][vocab].
-std::vector<float> ReducedPrecisionLogits(const testing::ParityFixture& f, Backend backend, std::string* report) {
+std::vector<float> ReducedPrecisionLogits(const testing::ParityFixture& f, Backend backend,
+                                          std::string* report) {
   auto model = Model::Load(f.model.data(), f.model.size());
   REQUIRE(model.ok());
   Limits limits;
@@ -192,7 +205,9 @@ std::vector<float> ReducedPrecisionLogits(const testing::ParityFixture& f, Backe
   REQUIRE(session.backend() == backend);
   *report = session.backend_report();
   EncoderDecoder& ed = session.encoder_decoder();
-  REQUIRE(ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch)).ok());
+  REQUIRE(
+      ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch))
+          .ok());
   std::vector<int32_t> tokens(static_cast<size_t>(f.batch));
   const int64_t v = f.config.tgt_vocab_size;
   std::vector<float> all;
@@ -232,7 +247,8 @@ TEST_CASE("reduced-precision weights stay close to fp32", "[parity]") {
   }
 }
 
-TEST_CASE("position variants converted to int8 load, stay near fp32 and translate", "[parity][positions]") {
+TEST_CASE("position variants converted to int8 load, stay near fp32 and translate",
+          "[parity][positions]") {
   std::vector<Backend> backends = {Backend::kReference};
   if (TERN_TEST_XNNPACK) backends.push_back(Backend::kXnnpack);
   for (const char* name : kPositionFixtures) {
@@ -259,7 +275,8 @@ TEST_CASE("position variants converted to int8 load, stay near fp32 and translat
       std::vector<int32_t> out(static_cast<size_t>(f.max_len));
       size_t produced = 0;
       Span<const int32_t> src(f.src_ids.data(), static_cast<size_t>(f.src_lengths[0]));
-      REQUIRE(session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, options).ok());
+      REQUIRE(session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, options)
+                  .ok());
       CHECK(produced > 0);
     }
   }
@@ -281,13 +298,15 @@ struct Bound {
   const char* expect;    // in the report
 };
 
-TEST_CASE("reduced-precision weights stay close to fp32 on XNNPACK, fallbacks included", "[parity][xnnpack]") {
+TEST_CASE("reduced-precision weights stay close to fp32 on XNNPACK, fallbacks included",
+          "[parity][xnnpack]") {
   using xnn::LinearPath;
   using xnn::PathBit;
   const Bound bounds[] = {
       // f32_f16 widens the weights exactly but takes the bias in f16.
       {DType::kF16, 0.02f, 0.03f, 0, "fully_connected_nc_f16"},
-      {DType::kF16, 3e-3f, 0.03f, PathBit(LinearPath::kF16), "fully_connected_nc_f16 unsupported here -> fully_connected_nc_f32_f16"},
+      {DType::kF16, 3e-3f, 0.03f, PathBit(LinearPath::kF16),
+       "fully_connected_nc_f16 unsupported here -> fully_connected_nc_f32_f16"},
       {DType::kI8, 0.3f, 0.4f, 0, "fully_connected_nc_qd8_f32_qc8w"},
       {DType::kI8, 1e-4f, 0.4f, PathBit(LinearPath::kQd8Qc8w), "-> fully_connected_nc_f32_qc8w"},
       // int4 models keep int8 embeddings (so the tied output projection stays on qd8), and
@@ -303,10 +322,12 @@ TEST_CASE("reduced-precision weights stay close to fp32 on XNNPACK, fallbacks in
       xnn::SetUnsupportedPathsForTesting(bound.unsupported);
       const std::vector<float> got = ReducedPrecisionLogits(f, Backend::kXnnpack, &report);
       xnn::SetUnsupportedPathsForTesting(0);
-      const float vs_reference = MaxAbsDiff(got.data(), ref.data(), static_cast<int64_t>(got.size()));
+      const float vs_reference =
+          MaxAbsDiff(got.data(), ref.data(), static_cast<int64_t>(got.size()));
       const float vs_fp32 = ErrorVsFp32(f, got);
-      INFO(name << " " << DTypeName(bound.dtype) << ": vs reference " << vs_reference << ", vs fp32 "
-                << vs_fp32 << " (reference backend vs fp32 " << ErrorVsFp32(f, ref) << "); " << report);
+      INFO(name << " " << DTypeName(bound.dtype) << ": vs reference " << vs_reference
+                << ", vs fp32 " << vs_fp32 << " (reference backend vs fp32 " << ErrorVsFp32(f, ref)
+                << "); " << report);
       CHECK(vs_reference < bound.vs_reference);
       CHECK(vs_fp32 < bound.vs_fp32);
       CHECK(report.find(bound.expect) != std::string::npos);

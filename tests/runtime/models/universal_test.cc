@@ -2,9 +2,9 @@
 // against PyTorch): the arena grows with universal_steps only by the per-step self-attention
 // K/V caches, int8 conversions run, beam search reorders every step's cache, and the loader
 // names what is wrong with a universal config or its halting tensors.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -35,7 +35,8 @@ std::vector<Backend> Backends() {
 #endif
 }
 
-TEST_CASE("the arena grows with universal_steps only by the per-step K/V caches", "[universal][arena]") {
+TEST_CASE("the arena grows with universal_steps only by the per-step K/V caches",
+          "[universal][arena]") {
   // The shared block's weights, its XNNPACK operators, the state, the scratch and the ACT state
   // are the same for any T: the plans for T = 2 and T = 6 list the same buffers with the same
   // sizes, except the self-attention K/V caches, which grow by exactly 4 steps' worth of
@@ -58,7 +59,8 @@ TEST_CASE("the arena grows with universal_steps only by the per-step K/V caches"
         size_t need[2] = {0, 0};
         const int32_t steps[2] = {2, 6};
         for (int i = 0; i < 2; ++i) {
-          testing::AlignedBytes bytes = testing::RandomModelBytes(UniversalConfig(steps[i], act), 3);
+          testing::AlignedBytes bytes =
+              testing::RandomModelBytes(UniversalConfig(steps[i], act), 3);
           auto model = Model::Load(bytes.data(), bytes.size());
           INFO(model.status().message());
           REQUIRE(model.ok());
@@ -107,7 +109,9 @@ TEST_CASE("int8 conversions of the universal fixtures load and run", "[universal
       REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
       INFO(session.backend_report());
       EncoderDecoder& ed = session.encoder_decoder();
-      REQUIRE(ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch)).ok());
+      REQUIRE(ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(),
+                        static_cast<int32_t>(f.batch))
+                  .ok());
       std::vector<int32_t> tokens(static_cast<size_t>(f.batch));
       const int64_t v = f.config.tgt_vocab_size;
       float worst = 0.0f;
@@ -118,7 +122,8 @@ TEST_CASE("int8 conversions of the universal fixtures load and run", "[universal
         for (int64_t b = 0; b < f.batch; ++b) {
           for (int64_t i = 0; i < v; ++i) {
             REQUIRE(std::isfinite(logits[b * v + i]));
-            worst = std::max(worst, std::fabs(logits[b * v + i] - f32.logits[(b * f.tgt_seq + t) * v + i]));
+            worst = std::max(
+                worst, std::fabs(logits[b * v + i] - f32.logits[(b * f.tgt_seq + t) * v + i]));
           }
         }
       }
@@ -132,14 +137,17 @@ TEST_CASE("int8 conversions of the universal fixtures load and run", "[universal
       std::vector<int32_t> lengths(static_cast<size_t>(f.batch));
       GreedyOptions options;
       options.max_length = static_cast<int32_t>(f.max_len);
-      REQUIRE(session.TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch),
-                                   options, out.data(), f.max_len, lengths.data())
+      REQUIRE(session
+                  .TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(),
+                                static_cast<int32_t>(f.batch), options, out.data(), f.max_len,
+                                lengths.data())
                   .ok());
     }
   }
 }
 
-TEST_CASE("beam search over a universal transformer: batch equals one by one", "[universal][beam]") {
+TEST_CASE("beam search over a universal transformer: batch equals one by one",
+          "[universal][beam]") {
   // Beam search reorders the self-attention caches of every recurrent step (ReorderRows).
   for (const char* name : {"universal_plain", "universal_act"}) {
     testing::ParityFixture f = testing::LoadParityFixture(name);
@@ -159,15 +167,17 @@ TEST_CASE("beam search over a universal transformer: batch equals one by one", "
       beam.beam_size = 3;
       std::vector<int32_t> batch_out(3 * 12), batch_len(3);
       std::vector<float> batch_scores(3);
-      REQUIRE(session.TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), 3, beam, batch_out.data(), 12,
-                                   batch_len.data(), batch_scores.data())
+      REQUIRE(session
+                  .TranslateIds(f.src_ids.data(), f.src_seq, f.src_lengths.data(), 3, beam,
+                                batch_out.data(), 12, batch_len.data(), batch_scores.data())
                   .ok());
       for (int b = 0; b < 3; ++b) {
         std::vector<int32_t> out(12);
         int32_t len = 0;
         float score = 0.0f;
-        REQUIRE(session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1, beam,
-                                     out.data(), 12, &len, &score)
+        REQUIRE(session
+                    .TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1,
+                                  beam, out.data(), 12, &len, &score)
                     .ok());
         INFO("sentence " << b);
         CHECK(len == batch_len[b]);
@@ -178,14 +188,16 @@ TEST_CASE("beam search over a universal transformer: batch equals one by one", "
         std::vector<int32_t> gout(12);
         int32_t glen = 0;
         float gscore = 0.0f;
-        REQUIRE(session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1, greedy,
-                                     gout.data(), 12, &glen, &gscore)
+        REQUIRE(session
+                    .TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1,
+                                  greedy, gout.data(), 12, &glen, &gscore)
                     .ok());
         DecodingOptions raw = beam;
         raw.length_penalty = 0.0f;
         float bscore = 0.0f;
-        REQUIRE(session.TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1, raw,
-                                     out.data(), 12, &len, &bscore)
+        REQUIRE(session
+                    .TranslateIds(f.src_ids.data() + b * f.src_seq, f.src_seq, &f.src_lengths[b], 1,
+                                  raw, out.data(), 12, &len, &bscore)
                     .ok());
         CHECK(bscore >= gscore - 1e-5f);
       }
@@ -207,7 +219,9 @@ void Remove(convert::TernContents* c, const std::string& name) {
 }
 
 TEST_CASE("the loader names what is wrong with a universal transformer", "[universal][loader]") {
-  SECTION("a valid one loads") { CHECK(LoadStatus(testing::RandomContents(UniversalConfig(3, 0.9f), 1)).ok()); }
+  SECTION("a valid one loads") {
+    CHECK(LoadStatus(testing::RandomContents(UniversalConfig(3, 0.9f), 1)).ok());
+  }
   SECTION("more than one encoder layer") {
     ModelConfig c = UniversalConfig(3, 0.0f);
     c.encoder_layers = 2;
@@ -228,8 +242,8 @@ TEST_CASE("the loader names what is wrong with a universal transformer", "[unive
     CHECK_THAT(s.message(), ContainsSubstring("config.universal_steps = 0"));
   }
   SECTION("a missing halting tensor") {
-    for (const char* name : {"encoder.halting.weight", "encoder.halting.bias", "decoder.halting.weight",
-                             "decoder.halting.bias"}) {
+    for (const char* name : {"encoder.halting.weight", "encoder.halting.bias",
+                             "decoder.halting.weight", "decoder.halting.bias"}) {
       convert::TernContents c = testing::RandomContents(UniversalConfig(3, 0.5f), 1);
       Remove(&c, name);
       const Status s = LoadStatus(c);

@@ -159,7 +159,8 @@ TEST_CASE("Positions: AddRows adds element-wise and nothing past count rows",
   }
 }
 
-TEST_CASE("Positions: split-halves layout matches transformers' Marian table", "[kernels][positions]") {
+TEST_CASE("Positions: split-halves layout matches transformers' Marian table",
+          "[kernels][positions]") {
   // position_enc[p, j] = p / 10000^(2 (j // 2) / d); sin of the even columns, then cos of the odd.
   for (int64_t d : {4, 6, 16, 33}) {
     const int64_t rows = 50;
@@ -169,11 +170,13 @@ TEST_CASE("Positions: split-halves layout matches transformers' Marian table", "
     for (int64_t p = 0; p < rows; ++p) {
       int64_t column = 0;
       for (int64_t j = 0; j < d; j += 2) {
-        CHECK(std::fabs(got[p * d + column++] - std::sin(p / std::pow(10000.0, 2.0 * (j / 2) / d))) < 1e-6);
+        CHECK(std::fabs(got[p * d + column++] -
+                        std::sin(p / std::pow(10000.0, 2.0 * (j / 2) / d))) < 1e-6);
       }
       column = sentinel;
       for (int64_t j = 1; j < d; j += 2) {
-        CHECK(std::fabs(got[p * d + column++] - std::cos(p / std::pow(10000.0, 2.0 * (j / 2) / d))) < 1e-6);
+        CHECK(std::fabs(got[p * d + column++] -
+                        std::cos(p / std::pow(10000.0, 2.0 * (j / 2) / d))) < 1e-6);
       }
     }
   }

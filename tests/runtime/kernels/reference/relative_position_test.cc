@@ -17,20 +17,21 @@ namespace {
 using tern::ref::RelativePositions;
 using tern::ref::T5RelativePositionBucket;
 
-TEST_CASE("T5 buckets, bidirectional, T5's defaults (32 buckets, max distance 128)", "[kernels][relative]") {
+TEST_CASE("T5 buckets, bidirectional, T5's defaults (32 buckets, max distance 128)",
+          "[kernels][relative]") {
   // 16 buckets per direction; 8 exact (|d| < 8), then 8 + floor(log(|d|/8) / log(16) * 8), at
   // most 15; keys to the right (d > 0) add 16.
   struct Case {
     int64_t distance;
     int32_t bucket;
   };
-  const Case cases[] = {
-      {0, 0},    {-1, 1},    {1, 17},    {-7, 7},    {-8, 8},      // exact; log(1) = 0
-      {-11, 8},  {-12, 9},   // log(1.5)/log(16)*8 = 1.17
-      {-16, 10},  // log(2)/log(16)*8 = 2
-      {-32, 12}, {-64, 14},  // 4, 6
-      {-127, 15}, {-128, 15}, {-1000, 15},  // 7.99 -> 15; 8 -> 16, capped at 15
-      {8, 24},   {16, 26},   {128, 31},  {1000, 31}};
+  const Case cases[] = {{0, 0},     {-1, 1},    {1, 17},     {-7, 7},
+                        {-8, 8},                              // exact; log(1) = 0
+                        {-11, 8},   {-12, 9},                 // log(1.5)/log(16)*8 = 1.17
+                        {-16, 10},                            // log(2)/log(16)*8 = 2
+                        {-32, 12},  {-64, 14},                // 4, 6
+                        {-127, 15}, {-128, 15}, {-1000, 15},  // 7.99 -> 15; 8 -> 16, capped at 15
+                        {8, 24},    {16, 26},   {128, 31},   {1000, 31}};
   for (const Case& c : cases) {
     INFO("distance " << c.distance);
     CHECK(T5RelativePositionBucket(c.distance, true, 32, 128) == c.bucket);
@@ -43,10 +44,10 @@ TEST_CASE("T5 buckets, unidirectional (decoder self-attention)", "[kernels][rela
     int64_t distance;
     int32_t bucket;
   };
-  const Case cases[] = {{5, 0},    {0, 0},     {-1, 1},    {-15, 15},  {-16, 16},
-                        {-31, 21},  // log(31/16)/log(8)*16 = 5.09
-                        {-32, 21},  // 5.33
-                        {-64, 26},  // 10.67
+  const Case cases[] = {{5, 0},     {0, 0},     {-1, 1},
+                        {-15, 15},  {-16, 16},  {-31, 21},  // log(31/16)/log(8)*16 = 5.09
+                        {-32, 21},                          // 5.33
+                        {-64, 26},                          // 10.67
                         {-127, 31}, {-128, 31}, {-1000, 31}};
   for (const Case& c : cases) {
     INFO("distance " << c.distance);
@@ -76,7 +77,8 @@ TEST_CASE("T5 bias by distance reads the table at each distance's bucket", "[ker
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t d = -(length - 1); d <= length - 1; ++d) {
         const int32_t b = T5RelativePositionBucket(d, bidirectional, 8, 6);
-        CHECK(out[static_cast<size_t>(h * (2 * length - 1) + d + length - 1)] == table[static_cast<size_t>(b * heads + h)]);
+        CHECK(out[static_cast<size_t>(h * (2 * length - 1) + d + length - 1)] ==
+              table[static_cast<size_t>(b * heads + h)]);
       }
     }
   }
@@ -97,8 +99,9 @@ TEST_CASE("Shaw index clips the distance to [-k, k]", "[kernels][relative]") {
 //   z_i = sum_j softmax(e_i)_j (v_j + aV[clip(j - p_i)])
 std::vector<double> RelativeAttention(const std::vector<float>& q, const std::vector<float>& k,
                                       const std::vector<float>& v, int64_t tq, int64_t key_length,
-                                      int64_t heads, int64_t dh, int64_t q0, const float* a_k, const float* a_v,
-                                      int64_t max_distance, const float* bias, int64_t stride, int64_t center) {
+                                      int64_t heads, int64_t dh, int64_t q0, const float* a_k,
+                                      const float* a_v, int64_t max_distance, const float* bias,
+                                      int64_t stride, int64_t center) {
   const int64_t d = heads * dh;
   std::vector<double> out(static_cast<size_t>(tq * d), 0.0);
   for (int64_t h = 0; h < heads; ++h) {
@@ -110,10 +113,12 @@ std::vector<double> RelativeAttention(const std::vector<float>& q, const std::ve
         const int64_t r = a_k ? tern::ref::ShawIndex(j - p, max_distance) : 0;
         double dot = 0.0;
         for (int64_t c = 0; c < dh; ++c) {
-          const double key = static_cast<double>(k[j * d + h * dh + c]) + (a_k ? a_k[r * dh + c] : 0.0);
+          const double key =
+              static_cast<double>(k[j * d + h * dh + c]) + (a_k ? a_k[r * dh + c] : 0.0);
           dot += static_cast<double>(q[i * d + h * dh + c]) * key;
         }
-        e[j] = dot / std::sqrt(static_cast<double>(dh)) + (bias ? bias[h * stride + (j - p) + center] : 0.0);
+        e[j] = dot / std::sqrt(static_cast<double>(dh)) +
+               (bias ? bias[h * stride + (j - p) + center] : 0.0);
         max = std::fmax(max, e[j]);
       }
       double sum = 0.0;
@@ -121,7 +126,8 @@ std::vector<double> RelativeAttention(const std::vector<float>& q, const std::ve
       for (int64_t j = 0; j < key_length; ++j) {
         const int64_t r = a_v ? tern::ref::ShawIndex(j - p, max_distance) : 0;
         for (int64_t c = 0; c < dh; ++c) {
-          const double value = static_cast<double>(v[j * d + h * dh + c]) + (a_v ? a_v[r * dh + c] : 0.0);
+          const double value =
+              static_cast<double>(v[j * d + h * dh + c]) + (a_v ? a_v[r * dh + c] : 0.0);
           out[static_cast<size_t>(i * d + h * dh + c)] += e[j] / sum * value;
         }
       }
@@ -130,7 +136,8 @@ std::vector<double> RelativeAttention(const std::vector<float>& q, const std::ve
   return out;
 }
 
-TEST_CASE("Attention with Shaw relative keys/values and with a T5 bias matches the formulas", "[kernels][relative]") {
+TEST_CASE("Attention with Shaw relative keys/values and with a T5 bias matches the formulas",
+          "[kernels][relative]") {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.5f, 1.5f);
   const int64_t heads = 3, dh = 5, d = heads * dh, max_distance = 2, length = 9;
@@ -148,7 +155,8 @@ TEST_CASE("Attention with Shaw relative keys/values and with a T5 bias matches t
     int64_t tq, tk, key_length, q0;
   };
   // Encoder-like (queries from 0, some keys padded) and decoder steps (one query at q0).
-  const Shape shapes[] = {{7, 7, 7, 0}, {7, 7, 5, 0}, {1, 1, 1, 0}, {1, 6, 6, 5}, {1, 9, 9, 8}, {3, 9, 9, 6}};
+  const Shape shapes[] = {{7, 7, 7, 0}, {7, 7, 5, 0}, {1, 1, 1, 0},
+                          {1, 6, 6, 5}, {1, 9, 9, 8}, {3, 9, 9, 6}};
   for (int kind = 0; kind < 3; ++kind) {  // Shaw, T5 bias, both
     for (const Shape& s : shapes) {
       const std::vector<float> q = random(static_cast<size_t>(s.tq * d));
@@ -171,11 +179,11 @@ TEST_CASE("Attention with Shaw relative keys/values and with a T5 bias matches t
       mask.key_length = s.key_length;
       std::vector<float> scores(static_cast<size_t>(s.tq * s.tk));
       std::vector<float> got(static_cast<size_t>(s.tq * d));
-      tern::ref::MultiHeadAttention(q.data(), d, k.data(), d, v.data(), d, s.tq, s.tk, heads, dh, mask,
-                                    scores.data(), got.data(), d, &rel);
+      tern::ref::MultiHeadAttention(q.data(), d, k.data(), d, v.data(), d, s.tq, s.tk, heads, dh,
+                                    mask, scores.data(), got.data(), d, &rel);
       const std::vector<double> want =
-          RelativeAttention(q, k, v, s.tq, s.key_length, heads, dh, s.q0, rel.shaw_key, rel.shaw_value,
-                            max_distance, rel.bias, stride, center);
+          RelativeAttention(q, k, v, s.tq, s.key_length, heads, dh, s.q0, rel.shaw_key,
+                            rel.shaw_value, max_distance, rel.bias, stride, center);
       double worst = 0.0;
       for (size_t i = 0; i < got.size(); ++i) worst = std::fmax(worst, std::fabs(got[i] - want[i]));
       INFO("kind " << kind << " tq " << s.tq << " tk " << s.tk << " q0 " << s.q0);

@@ -17,14 +17,16 @@ TEST_CASE("Rotary tables are cos/sin of p * base^(-2i/r)", "[kernels][rotary]") 
   tern::ref::RotaryTables(rows, r, 10000.0f, cos.data(), sin.data());
   for (int64_t p = 0; p < rows; ++p) {
     for (int64_t i = 0; i < r / 2; ++i) {
-      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / r);
+      const double angle =
+          static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / r);
       CHECK(std::fabs(cos[static_cast<size_t>(p * r / 2 + i)] - std::cos(angle)) <= 1e-7);
       CHECK(std::fabs(sin[static_cast<size_t>(p * r / 2 + i)] - std::sin(angle)) <= 1e-7);
     }
   }
 }
 
-TEST_CASE("Rotary rotates dim i with i + r/2 per head (rotate_half), partial and full", "[kernels][rotary]") {
+TEST_CASE("Rotary rotates dim i with i + r/2 per head (rotate_half), partial and full",
+          "[kernels][rotary]") {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   const int64_t heads = 3, dh = 8, ld = heads * dh + 3, rows = 5, table_rows = 32;
@@ -55,7 +57,8 @@ TEST_CASE("Rotary rotates dim i with i + r/2 per head (rotate_half), partial and
             CHECK(std::fabs(got[c] - want) <= 1e-5);
           }
         }
-        for (int64_t c = heads * dh; c < ld; ++c) CHECK(x[row * ld + c] == before[row * ld + c]);  // stride gap
+        for (int64_t c = heads * dh; c < ld; ++c)
+          CHECK(x[row * ld + c] == before[row * ld + c]);  // stride gap
       }
     }
   }

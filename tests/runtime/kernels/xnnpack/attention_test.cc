@@ -145,8 +145,9 @@ TEST_CASE("xnnpack batched attention matches the reference, shapes changing",
   }
 }
 
-TEST_CASE("xnnpack attention with relative positions (Shaw, T5 bias) matches the reference, both ways",
-          "[xnnpack][attention][relative]") {
+TEST_CASE(
+    "xnnpack attention with relative positions (Shaw, T5 bias) matches the reference, both ways",
+    "[xnnpack][attention][relative]") {
   std::mt19937 rng(77);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   uint32_t seed = 5000;

@@ -72,9 +72,9 @@ TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
   x.push_back(0.0f);
   x.push_back(-100.0f);
   x.push_back(100.0f);
-  for (ref::Activation act : {ref::Activation::kReLU, ref::Activation::kGELU,
-                              ref::Activation::kSwish, ref::Activation::kGELUTanh,
-                              ref::Activation::kSwiGLU}) {
+  for (ref::Activation act :
+       {ref::Activation::kReLU, ref::Activation::kGELU, ref::Activation::kSwish,
+        ref::Activation::kGELUTanh, ref::Activation::kSwiGLU}) {
     std::vector<float> want = x, got = x;
     ref::Activate(act, want.data(), static_cast<int64_t>(want.size()));
     xnn::Activate(act, got.data(), static_cast<int64_t>(got.size()));

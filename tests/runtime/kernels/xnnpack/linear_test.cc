@@ -301,9 +301,9 @@ TEST_CASE("xnnpack int4 per-row linear matches the reference (qd8 and f32-activa
     for (int64_t m : {1, 3, 18}) {
       CheckPath(DType::kI4, c, LinearPath::kQd8Qc4w, 0, true, m, 1, 0, seed++);
       // On ARM, odd K skips XNNPACK's f32_qc4w (wrong there, see linear.cc F32Qc4wTakes).
-      const LinearPath fallback =
-          kArm && c.k % 2 ? LinearPath::kReference : LinearPath::kF32Qc4w;
-      CheckPath(DType::kI4, c, fallback, xnn::PathBit(LinearPath::kQd8Qc4w), false, m, 0, 2, seed++);
+      const LinearPath fallback = kArm && c.k % 2 ? LinearPath::kReference : LinearPath::kF32Qc4w;
+      CheckPath(DType::kI4, c, fallback, xnn::PathBit(LinearPath::kQd8Qc4w), false, m, 0, 2,
+                seed++);
     }
   }
 }
