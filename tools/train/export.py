@@ -30,9 +30,9 @@ def average(paths):
     for p in paths:
         ck = torch.load(p, map_location="cpu")
         sd = ck["model"]
+        meta = ck  # the newest snapshot's (its config, and the training time up to it)
         if avg is None:
             avg = {k: v.double().clone() for k, v in sd.items()}
-            meta = ck
         else:
             for k, v in sd.items():
                 avg[k] += v.double()
