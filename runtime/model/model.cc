@@ -317,6 +317,13 @@ Status Model::CheckTensors() const {
       return Status::Error(StatusCode::kInvalidModel, "tensor \"%s\" has rank %u; 1 to %d allowed",
                            name, shape ? shape->size() : 0u, kMaxTensorRank);
     }
+    // FlatBuffers 23.5's verifier checks a vector's length field (4-byte aligned), not that its
+    // 8-byte elements are 8-byte aligned: a crafted file can place the shape so that reading it
+    // is a misaligned 64-bit load (undefined behaviour; a fault on some ARM cores).
+    if (reinterpret_cast<uintptr_t>(shape->data()) % alignof(int64_t) != 0) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tensor \"%s\": its shape is not 8-byte aligned in the file", name);
+    }
     // Element count with overflow checks: each dim is bounded, and so is the product.
     constexpr int64_t kMaxElements = int64_t{1} << 40;
     int64_t elements = 1;
