@@ -1,5 +1,5 @@
 #!/bin/sh
-# Start or resume the demo model's training in the background (one thread, nice).
+# Start or resume the demo model's training in the background (one thread, its own session).
 # Usage: tools/train/run.sh [RUN_NAME] [extra train.py args...]
 # Checkpoints, snapshots and train.log live in /var/cache/tern/train/RUN_NAME/.
 set -eu
@@ -19,8 +19,17 @@ case "$(readlink -f /usr/lib/"$(uname -m)"-linux-gnu/libblas.so.3 2>/dev/null)" 
   *) echo "warning: libblas.so.3 is not OpenBLAS; training will be very slow." \
           "Install it: apt-get install libopenblas0-serial" >&2 ;;
 esac
-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 10 /usr/bin/python3 "$ROOT/tools/train/train.py" \
+# Its own session (setsid), so it has its own scheduler autogroup: with autogroup scheduling a
+# process's nice value only ranks it inside its group, and a build started from the same shell
+# would otherwise share, and starve, the training's group (measured 357 vs 2,700 tokens/s).
+OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 setsid nohup /usr/bin/python3 "$ROOT/tools/train/train.py" \
   --run "$DIR" --threads 1 "$@" >>"$DIR/stdout.log" 2>&1 &
-echo $! >"$DIR/pid"
+PID=$!
+echo $PID >"$DIR/pid"
+# TRAIN_NICE (default -5 as root, else unchanged): the group's priority against other sessions.
+if [ "$(id -u)" -eq 0 ] && [ -w "/proc/$PID/autogroup" ]; then
+  sleep 0.2
+  echo "${TRAIN_NICE:--5}" >"/proc/$PID/autogroup" 2>/dev/null || true
+fi
 echo "training pid $! ; log: $DIR/train.log (stdout/stderr: $DIR/stdout.log)"
 echo "stop (checkpoints first): kill -TERM \$(cat $DIR/pid)"
