@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Smoke test of the training tools on a tiny model (one CPU thread, ~20 s):
-train 4 steps, resume to 6 (step continues), export (F16 safetensors with config metadata,
+train 4 steps, resume to 6 (step continues) with sentences weighted 3x, export (F16 safetensors with config metadata,
 canonical names), evaluate the export on 5 test sentences.
 Run: /usr/bin/python3 tools/train/test_train_smoke.py
 """
@@ -33,17 +33,29 @@ class TrainSmoke(unittest.TestCase):
             de = open(os.path.join(EX, "testset", "test.de"), encoding="utf-8").read().splitlines()
             en = open(os.path.join(EX, "testset", "test.en"), encoding="utf-8").read().splitlines()
             for split, sl in (("train", slice(0, 200)), ("valid", slice(200, 220))):
-                open(os.path.join(data, f"{split}.de"), "w").write("\n".join(de[sl]) + "\n")
-                open(os.path.join(data, f"{split}.en"), "w").write("\n".join(en[sl]) + "\n")
+                for lang, lines in (("de", de), ("en", en)):
+                    with open(os.path.join(data, f"{split}.{lang}"), "w", encoding="utf-8") as f:
+                        f.write("\n".join(lines[sl]) + "\n")
             rundir = os.path.join(tmp, "run")
             small = json.dumps({"d_model": 32, "heads": 4, "encoder_layers": 1,
                                 "decoder_layers": 1, "d_ff": 64})
             common = [os.path.join(HERE, "train.py"), "--run", rundir, "--data", data,
                       "--model-json", small, "--max-tokens", "400", "--log-every", "1"]
             run(*common, "--max-steps", "4")
-            run(*common, "--max-steps", "6")
-            log = open(os.path.join(rundir, "train.log")).read()
+            run(*common, "--max-steps", "6", "--sentence-weight", "3")
+            with open(os.path.join(rundir, "train.log")) as f:
+                log = f.read()
             self.assertIn("resumed from", log)
+            # weight 3 adds the sentences' own batches twice more
+            self.assertRegex(log, r"\((\d+) sentences, weight 1\), (\d+) batches/epoch")
+            import re
+            (n1, b1), = re.findall(r"\((\d+) sentences, weight 1\), (\d+) batches", log)
+            (n3, b3), = re.findall(r"\((\d+) sentences, weight 3\), (\d+) batches", log)
+            self.assertEqual(n1, n3)
+            self.assertGreater(int(n1), 150)
+            extra = int(b3) - int(b1)
+            self.assertTrue(extra > 0 and extra % 2 == 0, (b1, b3))
+            self.assertIn("sentence weight 1 -> 3 from step 4: epoch", log)
             self.assertIn("step 4 ", log)
             self.assertIn("step 6 ", log)
             self.assertNotIn("step 7 ", log)

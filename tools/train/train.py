@@ -100,11 +100,15 @@ def encode_corpus(sp, src_path, tgt_path, cache_path, max_len):
     return s, so, t, to
 
 
-def make_batches(s_off, t_off, max_tokens):
-    """Length-sorted batches: list of index arrays; (len+1) counts the eos/bos."""
+def make_batches(s_off, t_off, max_tokens, subset=None):
+    """Length-sorted batches (of the pairs in `subset`, default all): list of index arrays;
+    (len+1) counts the eos/bos."""
     sl = np.diff(s_off) + 1
     tl = np.diff(t_off) + 1
-    order = np.lexsort((tl, sl))
+    if subset is None:
+        order = np.lexsort((tl, sl))
+    else:
+        order = subset[np.lexsort((tl[subset], sl[subset]))]
     batches, cur, cur_max = [], [], 0
     for i in order:
         m = max(cur_max, sl[i], tl[i])
@@ -116,6 +120,25 @@ def make_batches(s_off, t_off, max_tokens):
     if cur:
         batches.append(np.array(cur))
     return batches
+
+
+def sentence_pairs(sp, t, t_off):
+    """Indices of the pairs whose target is a sentence: at least 4 words (pieces that begin
+    with U+2581) and a last piece ending in . ! or ? (a closing quote may follow). Decided on
+    the ids, so it needs neither the text nor the cache's length filter. The corpus is mostly
+    dictionary words and phrases (docs: examples/translation/MODEL_CARD.md); the task is
+    sentences."""
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    ends = np.array([p.rstrip("\"'\u201c\u201d")[-1:] in (".", "!", "?") for p in pieces])
+    word = np.array([p.startswith("\u2581") for p in pieces], dtype=np.int64)
+    n = len(t_off) - 1
+    lengths = np.diff(t_off)
+    nonempty = lengths > 0
+    words = np.zeros(n, dtype=np.int64)
+    words[nonempty] = np.add.reduceat(word[t], t_off[:-1][nonempty])
+    last = np.zeros(n, dtype=np.int64)
+    last[nonempty] = t[t_off[1:][nonempty] - 1]
+    return np.flatnonzero(nonempty & ends[last] & (words >= 4))
 
 
 def collate(idx, s, s_off, t, t_off, cfg):
@@ -199,6 +222,9 @@ def main():
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--keep", type=int, default=10, help="weight snapshots kept for averaging")
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--sentence-weight", type=int, default=1,
+                    help="each epoch holds the sentence pairs (sentence_pairs) this many times; "
+                         "may change when a run resumes (logged)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -234,7 +260,12 @@ def main():
     batches = make_batches(train[1], train[3], args.max_tokens)
     vbatches = make_batches(valid[1], valid[3], args.max_tokens)
     ntrain = len(train[1]) - 1
-    log(logf, f"data: {ntrain} train pairs, {len(batches)} batches/epoch "
+    sentences = sentence_pairs(sp, train[2], train[3])
+    if args.sentence_weight > 1:
+        extra = make_batches(train[1], train[3], args.max_tokens, subset=sentences)
+        batches += extra * (args.sentence_weight - 1)
+    log(logf, f"data: {ntrain} train pairs ({len(sentences)} sentences, weight "
+              f"{args.sentence_weight}), {len(batches)} batches/epoch "
               f"({time.time() - t0:.0f}s to load)")
 
     torch.manual_seed(args.seed)
@@ -254,6 +285,12 @@ def main():
         random.setstate(ckpt["py_rng"])
         log(logf, f"resumed from {last_path}: step {step}, epoch {epoch}, batch {pos}, "
                   f"{train_seconds / 3600:.2f} h trained")
+        before = ckpt["args"].get("sentence_weight", 1)
+        if before != args.sentence_weight:
+            # another mixture means other batches: the data position starts a new epoch
+            epoch, pos = epoch + 1, 0
+            log(logf, f"sentence weight {before} -> {args.sentence_weight} from step {step}: "
+                      f"epoch {epoch} begins")
     else:
         log(logf, f"new run {args.run}: {nparams} parameters; config {cfg.to_json(None)}")
         with open(os.path.join(args.run, "config.json"), "w") as f:
