@@ -13,7 +13,8 @@ of nn.Linear. c_attn produces Q, K and V side by side along the output dimension
 the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Attention scores are
 scaled by 1/sqrt(d_head); future positions are masked.
 
-The transformers package is not used (nor installed here). tools/fixtures/make_gpt2_fixture.py
+The transformers package is not used (nor installed here). The attention core and greedy
+continuation are shared with llama_torch.py (causal_lm.py). tools/fixtures/make_gpt2_fixture.py
 builds a small random model with it to test tern's gpt2 converter and decoder-only runtime.
 """
 
@@ -21,6 +22,8 @@ import math
 
 import torch
 import torch.nn as nn
+
+import causal_lm
 
 
 class Conv1D(nn.Module):
@@ -51,14 +54,9 @@ class Attention(nn.Module):
                              .view(1, 1, n_positions, n_positions))
 
     def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        dh = C // self.n_head
-        q, k, v = (t.view(B, T, self.n_head, dh).transpose(1, 2) for t in (q, k, v))
-        w = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
-        w = w.masked_fill(~self.bias[:, :, :T, :T], float("-inf"))
-        a = torch.softmax(w, dim=-1) @ v
-        return self.c_proj(a.transpose(1, 2).reshape(B, T, C))
+        T, C = x.shape[1], x.shape[2]
+        q, k, v = (causal_lm.split_heads(t, self.n_head) for t in self.c_attn(x).split(C, dim=2))
+        return self.c_proj(causal_lm.causal_attention(q, k, v, ~self.bias[:, :, :T, :T]))
 
 
 class MLP(nn.Module):
@@ -113,20 +111,3 @@ class GPT2LMHeadModel(nn.Module):
     def forward(self, ids):
         """ids [B, T] -> logits [B, T, V]."""
         return self.lm_head(self.transformer(ids))
-
-
-def greedy(model, prompt, max_new, eos):
-    """Greedy continuation of one prompt (list of ids): argmax, lowest id on ties; stops after
-    EOS (not included). Returns (ids, smallest top-1 minus top-2 logit gap along the way)."""
-    toks, out, margin = list(prompt), [], float("inf")
-    with torch.no_grad():
-        for _ in range(max_new):
-            lg = model(torch.tensor([toks]))[0, -1]
-            top = torch.topk(lg, 2).values
-            margin = min(margin, float(top[0] - top[1]))
-            t = int(torch.nonzero(lg == lg.max())[0])
-            if t == eos:
-                break
-            out.append(t)
-            toks.append(t)
-    return out, margin

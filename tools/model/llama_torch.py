@@ -29,7 +29,8 @@ In older transformers versions every attention layer carried a persistent buffer
 non-persistent `model.rotary_emb.inv_freq`); this model saves the per-layer buffer so the
 converter's handling of it is tested.
 
-The transformers package is not used (nor installed here).
+The transformers package is not used (nor installed here). The attention core and greedy
+continuation are shared with gpt_torch.py (causal_lm.py).
 """
 
 import math
@@ -37,6 +38,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import causal_lm
 
 
 class LlamaRMSNorm(nn.Module):
@@ -91,15 +94,10 @@ class LlamaAttention(nn.Module):
         self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0))
 
     def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = (p(x).view(B, T, self.heads, self.dh).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
-        cos, sin = self.rotary_emb(torch.arange(T), x.dtype)
+        q, k, v = (causal_lm.split_heads(p(x), self.heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        cos, sin = self.rotary_emb(torch.arange(x.shape[1]), x.dtype)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
-        w = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        w = w.masked_fill(mask, float("-inf"))
-        a = torch.softmax(w, dim=-1) @ v
-        return self.o_proj(a.transpose(1, 2).reshape(B, T, C))
+        return self.o_proj(causal_lm.causal_attention(q, k, v))
 
 
 class LlamaMLP(nn.Module):
@@ -190,20 +188,3 @@ def hf_attention_scores(x, wq, wk, n_heads, theta):
     k = (x @ wk.T).view(T, n_heads, dh).transpose(0, 1)
     q, k = apply_rotary_pos_emb(q, k, cos, sin)
     return (q @ k.transpose(-1, -2)) / math.sqrt(dh)
-
-
-def greedy(model, prompt, max_new, eos):
-    """Greedy continuation of one prompt (list of ids): argmax, lowest id on ties; stops after
-    EOS (not included). Returns (ids, smallest top-1 minus top-2 logit gap along the way)."""
-    toks, out, margin = list(prompt), [], float("inf")
-    with torch.no_grad():
-        for _ in range(max_new):
-            lg = model(torch.tensor([toks]))[0, -1]
-            top = torch.topk(lg, 2).values
-            margin = min(margin, float(top[0] - top[1]))
-            t = int(torch.nonzero(lg == lg.max())[0])
-            if t == eos:
-                break
-            out.append(t)
-            toks.append(t)
-    return out, margin

@@ -451,13 +451,17 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self, cfg: Config, dropout, attention_dropout, activation_dropout):
-        super().__init__()
-        d = cfg.d_model
+class _Layer(nn.Module):
+    """What encoder and decoder layers share: self-attention and its norm, the position-wise FFN
+    and its norm, and the residual wiring of every sub-layer."""
+
+    def _init_self_attn(self, cfg: Config, attention_dropout):
         self.pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout, cfg, True)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, attention_dropout, cfg, True)
         self.self_attn_layer_norm = _norm(cfg)
+
+    def _init_ffn(self, cfg: Config, dropout, activation_dropout):
+        d = cfg.d_model
         self.fc1 = nn.Linear(d, cfg.d_ff)
         self.fc2 = nn.Linear(cfg.d_ff, d)
         if cfg.activation == "swiglu":
@@ -472,41 +476,33 @@ class EncoderLayer(nn.Module):
         if "fc3" in self._modules:
             h = h * self.fc3(x)
         return self.fc2(self.activation_dropout(h))
+
+    def residual(self, x, sublayer, norm):
+        """Post-LN (the paper): norm(x + Sublayer(x)); pre-LN: x + Sublayer(norm(x))."""
+        if self.pre:
+            return x + self.dropout(sublayer(norm(x)))
+        return norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(_Layer):
+    def __init__(self, cfg: Config, dropout, attention_dropout, activation_dropout):
+        super().__init__()
+        self._init_self_attn(cfg, attention_dropout)
+        self._init_ffn(cfg, dropout, activation_dropout)
 
     def forward(self, x, mask, bias=None):
         sa = lambda h: self.self_attn(h, mask=mask, bias=bias)
-        if self.pre:
-            x = x + self.dropout(sa(self.self_attn_layer_norm(x)))
-            x = x + self.dropout(self.ffn(self.final_layer_norm(x)))
-        else:
-            x = self.self_attn_layer_norm(x + self.dropout(sa(x)))
-            x = self.final_layer_norm(x + self.dropout(self.ffn(x)))
-        return x
+        x = self.residual(x, sa, self.self_attn_layer_norm)
+        return self.residual(x, self.ffn, self.final_layer_norm)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     def __init__(self, cfg: Config, dropout, attention_dropout, activation_dropout):
         super().__init__()
-        d = cfg.d_model
-        self.pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(d, cfg.heads, attention_dropout, cfg, True)
-        self.self_attn_layer_norm = _norm(cfg)
-        self.encoder_attn = MultiHeadAttention(d, cfg.heads, attention_dropout)
+        self._init_self_attn(cfg, attention_dropout)
+        self.encoder_attn = MultiHeadAttention(cfg.d_model, cfg.heads, attention_dropout)
         self.encoder_attn_layer_norm = _norm(cfg)
-        self.fc1 = nn.Linear(d, cfg.d_ff)
-        self.fc2 = nn.Linear(cfg.d_ff, d)
-        if cfg.activation == "swiglu":
-            self.fc3 = nn.Linear(d, cfg.d_ff)  # SwiGLU's up projection W3
-        self.final_layer_norm = _norm(cfg)
-        self.act = _activation(cfg.activation)
-        self.dropout = nn.Dropout(dropout)
-        self.activation_dropout = nn.Dropout(activation_dropout)
-
-    def ffn(self, x):
-        h = self.act(self.fc1(x))
-        if "fc3" in self._modules:
-            h = h * self.fc3(x)
-        return self.fc2(self.activation_dropout(h))
+        self._init_ffn(cfg, dropout, activation_dropout)
 
     def forward(self, x, enc_out, self_mask, cross_mask, cache: Optional[dict] = None,
                 offset: int = 0, bias=None):
@@ -515,19 +511,26 @@ class DecoderLayer(nn.Module):
         sa = lambda h: self.self_attn(h, mask=self_mask, cache=sa_cache, offset=offset, bias=bias)
         ca = lambda h: self.encoder_attn(h, enc_out, mask=cross_mask, cache=ca_cache,
                                          static_kv=True)
-        if self.pre:
-            x = x + self.dropout(sa(self.self_attn_layer_norm(x)))
-            x = x + self.dropout(ca(self.encoder_attn_layer_norm(x)))
-            x = x + self.dropout(self.ffn(self.final_layer_norm(x)))
-        else:
-            x = self.self_attn_layer_norm(x + self.dropout(sa(x)))
-            x = self.encoder_attn_layer_norm(x + self.dropout(ca(x)))
-            x = self.final_layer_norm(x + self.dropout(self.ffn(x)))
-        return x
+        x = self.residual(x, sa, self.self_attn_layer_norm)
+        x = self.residual(x, ca, self.encoder_attn_layer_norm)
+        return self.residual(x, self.ffn, self.final_layer_norm)
 
 
 class _Stack(nn.Module):
-    """Common part of Encoder/Decoder: embedding lookup (possibly borrowed) + positions."""
+    """Common part of Encoder/Decoder: embedding lookup (possibly borrowed) + positions, the
+    layers and the pre-LN final norm."""
+
+    def __init__(self, cfg: Config, vocab: int, borrowed: Optional[nn.Embedding], layer, n: int,
+                 dropout, attention_dropout, activation_dropout):
+        super().__init__()
+        self.cfg = cfg
+        self._init_embedding(vocab, cfg.d_model, borrowed)
+        self._init_positions(cfg)
+        self.layers = nn.ModuleList(
+            [layer(cfg, dropout, attention_dropout, activation_dropout) for _ in range(n)])
+        if cfg.norm == "pre":
+            self.layer_norm = _norm(cfg)
+        self.dropout = nn.Dropout(dropout)     # on embeddings + positions
 
     def _init_embedding(self, vocab, d, borrowed: Optional[nn.Embedding]):
         if borrowed is None:
@@ -577,16 +580,8 @@ class _Stack(nn.Module):
 
 class Encoder(_Stack):
     def __init__(self, cfg: Config, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0):
-        super().__init__()
-        self.cfg = cfg
-        self._init_embedding(cfg.src_vocab_size, cfg.d_model, None)
-        self._init_positions(cfg)
-        self.layers = nn.ModuleList(
-            [EncoderLayer(cfg, dropout, attention_dropout, activation_dropout)
-             for _ in range(cfg.encoder_layers)])
-        if cfg.norm == "pre":
-            self.layer_norm = _norm(cfg)
-        self.dropout = nn.Dropout(dropout)
+        super().__init__(cfg, cfg.src_vocab_size, None, EncoderLayer, cfg.encoder_layers,
+                         dropout, attention_dropout, activation_dropout)
 
     def forward(self, src_ids, src_pad_mask=None):
         x = self.embed(src_ids)
@@ -603,16 +598,8 @@ class Encoder(_Stack):
 class Decoder(_Stack):
     def __init__(self, cfg: Config, shared_embed: Optional[nn.Embedding] = None,
                  dropout=0.0, attention_dropout=0.0, activation_dropout=0.0):
-        super().__init__()
-        self.cfg = cfg
-        self._init_embedding(cfg.tgt_vocab_size, cfg.d_model, shared_embed)
-        self._init_positions(cfg)
-        self.layers = nn.ModuleList(
-            [DecoderLayer(cfg, dropout, attention_dropout, activation_dropout)
-             for _ in range(cfg.decoder_layers)])
-        if cfg.norm == "pre":
-            self.layer_norm = _norm(cfg)
-        self.dropout = nn.Dropout(dropout)
+        super().__init__(cfg, cfg.tgt_vocab_size, shared_embed, DecoderLayer, cfg.decoder_layers,
+                         dropout, attention_dropout, activation_dropout)
 
     def forward(self, tgt_ids, enc_out, src_pad_mask=None, cache: Optional[dict] = None):
         """Full (cache None): causal mask over tgt_ids. Incremental (cache dict): tgt_ids holds
