@@ -49,6 +49,52 @@ TEST_CASE("XNNPACK's requests outside prepare reach the counter", "[allocation]"
 }
 #endif
 
+// The batch every translation and generation below runs: 3 sources / prompts of 5, 12 and 2
+// tokens, in rows of 12.
+const int32_t kIds[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
+                              8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
+                              19, 2};
+const int32_t kLengths[3] = {5, 12, 2};
+
+// Limits for kIds with `max_target_length` positions.
+Limits LimitsFor(Backend backend, int32_t max_target_length) {
+  Limits limits;
+  limits.backend = backend;
+  limits.max_batch = 3;
+  limits.max_source_length = 12;
+  limits.max_target_length = max_target_length;
+  return limits;
+}
+
+// A model and a Session or Generator prepared for it, in an arena of RequiredArenaBytes.
+template <typename Runner>
+struct Prepared {
+  Model model;
+  std::vector<uint8_t> arena;
+  Runner runner;
+};
+
+template <typename Runner>
+void Prepare(Prepared<Runner>* p, const testing::AlignedBytes& bytes, const Limits& limits) {
+  auto model = Model::Load(bytes.data(), bytes.size());
+  INFO(model.status().message());
+  REQUIRE(model.ok());
+  p->model = model.value();
+  p->arena.resize(Runner::RequiredArenaBytes(p->model, limits).value());
+  REQUIRE(p->runner.Prepare(p->model, limits, p->arena.data(), p->arena.size()).ok());
+}
+
+// testing::WideConfig as a decoder-only, pre-LN model.
+ModelConfig WideDecoderOnly() {
+  ModelConfig config = testing::WideConfig();
+  config.architecture = Architecture::kDecoderOnly;
+  config.encoder_layers = 0;
+  config.src_vocab_size = 0;
+  config.shared_embeddings = false;
+  config.norm_placement = NormPlacement::kPre;
+  return config;
+}
+
 struct Variant {
   const char* name;
   Backend backend;
@@ -65,37 +111,27 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   xnn::SetUnsupportedPathsForTesting(v.unsupported);
 #endif
-  testing::AlignedBytes bytes = testing::ModelBytes(config, 21, v.dtype, v.group);
-  auto model = Model::Load(bytes.data(), bytes.size());
-  REQUIRE(model.ok());
-  Limits limits;
-  limits.backend = v.backend;
+  const testing::AlignedBytes bytes = testing::ModelBytes(config, 21, v.dtype, v.group);
+  Limits limits = LimitsFor(v.backend, 10);
   limits.threads = v.threads;
   limits.beam_size = v.beam;
-  limits.max_batch = 3;
-  limits.max_source_length = 12;
-  limits.max_target_length = 10;
-  std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
-  Session session;
-  REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+  Prepared<Session> p;
+  Prepare(&p, bytes, limits);
+  Session& session = p.runner;
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   xnn::SetUnsupportedPathsForTesting(0);
 #endif
   INFO(session.backend_report());
   CHECK(session.backend() == v.backend);
   CHECK(std::string(session.backend_report()).find(v.expect) != std::string::npos);
-  const int32_t src[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
-                               8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
-                               19, 2};
-  const int32_t lengths[3] = {5, 12, 2};
   int32_t out[3 * 3 * 10];
   int32_t out_lengths[3 * 3];
   DecodingOptions options;
   options.beam_size = v.beam;
 
   testing::StartCountingAllocations();
-  Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
-  Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
+  Status first = session.TranslateIds(kIds, 12, kLengths, 3, options, out, 10, out_lengths);
+  Status second = session.TranslateIds(kIds, 12, kLengths, 1, options, out, 10, out_lengths);
   const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
   size_t produced = 0;
   Status error =
@@ -234,12 +270,7 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   for (const LmVariant& v : variants)
     for (bool llama : {false, true}) {
       INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
-      ModelConfig config = testing::WideConfig();
-      config.architecture = Architecture::kDecoderOnly;
-      config.encoder_layers = 0;
-      config.src_vocab_size = 0;
-      config.shared_embeddings = false;
-      config.norm_placement = NormPlacement::kPre;
+      ModelConfig config = WideDecoderOnly();
       config.activation = ref::Activation::kGELUTanh;
       config.position = PositionKind::kLearned;
       if (llama) {
@@ -249,25 +280,14 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
         config.activation = ref::Activation::kSwiGLU;
         config.tied_output = false;
       }
-      testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
-      auto model = Model::Load(bytes.data(), bytes.size());
-      INFO(model.status().message());
-      REQUIRE(model.ok());
-      Limits limits;
-      limits.backend = v.backend;
+      const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
+      Limits limits = LimitsFor(v.backend, 20);
       limits.threads = v.threads;
-      limits.max_batch = 3;
-      limits.max_source_length = 12;
-      limits.max_target_length = 20;
-      std::vector<uint8_t> arena(Generator::RequiredArenaBytes(model.value(), limits).value());
-      Generator generator;
-      REQUIRE(generator.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+      Prepared<Generator> p;
+      Prepare(&p, bytes, limits);
+      Generator& generator = p.runner;
       INFO(generator.backend_report());
       CHECK(generator.backend() == v.backend);
-      const int32_t prompts[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
-                                       8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
-                                       19, 2};
-      const int32_t lengths[3] = {5, 12, 2};
       int32_t out[3 * 20];
       int32_t out_lengths[3];
       GenerationOptions greedy;
@@ -280,8 +300,8 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
       sampled.sampling.seed = 3;
 
       testing::StartCountingAllocations();
-      Status first = generator.Generate(prompts, 12, lengths, 3, greedy, out, 20, out_lengths);
-      Status second = generator.Generate(prompts, 12, lengths, 1, sampled, out, 20, out_lengths);
+      Status first = generator.Generate(kIds, 12, kLengths, 3, greedy, out, 20, out_lengths);
+      Status second = generator.Generate(kIds, 12, kLengths, 1, sampled, out, 20, out_lengths);
       const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
       size_t produced = 0;
       Status error =
@@ -301,12 +321,7 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
 // The C generation calls are thin wrappers: after tern_generator_create they allocate nothing
 // either (greedy, sampled with a callback, a batch, an error).
 TEST_CASE("tern_generate_ids allocates nothing after tern_generator_create", "[allocation]") {
-  ModelConfig config = testing::WideConfig();
-  config.architecture = Architecture::kDecoderOnly;
-  config.encoder_layers = 0;
-  config.src_vocab_size = 0;
-  config.shared_embeddings = false;
-  config.norm_placement = NormPlacement::kPre;
+  ModelConfig config = WideDecoderOnly();
   config.position = PositionKind::kRotary;
   config.norm_kind = ref::NormKind::kRMSNorm;
   config.activation = ref::Activation::kSwiGLU;
@@ -371,11 +386,7 @@ namespace {
 // the per-step caches live in the arena; greedy and beam, both backends, with and without ACT.
 TEST_CASE("universal transformer translate allocates nothing after prepare",
           "[allocation][universal]") {
-  std::vector<Backend> backends = {Backend::kReference};
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-  backends.push_back(Backend::kXnnpack);
-#endif
-  for (Backend backend : backends) {
+  for (Backend backend : testing::Backends()) {
     for (float act : {0.0f, 0.6f}) {
       for (DType dtype : {DType::kF32, DType::kI8}) {
         for (int32_t beam : {1, 2}) {
@@ -386,30 +397,20 @@ TEST_CASE("universal transformer translate allocates nothing after prepare",
           config.encoder_layers = config.decoder_layers = 1;
           config.universal_steps = 4;
           config.act_threshold = act;
-          testing::AlignedBytes bytes = testing::ModelBytes(config, 22, dtype, 0);
-          auto model = Model::Load(bytes.data(), bytes.size());
-          INFO(model.status().message());
-          REQUIRE(model.ok());
-          Limits limits;
-          limits.backend = backend;
+          const testing::AlignedBytes bytes = testing::ModelBytes(config, 22, dtype, 0);
+          Limits limits = LimitsFor(backend, 10);
           limits.beam_size = beam;
-          limits.max_batch = 3;
-          limits.max_source_length = 12;
-          limits.max_target_length = 10;
-          std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
-          Session session;
-          REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
-          const int32_t src[3 * 12] = {4,  5, 6,  7,  2,  0,  0,  0,  0,  0,  0,  0,  //
-                                       8,  9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 2,  //
-                                       19, 2};
-          const int32_t lengths[3] = {5, 12, 2};
+          Prepared<Session> p;
+          Prepare(&p, bytes, limits);
+          Session& session = p.runner;
           int32_t out[3 * 2 * 10];
           int32_t out_lengths[3 * 2];
           DecodingOptions options;
           options.beam_size = beam;
           testing::StartCountingAllocations();
-          Status first = session.TranslateIds(src, 12, lengths, 3, options, out, 10, out_lengths);
-          Status second = session.TranslateIds(src, 12, lengths, 1, options, out, 10, out_lengths);
+          Status first = session.TranslateIds(kIds, 12, kLengths, 3, options, out, 10, out_lengths);
+          Status second =
+              session.TranslateIds(kIds, 12, kLengths, 1, options, out, 10, out_lengths);
           const size_t allocations = testing::StopCountingAllocations();
           INFO(first.message() << second.message());
           CHECK(first.ok());

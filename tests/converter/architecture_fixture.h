@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "converter/convert.h"
+#include "converter/error.h"
 #include "converter/readers/safetensors.h"
 #include "tests/support/tiny_model.h"
 
@@ -31,18 +32,21 @@ struct ParityResult {
 
 // tests/fixtures/checkpoints/<relative>; LoadExpected reads a generator's expected.safetensors;
 // RunParity converts with `options`, runs the model through Session / EncoderDecoder and
-// compares with `expected`.
+// compares with `expected`; ConvertError says why a conversion fails.
 inline std::string CheckpointFixture(const std::string& relative) {
   return std::string(TERN_FIXTURES) + "/checkpoints/" + relative;
 }
 
+// An integer tensor of an expected-outputs file, as int32.
+inline std::vector<int32_t> Int32s(const convert::SafetensorsFile& f, const std::string& name) {
+  std::vector<int32_t> out;
+  for (int64_t v : f.Ints(name)) out.push_back(static_cast<int32_t>(v));
+  return out;
+}
+
 inline ExpectedOutputs LoadExpected(const std::string& path) {
   const convert::SafetensorsFile f = convert::SafetensorsFile::Read(path);
-  auto ints = [&](const std::string& name) {
-    std::vector<int32_t> out;
-    for (int64_t v : f.Ints(name)) out.push_back(static_cast<int32_t>(v));
-    return out;
-  };
+  auto ints = [&](const std::string& name) { return Int32s(f, name); };
   ExpectedOutputs e;
   e.src_ids = ints("src_ids");
   e.src_lengths = ints("src_lengths");
@@ -56,6 +60,16 @@ inline ExpectedOutputs LoadExpected(const std::string& path) {
   e.tgt_seq = f.entries().at("tgt_in").shape[1];
   e.max_len = f.entries().at("greedy_ids").shape[1];
   return e;
+}
+
+// The message BuildContents(options) fails with; "" when it converts.
+inline std::string ConvertError(const convert::ConvertOptions& options) {
+  try {
+    convert::BuildContents(options);
+  } catch (const convert::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e) {

@@ -12,55 +12,16 @@
 
 #include "converter/convert.h"
 #include "converter/readers/checkpoint.h"
-#include "tests/converter/architecture_fixture.h"
 #include "tests/converter/checkpoint_files.h"
+#include "tests/converter/decoder_only_fixture.h"
 
 namespace tern::convert {
 namespace {
 
 using Catch::Matchers::ContainsSubstring;
 using testing::CheckpointFixture;
-
-// The same keys as the GPT-2 fixture's expected.safetensors.
-struct LmExpected {
-  int64_t batch = 0, prompt_stride = 0, max_new = 0, seq = 0, vocab = 0;
-  std::vector<int32_t> prompts, prompt_lengths, greedy, greedy_lengths;
-  std::vector<float> logits;  // [batch, seq, vocab] over prompt + greedy continuation
-
-  // Sequence b alone, as a batch of one.
-  LmExpected Row(int64_t b) const {
-    LmExpected e = *this;
-    e.batch = 1;
-    e.prompts.assign(prompts.begin() + b * prompt_stride,
-                     prompts.begin() + (b + 1) * prompt_stride);
-    e.prompt_lengths = {prompt_lengths[b]};
-    e.greedy.assign(greedy.begin() + b * max_new, greedy.begin() + (b + 1) * max_new);
-    e.greedy_lengths = {greedy_lengths[b]};
-    e.logits.assign(logits.begin() + b * seq * vocab, logits.begin() + (b + 1) * seq * vocab);
-    return e;
-  }
-};
-
-LmExpected LoadExpected() {
-  const SafetensorsFile f = SafetensorsFile::Read(CheckpointFixture("llama/expected.safetensors"));
-  auto ints = [&](const std::string& name) {
-    std::vector<int32_t> out;
-    for (int64_t v : f.Ints(name)) out.push_back(static_cast<int32_t>(v));
-    return out;
-  };
-  LmExpected e;
-  e.prompts = ints("prompt_ids");
-  e.prompt_lengths = ints("prompt_lengths");
-  e.greedy = ints("greedy_ids");
-  e.greedy_lengths = ints("greedy_lengths");
-  e.logits = f.Float("logits").values;
-  e.batch = f.entries().at("prompt_ids").shape[0];
-  e.prompt_stride = f.entries().at("prompt_ids").shape[1];
-  e.max_new = f.entries().at("greedy_ids").shape[1];
-  e.seq = f.entries().at("logits").shape[1];
-  e.vocab = f.entries().at("logits").shape[2];
-  return e;
-}
+using testing::ConvertError;
+using testing::LmExpected;
 
 ConvertOptions Llama(DType dtype = DType::kF32) {
   ConvertOptions o;
@@ -70,151 +31,42 @@ ConvertOptions Llama(DType dtype = DType::kF32) {
   return o;
 }
 
-std::vector<Backend> Backends() {
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-  return {Backend::kReference, Backend::kXnnpack};
-#else
-  return {Backend::kReference};
-#endif
-}
-
-struct Prepared {
-  testing::AlignedBytes bytes;
-  Model model;
-  std::vector<uint8_t> arena;
-  Generator generator;
-};
-
-void Prepare(Prepared* p, const ConvertOptions& options, Backend backend, int32_t batch,
-             const LmExpected& e) {
-  p->bytes = testing::AlignedBytes(SerializeModel(BuildContents(options)));
-  auto model = Model::Load(p->bytes.data(), p->bytes.size());
-  INFO(model.status().message());
-  REQUIRE(model.ok());
-  p->model = model.value();
-  Limits limits;
-  limits.backend = backend;
-  limits.max_batch = batch;
-  limits.max_source_length = static_cast<int32_t>(e.prompt_stride);
-  limits.max_target_length = static_cast<int32_t>(e.seq);
-  auto need = Generator::RequiredArenaBytes(p->model, limits);
-  INFO(need.status().message());
-  REQUIRE(need.ok());
-  p->arena.assign(need.value(), 0xCD);
-  const Status s = p->generator.Prepare(p->model, limits, p->arena.data(), p->arena.size());
-  INFO(s.message());
-  REQUIRE(s.ok());
+void Prepare(testing::PreparedGenerator* p, const ConvertOptions& options, Backend backend,
+             int32_t batch, const LmExpected& e) {
+  testing::PrepareConverted(p, options, backend, batch, e);
   REQUIRE(p->generator.backend() == backend);
-}
-
-// Largest |logit - expected| at every position of prompt + greedy continuation of every sequence,
-// run as one batch: prefill, then teacher-forced steps (a finished sequence is kFinished).
-float LogitError(DecoderOnly& m, const LmExpected& e) {
-  float worst = 0.0f;
-  auto compare = [&](const float* logits, int64_t b, int64_t position) {
-    for (int64_t v = 0; v < e.vocab; ++v) {
-      worst = std::max(worst, std::fabs(logits[b * e.vocab + v] -
-                                        e.logits[(b * e.seq + position) * e.vocab + v]));
-    }
-  };
-  const float* logits = nullptr;
-  REQUIRE(m.Prefill(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
-                    static_cast<int32_t>(e.batch), &logits)
-              .ok());
-  for (int64_t b = 0; b < e.batch; ++b) compare(logits, b, e.prompt_lengths[b] - 1);
-  std::vector<int32_t> tokens(static_cast<size_t>(e.batch));
-  for (int64_t step = 0; step < e.max_new; ++step) {
-    bool any = false;
-    for (int64_t b = 0; b < e.batch; ++b) {
-      tokens[b] =
-          step < e.greedy_lengths[b] ? e.greedy[b * e.max_new + step] : DecoderOnly::kFinished;
-      any = any || tokens[b] != DecoderOnly::kFinished;
-    }
-    if (!any) break;
-    const Status s = m.DecodeStep(tokens.data(), &logits);
-    INFO(s.message());
-    REQUIRE(s.ok());
-    for (int64_t b = 0; b < e.batch; ++b) {
-      if (tokens[b] != DecoderOnly::kFinished) compare(logits, b, e.prompt_lengths[b] + step);
-    }
-  }
-  return worst;
-}
-
-std::vector<int32_t> Expected(const LmExpected& e, int64_t b) {
-  return std::vector<int32_t>(e.greedy.begin() + b * e.max_new,
-                              e.greedy.begin() + b * e.max_new + e.greedy_lengths[b]);
 }
 
 TEST_CASE("LLaMA matches its PyTorch forward at every step, alone and batched, both backends",
           "[architectures][llama]") {
-  const LmExpected e = LoadExpected();
+  const LmExpected e = testing::LoadLmExpected("llama/expected.safetensors");
   REQUIRE(e.batch == 3);
   // The prompts really differ in length (the batch mixes positions at every step).
   CHECK(e.prompt_lengths[0] != e.prompt_lengths[1]);
-  for (Backend backend : Backends()) {
-    Prepared p;
+  for (Backend backend : testing::Backends()) {
+    testing::PreparedGenerator p;
     Prepare(&p, Llama(), backend, static_cast<int32_t>(e.batch), e);
     INFO(p.generator.backend_report());
     DecoderOnly& m = p.generator.decoder_only();
-    CHECK(LogitError(m, e) <= 1e-4f);
+    CHECK(testing::LogitError(m, e) <= 1e-4f);
     for (int64_t b = 0; b < e.batch; ++b) {
       INFO("prompt " << b << " alone");
-      CHECK(LogitError(m, e.Row(b)) <= 1e-4f);
+      CHECK(testing::LogitError(m, e.Row(b)) <= 1e-4f);
     }
-    // Greedy continuations: each prompt alone, then the whole batch at once.
-    GenerationOptions options;
-    options.max_new_tokens = static_cast<int32_t>(e.max_new);
-    std::vector<int32_t> out(static_cast<size_t>(e.batch * e.max_new)),
-        lengths(static_cast<size_t>(e.batch));
-    for (int64_t b = 0; b < e.batch; ++b) {
-      size_t n = 0;
-      REQUIRE(p.generator
-                  .Generate(Span<const int32_t>(e.prompts.data() + b * e.prompt_stride,
-                                                static_cast<size_t>(e.prompt_lengths[b])),
-                            Span<int32_t>(out.data(), static_cast<size_t>(e.max_new)), &n, options)
-                  .ok());
-      CHECK(std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n)) ==
-            Expected(e, b));
-    }
-    REQUIRE(p.generator
-                .Generate(e.prompts.data(), e.prompt_stride, e.prompt_lengths.data(),
-                          static_cast<int32_t>(e.batch), options, out.data(), e.max_new,
-                          lengths.data())
-                .ok());
-    for (int64_t b = 0; b < e.batch; ++b) {
-      INFO("batch row " << b);
-      CHECK(std::vector<int32_t>(out.begin() + b * e.max_new,
-                                 out.begin() + b * e.max_new + lengths[b]) == Expected(e, b));
-    }
+    testing::CheckGreedy(p.generator, e);
   }
 }
 
 TEST_CASE("LLaMA int8 and int4 conversions load and generate", "[architectures][llama]") {
-  const LmExpected e = LoadExpected();
+  const LmExpected e = testing::LoadLmExpected("llama/expected.safetensors");
   for (DType dtype : {DType::kI8, DType::kI4}) {
-    for (Backend backend : Backends()) {
+    for (Backend backend : testing::Backends()) {
       INFO(DTypeName(dtype));
-      Prepared p;
+      testing::PreparedGenerator p;
       Prepare(&p, Llama(dtype), backend, 1, e);
       INFO(p.generator.backend_report());
-      const float error = LogitError(p.generator.decoder_only(), e.Row(0));
-      CHECK(error > 0.0f);  // really quantized
       // Loose bounds: a sanity check on a tiny random model (int4 measured ~3.9, int8 ~0.3).
-      CHECK(error < (dtype == DType::kI8 ? 1.0f : 12.0f));
-      std::vector<int32_t> out(8);
-      size_t n = 0;
-      GenerationOptions options;
-      options.stop_at_eos = false;
-      options.sampling.temperature = 0.8f;
-      options.sampling.top_k = 10;
-      options.sampling.seed = 4;
-      REQUIRE(p.generator
-                  .Generate(Span<const int32_t>(e.prompts.data(),
-                                                static_cast<size_t>(e.prompt_lengths[0])),
-                            Span<int32_t>(out.data(), out.size()), &n, options)
-                  .ok());
-      CHECK(n == 8);
+      testing::CheckQuantized(p.generator, e, dtype == DType::kI8 ? 1.0f : 12.0f);
     }
   }
 }
@@ -286,15 +138,6 @@ struct LlamaCopy {
     return o;
   }
 };
-
-std::string ConvertError(const ConvertOptions& o) {
-  try {
-    BuildContents(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architectures][llama]") {
   struct Case {

@@ -1,5 +1,6 @@
 // Test support: small models built in memory (random weights from a seed), the parity
-// fixtures made by tools/fixtures/make_parity_fixtures.py, and 64-byte aligned model bytes.
+// fixtures made by tools/fixtures/make_parity_fixtures.py, 64-byte aligned model bytes, and the
+// backends to run them on.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,15 @@ class AlignedBytes {
   size_t shift_ = 0;
   size_t size_ = 0;
 };
+
+// The backends this build runs: the reference kernels, and XNNPACK when built with it.
+inline std::vector<Backend> Backends() {
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+  return {Backend::kReference, Backend::kXnnpack};
+#else
+  return {Backend::kReference};
+#endif
+}
 
 // A small post-LN config: d_model 16, 2 heads, 2+2 layers, d_ff 24, vocab 20.
 ModelConfig TinyConfig();

@@ -68,12 +68,168 @@ int Chain(const WeightView& w, LinearPath* out) {
   return 0;
 }
 
-// XNNPACK 2024-11's f32_qc8w / f32_qc4w operators multiply the bias by the channel's weight
-// scale (measured: y = x W^T + scale * b). Those paths get no bias from XNNPACK; RunLinear adds it.
-bool BiasAfterRun(LinearPath p) { return p == LinearPath::kF32Qc8w || p == LinearPath::kF32Qc4w; }
+// How a path's operator takes its activations: decides what RunLinear does around it, the
+// strides it is created with and what the per-session context must hold (ContextNeeds::Add).
+enum class Activations : uint8_t {
+  kNone,  // kReference: no operator
+  kF32,   // the caller's x and y, at the strides of the spec
+  kQd8,   // x quantized per row into the context's int8 buffer (convert_nc_f32_qd8) first
+  kF16,   // x converted to f16 into the context's buffer, the f16 result converted back into y
+};
 
-bool Quantized(LinearPath p) {
-  return p == LinearPath::kQd8Qc8w || p == LinearPath::kQd8Qc4w || p == LinearPath::kQd8Qb4w;
+// The small part of a path's scratch: what it hands XNNPACK besides the kernel.
+enum class Small : uint8_t {
+  kNothing,
+  kF16Bias,     // the bias in f16: XNNPACK takes it so next to f16 weights
+  kRowScales,   // an f32 scale per row
+  kBlockScales  // a bf16 scale per block, as XNNPACK's blockwise int4 takes them
+};
+
+// Whether the file's int4 nibbles (two's complement, a padding nibble ending odd rows) are
+// repacked into scratch for the operator.
+enum class Repack : uint8_t {
+  kNever,
+  // Zero point 0, the file's signed nibbles; only odd K is repacked: the padding nibble, which
+  // XNNPACK reads as a weight, cleared.
+  kClearPadding,
+  // The operator reads nibbles as unsigned with zero point 8: always repacked, each nibble's top
+  // bit flipped (a cleared padding nibble becomes 8, a zero weight).
+  kToUnsigned,
+};
+
+// Who adds the bias. XNNPACK 2024-11's f32_qc8w / f32_qc4w operators multiply the bias by the
+// channel's weight scale (measured: y = x W^T + scale * b): those paths get no bias from XNNPACK;
+// RunLinear adds it.
+enum class BiasBy : uint8_t { kOperator, kRunLinear };
+
+// What CreateOperator hands XNNPACK, in its units.
+struct Operands {
+  size_t k = 0, n = 0;
+  size_t input_stride = 0, output_stride = 0;
+  size_t block_size = 0;  // kQd8Qb4w
+  uint8_t zero_point = 0;
+  const void* kernel = nullptr;
+  const void* scales = nullptr;  // f32 per row, or bf16 per block
+  const void* bias = nullptr;    // f32, or f16 next to f16 weights
+};
+
+const float* F32(const void* p) { return static_cast<const float*>(p); }
+
+// Everything that differs between the paths, one row per LinearPath in its order: the path, its
+// XNNPACK operator, the enums above, then the operator's create and reshape and the setup of its
+// activations (one of f32, qd8, f16; the others null).
+struct PathTraits {
+  LinearPath path;
+  const char* name;  // the XNNPACK operator, for reports
+  Activations activations;
+  Small small;
+  Repack repack;
+  BiasBy bias_by;
+  xnn_status (*create)(const Operands& o, xnn_operator_t* op);
+  xnn_status (*reshape)(xnn_operator_t op, size_t rows, pthreadpool_t pool);
+  xnn_status (*setup_f32)(xnn_operator_t op, const float* x, float* y);
+  xnn_status (*setup_qd8)(xnn_operator_t op, const int8_t* x, float* y,
+                          const xnn_quantization_params* params);
+  xnn_status (*setup_f16)(xnn_operator_t op, const void* x, void* y);
+};
+
+constexpr PathTraits kPaths[] = {
+    {LinearPath::kReference, "reference", Activations::kNone, Small::kNothing, Repack::kNever,
+     BiasBy::kOperator, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {LinearPath::kF32, "fully_connected_nc_f32", Activations::kF32, Small::kNothing, Repack::kNever,
+     BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_f32(o.k, o.n, o.input_stride, o.output_stride,
+                                                F32(o.kernel), F32(o.bias), kNoMin, kNoMax, 0,
+                                                nullptr, nullptr, op);
+     },
+     xnn_reshape_fully_connected_nc_f32, xnn_setup_fully_connected_nc_f32, nullptr, nullptr},
+    {LinearPath::kF16, "fully_connected_nc_f16", Activations::kF16, Small::kF16Bias, Repack::kNever,
+     BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_f16(o.k, o.n, o.input_stride, o.output_stride, o.kernel,
+                                                o.bias, kNoMin, kNoMax, 0, nullptr, nullptr, op);
+     },
+     xnn_reshape_fully_connected_nc_f16, nullptr, nullptr, xnn_setup_fully_connected_nc_f16},
+    {LinearPath::kF16AsF32, "fully_connected_nc_f32_f16", Activations::kF32, Small::kF16Bias,
+     Repack::kNever, BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_f32_f16(o.k, o.n, o.input_stride, o.output_stride,
+                                                    o.kernel, o.bias, kNoMin, kNoMax, 0, nullptr,
+                                                    nullptr, op);
+     },
+     xnn_reshape_fully_connected_nc_f32_f16, xnn_setup_fully_connected_nc_f32_f16, nullptr,
+     nullptr},
+    {LinearPath::kQd8Qc8w, "fully_connected_nc_qd8_f32_qc8w", Activations::kQd8, Small::kRowScales,
+     Repack::kNever, BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_qd8_f32_qc8w(
+           o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
+           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           op);
+     },
+     xnn_reshape_fully_connected_nc_qd8_f32_qc8w, nullptr,
+     xnn_setup_fully_connected_nc_qd8_f32_qc8w, nullptr},
+    {LinearPath::kF32Qc8w, "fully_connected_nc_f32_qc8w", Activations::kF32, Small::kRowScales,
+     Repack::kNever, BiasBy::kRunLinear,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_f32_qc8w(
+           o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
+           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           op);
+     },
+     xnn_reshape_fully_connected_nc_f32_qc8w, xnn_setup_fully_connected_nc_f32_qc8w, nullptr,
+     nullptr},
+    {LinearPath::kQd8Qc4w, "fully_connected_nc_qd8_f32_qc4w", Activations::kQd8, Small::kRowScales,
+     Repack::kClearPadding, BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_qd8_f32_qc4w(
+           o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales), o.kernel,
+           F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr, op);
+     },
+     xnn_reshape_fully_connected_nc_qd8_f32_qc4w, nullptr,
+     xnn_setup_fully_connected_nc_qd8_f32_qc4w, nullptr},
+    {LinearPath::kF32Qc4w, "fully_connected_nc_f32_qc4w", Activations::kF32, Small::kRowScales,
+     Repack::kToUnsigned, BiasBy::kRunLinear,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_f32_qc4w(
+           o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales),
+           static_cast<const uint8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           op);
+     },
+     xnn_reshape_fully_connected_nc_f32_qc4w, xnn_setup_fully_connected_nc_f32_qc4w, nullptr,
+     nullptr},
+    {LinearPath::kQd8Qb4w, "fully_connected_nc_qd8_f32_qb4w", Activations::kQd8,
+     Small::kBlockScales, Repack::kToUnsigned, BiasBy::kOperator,
+     [](const Operands& o, xnn_operator_t* op) {
+       return xnn_create_fully_connected_nc_qd8_f32_qb4w(
+           o.k, o.n, o.input_stride, o.output_stride, o.block_size, o.zero_point,
+           static_cast<const uint16_t*>(o.scales), o.kernel, F32(o.bias), kNoMin, kNoMax, 0,
+           nullptr, nullptr, op);
+     },
+     xnn_reshape_fully_connected_nc_qd8_f32_qb4w, nullptr,
+     xnn_setup_fully_connected_nc_qd8_f32_qb4w, nullptr},
+};
+
+constexpr bool RowsInPathOrder() {
+  for (int i = 0; i < kLinearPathCount; ++i) {
+    if (static_cast<int>(kPaths[i].path) != i) return false;
+  }
+  return true;
+}
+static_assert(sizeof kPaths / sizeof kPaths[0] == kLinearPathCount, "a row per LinearPath");
+static_assert(RowsInPathOrder(), "kPaths[p] describes path p");
+
+const PathTraits& Traits(LinearPath path) { return kPaths[static_cast<size_t>(path)]; }
+
+// The context's activation buffers a call of `rows` rows needs (ContextNeeds::Add plans them,
+// RunLinear checks them).
+size_t Qd8InputBytes(size_t rows, size_t k) { return rows * k + XNN_EXTRA_BYTES; }
+size_t Qd8ParamsBytes(size_t rows) {
+  return (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params);
+}
+size_t F16Bytes(size_t rows, size_t channels) {
+  return rows * channels * sizeof(uint16_t) + XNN_EXTRA_BYTES;
 }
 
 // Prepare-time inputs of a path that differ from the file's bytes. Scratch layout: the small
@@ -85,38 +241,26 @@ struct ScratchLayout {
 };
 
 ScratchLayout Layout(LinearPath path, const LinearSpec& spec) {
+  const PathTraits& t = Traits(path);
   const size_t n = static_cast<size_t>(spec.weight.rows);
   const size_t k = static_cast<size_t>(spec.weight.cols);
-  const size_t row_bytes = spec.weight.row_bytes();
   ScratchLayout l;
-  switch (path) {
-    case LinearPath::kReference:
-    case LinearPath::kF32:
+  switch (t.small) {
+    case Small::kNothing:
       break;
-    case LinearPath::kF16:
-    case LinearPath::kF16AsF32:
-      // XNNPACK takes the bias in f16 next to f16 weights.
+    case Small::kF16Bias:
       if (spec.bias) l.small_bytes = Align64(n * sizeof(uint16_t));
       break;
-    case LinearPath::kQd8Qc8w:
-    case LinearPath::kF32Qc8w:
+    case Small::kRowScales:
       l.small_bytes = Align64(n * sizeof(float));
       break;
-    case LinearPath::kQd8Qc4w:
-      l.small_bytes = Align64(n * sizeof(float));
-      // Odd rows end in a padding nibble XNNPACK reads as a weight: repack with it cleared.
-      if (k % 2) l.kernel_bytes = Align64(n * row_bytes);
-      break;
-    case LinearPath::kF32Qc4w:
-      // This operator reads nibbles as unsigned with a zero point: always repacked.
-      l.small_bytes = Align64(n * sizeof(float));
-      l.kernel_bytes = Align64(n * row_bytes);
-      break;
-    case LinearPath::kQd8Qb4w:
+    case Small::kBlockScales:
       l.small_bytes =
           Align64(n * static_cast<size_t>(spec.weight.groups_per_row()) * sizeof(uint16_t));
-      l.kernel_bytes = Align64(n * row_bytes);
       break;
+  }
+  if (t.repack == Repack::kToUnsigned || (t.repack == Repack::kClearPadding && k % 2)) {
+    l.kernel_bytes = Align64(n * spec.weight.row_bytes());
   }
   return l;
 }
@@ -128,128 +272,74 @@ uint16_t Bf16(float value) {  // round to nearest even
   return static_cast<uint16_t>(bits >> 16);
 }
 
-struct Inputs {
-  const void* kernel = nullptr;
-  const void* scales = nullptr;
-  const void* bias = nullptr;
-};
-
-// Fills scratch per Layout(path, spec) and says which pointers to hand XNNPACK. With
-// repack_kernel false (the dry run), the kernel stays the file's bytes: XNNPACK does not read
-// it before asking for the packed memory, and for small layers that it does pack, the values
-// do not matter.
-Inputs PrepareInputs(LinearPath path, const LinearSpec& spec, uint8_t* scratch,
-                     bool repack_kernel) {
+// Fills scratch per Layout(path, spec) and says what to hand XNNPACK. With repack_kernel false
+// (the dry run), the kernel stays the file's bytes: XNNPACK does not read it before asking for
+// the packed memory, and for small layers that it does pack, the values do not matter.
+Operands PrepareOperands(LinearPath path, const LinearSpec& spec, uint8_t* scratch,
+                         bool repack_kernel) {
+  const PathTraits& t = Traits(path);
   const WeightView& w = spec.weight;
   const int64_t n = w.rows;
   const ScratchLayout l = Layout(path, spec);
-  Inputs in;
-  in.kernel = w.data;
-  in.bias = spec.bias;
-  switch (path) {
-    case LinearPath::kReference:
-    case LinearPath::kF32:
+  Operands o;
+  o.k = static_cast<size_t>(w.cols);
+  o.n = static_cast<size_t>(n);
+  // Quantized and f16 activations live in the context's contiguous buffers.
+  o.input_stride =
+      t.activations == Activations::kF32 ? static_cast<size_t>(spec.input_stride) : o.k;
+  o.output_stride =
+      t.activations == Activations::kF16 ? o.n : static_cast<size_t>(spec.output_stride);
+  o.block_size = static_cast<size_t>(w.group_size);
+  o.zero_point = t.repack == Repack::kToUnsigned ? 8 : 0;
+  o.kernel = w.data;
+  o.bias = t.bias_by == BiasBy::kRunLinear ? nullptr : spec.bias;
+  switch (t.small) {
+    case Small::kNothing:
       break;
-    case LinearPath::kF16:
-    case LinearPath::kF16AsF32:
+    case Small::kF16Bias:
       if (spec.bias) {
         uint16_t* bias16 = reinterpret_cast<uint16_t*>(scratch);
         for (int64_t i = 0; i < n; ++i) bias16[i] = Fp32ToFp16(spec.bias[i]);
-        in.bias = bias16;
+        o.bias = bias16;
       }
       break;
-    case LinearPath::kQd8Qc8w:
-    case LinearPath::kF32Qc8w:
-    case LinearPath::kQd8Qc4w:
-    case LinearPath::kF32Qc4w: {
+    case Small::kRowScales: {
       // A zero scale (an all-zero row) becomes 1: the row's weights are 0 either way, and
       // XNNPACK never sees a degenerate scale.
       float* scales = reinterpret_cast<float*>(scratch);
       for (int64_t i = 0; i < n; ++i) scales[i] = w.scales[i] > 0.0f ? w.scales[i] : 1.0f;
-      in.scales = scales;
-      if (l.kernel_bytes && repack_kernel) {
-        uint8_t* kernel = scratch + l.small_bytes;
-        const size_t row_bytes = w.row_bytes();
-        // kF32Qc4w wants unsigned nibbles with zero point 8 (flip each nibble's top bit; a
-        // cleared padding nibble becomes 8, a zero weight); kQd8Qc4w takes the file's signed
-        // nibbles with zero point 0 and only needs the padding cleared.
-        const uint8_t flip = path == LinearPath::kF32Qc4w ? 0x88u : 0x00u;
-        for (int64_t r = 0; r < n; ++r) {
-          uint8_t* row = kernel + r * row_bytes;
-          std::memcpy(row, w.row(r), row_bytes);
-          if (w.cols % 2) row[row_bytes - 1] &= 0x0F;
-          for (size_t i = 0; i < row_bytes; ++i) row[i] ^= flip;
-        }
-        in.kernel = kernel;
-      }
+      o.scales = scales;
       break;
     }
-    case LinearPath::kQd8Qb4w: {
+    case Small::kBlockScales: {
       const int64_t count = n * w.groups_per_row();
       uint16_t* scales = reinterpret_cast<uint16_t*>(scratch);
       for (int64_t i = 0; i < count; ++i) scales[i] = Bf16(w.scales[i] > 0.0f ? w.scales[i] : 1.0f);
-      in.scales = scales;
-      if (repack_kernel) {
-        // The file's nibbles are two's complement; XNNPACK's blockwise int4 wants unsigned
-        // nibbles with zero point 8: flip each nibble's top bit.
-        uint8_t* kernel = scratch + l.small_bytes;
-        const size_t bytes = static_cast<size_t>(n) * w.row_bytes();
-        const uint8_t* src = static_cast<const uint8_t*>(w.data);
-        for (size_t i = 0; i < bytes; ++i) kernel[i] = src[i] ^ 0x88u;
-        in.kernel = kernel;
-      }
+      o.scales = scales;
       break;
     }
   }
-  return in;
+  if (l.kernel_bytes && repack_kernel) {  // see Repack
+    uint8_t* kernel = scratch + l.small_bytes;
+    const size_t row_bytes = w.row_bytes();
+    const uint8_t flip = t.repack == Repack::kToUnsigned ? 0x88u : 0x00u;
+    for (int64_t r = 0; r < n; ++r) {
+      uint8_t* row = kernel + r * row_bytes;
+      std::memcpy(row, w.row(r), row_bytes);
+      if (w.cols % 2) row[row_bytes - 1] &= 0x0F;
+      for (size_t i = 0; i < row_bytes; ++i) row[i] ^= flip;
+    }
+    o.kernel = kernel;
+  }
+  return o;
 }
 
-xnn_status CreateOperator(LinearPath path, const LinearSpec& spec, const Inputs& in,
-                          xnn_operator_t* op) {
+xnn_status CreateOperator(LinearPath path, const Operands& o, xnn_operator_t* op) {
   if (g_unsupported_for_testing.load(std::memory_order_relaxed) & PathBit(path)) {
     return xnn_status_unsupported_hardware;
   }
-  const size_t k = static_cast<size_t>(spec.weight.cols);
-  const size_t n = static_cast<size_t>(spec.weight.rows);
-  const size_t in_stride = static_cast<size_t>(spec.input_stride);
-  const size_t out_stride = static_cast<size_t>(spec.output_stride);
-  const float* bias = static_cast<const float*>(in.bias);
-  const float* scales = static_cast<const float*>(in.scales);
-  switch (path) {
-    case LinearPath::kReference:
-      return xnn_status_invalid_parameter;
-    case LinearPath::kF32:
-      return xnn_create_fully_connected_nc_f32(k, n, in_stride, out_stride,
-                                               static_cast<const float*>(in.kernel), bias, kNoMin,
-                                               kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kF16:  // f16 activations live in the context's contiguous buffers
-      return xnn_create_fully_connected_nc_f16(k, n, k, n, in.kernel, in.bias, kNoMin, kNoMax, 0,
-                                               nullptr, nullptr, op);
-    case LinearPath::kF16AsF32:
-      return xnn_create_fully_connected_nc_f32_f16(k, n, in_stride, out_stride, in.kernel, in.bias,
-                                                   kNoMin, kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kQd8Qc8w:  // quantized activations live in the context's buffer
-      return xnn_create_fully_connected_nc_qd8_f32_qc8w(k, n, k, out_stride, scales,
-                                                        static_cast<const int8_t*>(in.kernel), bias,
-                                                        kNoMin, kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kF32Qc8w:  // bias added by RunLinear (see BiasAfterRun)
-      return xnn_create_fully_connected_nc_f32_qc8w(k, n, in_stride, out_stride, scales,
-                                                    static_cast<const int8_t*>(in.kernel), nullptr,
-                                                    kNoMin, kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kQd8Qc4w:  // zero point 0: signed two's-complement nibbles, as in the file
-      return xnn_create_fully_connected_nc_qd8_f32_qc4w(
-          k, n, k, out_stride, 0, scales, in.kernel, bias, kNoMin, kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kF32Qc4w:  // bias added by RunLinear (see BiasAfterRun)
-      return xnn_create_fully_connected_nc_f32_qc4w(k, n, in_stride, out_stride, 8, scales,
-                                                    static_cast<const uint8_t*>(in.kernel), nullptr,
-                                                    kNoMin, kNoMax, 0, nullptr, nullptr, op);
-    case LinearPath::kQd8Qb4w:
-      return xnn_create_fully_connected_nc_qd8_f32_qb4w(
-          k, n, k, out_stride, static_cast<size_t>(spec.weight.group_size), 8,
-          static_cast<const uint16_t*>(in.scales), in.kernel, bias, kNoMin, kNoMax, 0, nullptr,
-          nullptr, op);
-  }
-  return xnn_status_invalid_parameter;
+  const PathTraits& t = Traits(path);
+  return t.create != nullptr ? t.create(o, op) : xnn_status_invalid_parameter;
 }
 
 // Dry run of one path: true with the arena bytes when this CPU supports it.
@@ -262,12 +352,12 @@ bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes) {
     small = static_cast<uint8_t*>(std::malloc(l.small_bytes));
     if (small == nullptr) return false;
   }
-  const Inputs in = PrepareInputs(path, spec, small, /*repack_kernel=*/false);
+  const Operands o = PrepareOperands(path, spec, small, /*repack_kernel=*/false);
   xnn_operator_t op = nullptr;
   bool supported = false;
   {
     MeasureScope scope;
-    const xnn_status status = CreateOperator(path, spec, in, &op);
+    const xnn_status status = CreateOperator(path, o, &op);
     if (status == xnn_status_success) {
       supported = true;
       xnn_delete_operator(op);
@@ -282,54 +372,42 @@ bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes) {
 
 bool Check(xnn_status status) { return status == xnn_status_success; }
 
+// The status of an XNNPACK operator that could not be created at prepare.
+StatusCode PrepareError(xnn_status s) {
+  return s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal;
+}
+
 bool Fallback(Context& c) {
   ++c.fallback_calls;
   return false;
 }
 
-bool SameShape(int64_t* last, int64_t a, int64_t b, int64_t c, int64_t d) {
-  if (last[0] == a && last[1] == b && last[2] == c && last[3] == d) return true;
-  last[0] = a;
-  last[1] = b;
-  last[2] = c;
-  last[3] = d;
+// Reshapes a conversion operator unless it was last reshaped for this shape (rows, channels,
+// input stride, output stride, remembered in `last`); false when XNNPACK refuses, with the
+// shape forgotten.
+bool ReshapeConvert(xnn_status (*reshape)(xnn_operator_t, size_t, size_t, size_t, size_t,
+                                          pthreadpool_t),
+                    xnn_operator_t op, int64_t* last, int64_t rows, int64_t channels,
+                    int64_t input_stride, int64_t output_stride, pthreadpool_t pool) {
+  if (last[0] == rows && last[1] == channels && last[2] == input_stride &&
+      last[3] == output_stride) {
+    return true;
+  }
+  last[0] = rows;
+  last[1] = channels;
+  last[2] = input_stride;
+  last[3] = output_stride;
+  if (Check(reshape(op, static_cast<size_t>(rows), static_cast<size_t>(channels),
+                    static_cast<size_t>(input_stride), static_cast<size_t>(output_stride), pool))) {
+    return true;
+  }
+  last[0] = -1;
   return false;
 }
 
 bool ReshapeFc(LinearKernel& kn, int64_t m) {
   if (kn.reshaped_rows == m) return true;
-  pthreadpool_t pool = kn.context->pool;
-  const size_t rows = static_cast<size_t>(m);
-  xnn_status s = xnn_status_invalid_parameter;
-  switch (kn.path) {
-    case LinearPath::kReference:
-      break;
-    case LinearPath::kF32:
-      s = xnn_reshape_fully_connected_nc_f32(kn.op, rows, pool);
-      break;
-    case LinearPath::kF16:
-      s = xnn_reshape_fully_connected_nc_f16(kn.op, rows, pool);
-      break;
-    case LinearPath::kF16AsF32:
-      s = xnn_reshape_fully_connected_nc_f32_f16(kn.op, rows, pool);
-      break;
-    case LinearPath::kQd8Qc8w:
-      s = xnn_reshape_fully_connected_nc_qd8_f32_qc8w(kn.op, rows, pool);
-      break;
-    case LinearPath::kF32Qc8w:
-      s = xnn_reshape_fully_connected_nc_f32_qc8w(kn.op, rows, pool);
-      break;
-    case LinearPath::kQd8Qc4w:
-      s = xnn_reshape_fully_connected_nc_qd8_f32_qc4w(kn.op, rows, pool);
-      break;
-    case LinearPath::kF32Qc4w:
-      s = xnn_reshape_fully_connected_nc_f32_qc4w(kn.op, rows, pool);
-      break;
-    case LinearPath::kQd8Qb4w:
-      s = xnn_reshape_fully_connected_nc_qd8_f32_qb4w(kn.op, rows, pool);
-      break;
-  }
-  if (!Check(s)) {
+  if (!Check(Traits(kn.path).reshape(kn.op, static_cast<size_t>(m), kn.context->pool))) {
     kn.reshaped_rows = -1;
     return false;
   }
@@ -340,27 +418,7 @@ bool ReshapeFc(LinearKernel& kn, int64_t m) {
 }  // namespace
 
 const char* LinearPathName(LinearPath path) {
-  switch (path) {
-    case LinearPath::kReference:
-      return "reference";
-    case LinearPath::kF32:
-      return "fully_connected_nc_f32";
-    case LinearPath::kF16:
-      return "fully_connected_nc_f16";
-    case LinearPath::kF16AsF32:
-      return "fully_connected_nc_f32_f16";
-    case LinearPath::kQd8Qc8w:
-      return "fully_connected_nc_qd8_f32_qc8w";
-    case LinearPath::kF32Qc8w:
-      return "fully_connected_nc_f32_qc8w";
-    case LinearPath::kQd8Qc4w:
-      return "fully_connected_nc_qd8_f32_qc4w";
-    case LinearPath::kF32Qc4w:
-      return "fully_connected_nc_f32_qc4w";
-    case LinearPath::kQd8Qb4w:
-      return "fully_connected_nc_qd8_f32_qb4w";
-  }
-  return "?";
+  return static_cast<int>(path) < kLinearPathCount ? Traits(path).name : "?";
 }
 
 LinearPath PreferredPath(const WeightView& weight) {
@@ -412,15 +470,15 @@ void ContextNeeds::Add(const LinearSpec& spec, LinearPath path) {
   const size_t k = static_cast<size_t>(spec.weight.cols);
   const size_t n = static_cast<size_t>(spec.weight.rows);
   auto grow = [](size_t* have, size_t want) { *have = want > *have ? want : *have; };
-  if (Quantized(path)) {
+  const Activations activations = Traits(path).activations;
+  if (activations == Activations::kQd8) {
     qd8 = true;
-    grow(&qd8_input_bytes, rows * k + XNN_EXTRA_BYTES);
-    grow(&qd8_params_bytes,
-         (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params));
-  } else if (path == LinearPath::kF16) {
+    grow(&qd8_input_bytes, Qd8InputBytes(rows, k));
+    grow(&qd8_params_bytes, Qd8ParamsBytes(rows));
+  } else if (activations == Activations::kF16) {
     f16 = true;
-    grow(&f16_input_bytes, rows * k * sizeof(uint16_t) + XNN_EXTRA_BYTES);
-    grow(&f16_output_bytes, rows * n * sizeof(uint16_t) + XNN_EXTRA_BYTES);
+    grow(&f16_input_bytes, F16Bytes(rows, k));
+    grow(&f16_output_bytes, F16Bytes(rows, n));
   }
 }
 
@@ -468,9 +526,8 @@ Status MeasureContext(const ContextNeeds& needs, size_t* xnn_bytes) {
 Status CreateContext(const ContextNeeds& needs, Context* c) {
   const xnn_status s = CreateContextOperators(needs, c);
   if (s != xnn_status_success) {
-    return Status::Error(
-        s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
-        "XNNPACK conversion operators: status %d", static_cast<int>(s));
+    return Status::Error(PrepareError(s), "XNNPACK conversion operators: status %d",
+                         static_cast<int>(s));
   }
   return Status::Ok();
 }
@@ -484,18 +541,17 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->k = spec.weight.cols;
   out->input_stride = spec.input_stride;
   out->output_stride = spec.output_stride;
-  out->bias_after_run = BiasAfterRun(choice.path) ? spec.bias : nullptr;
+  out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;
   if (choice.path == LinearPath::kReference) return Status::Ok();
-  const Inputs in =
-      PrepareInputs(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/true);
+  const Operands o =
+      PrepareOperands(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/true);
   xnn_operator_t op = nullptr;
-  const xnn_status s = CreateOperator(choice.path, spec, in, &op);
+  const xnn_status s = CreateOperator(choice.path, o, &op);
   if (s != xnn_status_success) {
-    return Status::Error(
-        s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
-        "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",
-        LinearPathName(choice.path), static_cast<long long>(out->n), static_cast<long long>(out->k),
-        static_cast<int>(s));
+    return Status::Error(PrepareError(s),
+                         "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",
+                         LinearPathName(choice.path), static_cast<long long>(out->n),
+                         static_cast<long long>(out->k), static_cast<int>(s));
   }
   out->op = op;
   return Status::Ok();
@@ -504,35 +560,20 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
 bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
   Context& c = *kn.context;
   if (kn.op == nullptr || m < 1) return m == 0 && kn.op != nullptr;
+  const PathTraits& t = Traits(kn.path);
   pthreadpool_t pool = c.pool;
   const size_t rows = static_cast<size_t>(m);
   const size_t k = static_cast<size_t>(kn.k);
   const size_t n = static_cast<size_t>(kn.n);
-  switch (kn.path) {
-    case LinearPath::kReference:
+  switch (t.activations) {
+    case Activations::kNone:
       return false;
-    case LinearPath::kF32:
-    case LinearPath::kF16AsF32:
-    case LinearPath::kF32Qc8w:
-    case LinearPath::kF32Qc4w: {
+    case Activations::kF32: {
       if (ldx != kn.input_stride || ldy != kn.output_stride || !ReshapeFc(kn, m))
         return Fallback(c);
-      xnn_status s;
-      switch (kn.path) {
-        case LinearPath::kF32:
-          s = xnn_setup_fully_connected_nc_f32(kn.op, x, y);
-          break;
-        case LinearPath::kF16AsF32:
-          s = xnn_setup_fully_connected_nc_f32_f16(kn.op, x, y);
-          break;
-        case LinearPath::kF32Qc8w:
-          s = xnn_setup_fully_connected_nc_f32_qc8w(kn.op, x, y);
-          break;
-        default:
-          s = xnn_setup_fully_connected_nc_f32_qc4w(kn.op, x, y);
-          break;
+      if (!Check(t.setup_f32(kn.op, x, y)) || !Check(xnn_run_operator(kn.op, pool))) {
+        return Fallback(c);
       }
-      if (!Check(s) || !Check(xnn_run_operator(kn.op, pool))) return Fallback(c);
       if (kn.bias_after_run != nullptr) {
         for (int64_t i = 0; i < m; ++i) {
           float* yi = y + i * ldy;
@@ -541,65 +582,36 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
       }
       return true;
     }
-    case LinearPath::kQd8Qc8w:
-    case LinearPath::kQd8Qc4w:
-    case LinearPath::kQd8Qb4w: {
-      if (ldy != kn.output_stride || ldx < kn.k || rows * k + XNN_EXTRA_BYTES > c.qd8_input_bytes ||
-          (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params) >
-              c.qd8_params_bytes) {
+    case Activations::kQd8: {
+      if (ldy != kn.output_stride || ldx < kn.k || Qd8InputBytes(rows, k) > c.qd8_input_bytes ||
+          Qd8ParamsBytes(rows) > c.qd8_params_bytes) {
         return Fallback(c);
       }
       auto* params = static_cast<xnn_quantization_params*>(c.qd8_params);
-      if (!SameShape(c.qd8_shape, m, kn.k, ldx, kn.k) &&
-          !Check(xnn_reshape_convert_nc_f32_qd8(c.to_qd8, rows, k, static_cast<size_t>(ldx), k,
-                                                pool))) {
-        c.qd8_shape[0] = -1;
-        return Fallback(c);
-      }
-      if (!Check(xnn_setup_convert_nc_f32_qd8(c.to_qd8, x, c.qd8_input, params)) ||
-          !Check(xnn_run_operator(c.to_qd8, pool)) || !ReshapeFc(kn, m)) {
-        return Fallback(c);
-      }
-      xnn_status s;
-      switch (kn.path) {
-        case LinearPath::kQd8Qc8w:
-          s = xnn_setup_fully_connected_nc_qd8_f32_qc8w(kn.op, c.qd8_input, y, params);
-          break;
-        case LinearPath::kQd8Qc4w:
-          s = xnn_setup_fully_connected_nc_qd8_f32_qc4w(kn.op, c.qd8_input, y, params);
-          break;
-        default:
-          s = xnn_setup_fully_connected_nc_qd8_f32_qb4w(kn.op, c.qd8_input, y, params);
-          break;
-      }
-      if (!Check(s) || !Check(xnn_run_operator(kn.op, pool))) return Fallback(c);
-      return true;
-    }
-    case LinearPath::kF16: {
-      if (ldx < kn.k || ldy < kn.n ||
-          rows * k * sizeof(uint16_t) + XNN_EXTRA_BYTES > c.f16_input_bytes ||
-          rows * n * sizeof(uint16_t) + XNN_EXTRA_BYTES > c.f16_output_bytes) {
-        return Fallback(c);
-      }
-      if (!SameShape(c.to_f16_shape, m, kn.k, ldx, kn.k) &&
-          !Check(xnn_reshape_unary_elementwise_nc(c.to_f16, rows, k, static_cast<size_t>(ldx), k,
-                                                  pool))) {
-        c.to_f16_shape[0] = -1;
-        return Fallback(c);
-      }
-      if (!Check(xnn_setup_unary_elementwise_nc(c.to_f16, x, c.f16_input)) ||
-          !Check(xnn_run_operator(c.to_f16, pool)) || !ReshapeFc(kn, m) ||
-          !Check(xnn_setup_fully_connected_nc_f16(kn.op, c.f16_input, c.f16_output)) ||
+      if (!ReshapeConvert(xnn_reshape_convert_nc_f32_qd8, c.to_qd8, c.qd8_shape, m, kn.k, ldx, kn.k,
+                          pool) ||
+          !Check(xnn_setup_convert_nc_f32_qd8(c.to_qd8, x, c.qd8_input, params)) ||
+          !Check(xnn_run_operator(c.to_qd8, pool)) || !ReshapeFc(kn, m) ||
+          !Check(t.setup_qd8(kn.op, c.qd8_input, y, params)) ||
           !Check(xnn_run_operator(kn.op, pool))) {
         return Fallback(c);
       }
-      if (!SameShape(c.from_f16_shape, m, kn.n, kn.n, ldy) &&
-          !Check(xnn_reshape_unary_elementwise_nc(c.from_f16, rows, n, n, static_cast<size_t>(ldy),
-                                                  pool))) {
-        c.from_f16_shape[0] = -1;
+      return true;
+    }
+    case Activations::kF16: {
+      if (ldx < kn.k || ldy < kn.n || F16Bytes(rows, k) > c.f16_input_bytes ||
+          F16Bytes(rows, n) > c.f16_output_bytes) {
         return Fallback(c);
       }
-      if (!Check(xnn_setup_unary_elementwise_nc(c.from_f16, c.f16_output, y)) ||
+      if (!ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.to_f16, c.to_f16_shape, m, kn.k, ldx,
+                          kn.k, pool) ||
+          !Check(xnn_setup_unary_elementwise_nc(c.to_f16, x, c.f16_input)) ||
+          !Check(xnn_run_operator(c.to_f16, pool)) || !ReshapeFc(kn, m) ||
+          !Check(t.setup_f16(kn.op, c.f16_input, c.f16_output)) ||
+          !Check(xnn_run_operator(kn.op, pool)) ||
+          !ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.from_f16, c.from_f16_shape, m, kn.n,
+                          kn.n, ldy, pool) ||
+          !Check(xnn_setup_unary_elementwise_nc(c.from_f16, c.f16_output, y)) ||
           !Check(xnn_run_operator(c.from_f16, pool))) {
         return Fallback(c);
       }

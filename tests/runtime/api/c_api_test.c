@@ -7,31 +7,11 @@
 #include <string.h>
 
 #include "tern/tern.h"
-
-static int failures = 0;
-static int passes = 0;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (cond) {                                                                                \
-      ++passes;                                                                                \
-    } else {                                                                                   \
-      ++failures;                                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              tern_last_error());                                                              \
-    }                                                                                          \
-  } while (0)
+#include "tests/runtime/api/c_test.h"
 
 /* PyTorch's greedy ids for the fixture's first sentence (tests/fixtures/parity/pre_gelu). */
 static const int32_t kSource[] = {22, 10, 24, 29, 28, 26, 2};
 static const int32_t kExpected[] = {35, 30, 26, 30, 35, 30};
-
-static int stop_after_two(void* user, int32_t sentence, int32_t step, int32_t token) {
-  int* seen = (int*)user;
-  (void)sentence;
-  (void)step;
-  (void)token;
-  return ++*seen < 2;
-}
 
 typedef struct {
   const tern_model* model;
@@ -185,12 +165,9 @@ int main(int argc, char** argv) {
   enum { kThreads = 4 };
   pthread_t threads[kThreads];
   worker_args args[kThreads];
+  for (int i = 0; i < kThreads; ++i) args[i].model = model;
+  run_threads(threads, kThreads, worker, args, sizeof args[0]);
   for (int i = 0; i < kThreads; ++i) {
-    args[i].model = model;
-    pthread_create(&threads[i], NULL, worker, &args[i]);
-  }
-  for (int i = 0; i < kThreads; ++i) {
-    pthread_join(threads[i], NULL);
     CHECK(args[i].ok);
     CHECK(strcmp(args[i].text, again) == 0);
   }
@@ -200,6 +177,5 @@ int main(int argc, char** argv) {
   tern_model_free(from_memory);
   tern_model_free(model);
   free(bytes);
-  printf("%d passed, %d failed\n", passes, failures);
-  return failures == 0 ? 0 : 1;
+  return summary();
 }

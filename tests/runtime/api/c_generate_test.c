@@ -9,19 +9,7 @@
 #include <string.h>
 
 #include "tern/tern.h"
-
-static int failures = 0;
-static int passes = 0;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (cond) {                                                                                \
-      ++passes;                                                                                \
-    } else {                                                                                   \
-      ++failures;                                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              tern_last_error());                                                              \
-    }                                                                                          \
-  } while (0)
+#include "tests/runtime/api/c_test.h"
 
 /* PyTorch's greedy continuations of the GPT-2 fixture's prompts
  * (tests/fixtures/checkpoints/gpt2, tools/fixtures/make_gpt2_fixture.py). */
@@ -32,14 +20,6 @@ static const int32_t kGreedy1[] = {34, 26, 26, 26, 40, 40, 21, 26, 26, 7, 26, 7}
 /* The LLaMA fixture's first prompt: 9 tokens, then EOS (tools/fixtures/make_llama_fixture.py). */
 static const int32_t kLlamaPrompt[] = {1, 34, 38, 21, 33, 46};
 static const int32_t kLlamaGreedy[] = {12, 41, 16, 22, 24, 34, 19, 41, 35};
-
-static int stop_after_two(void* user, int32_t sequence, int32_t step, int32_t token) {
-  int* seen = (int*)user;
-  (void)sequence;
-  (void)step;
-  (void)token;
-  return ++*seen < 2;
-}
 
 static tern_limits Limits(void) {
   tern_limits limits = tern_default_limits();
@@ -236,19 +216,13 @@ int main(int argc, char** argv) {
   enum { kThreads = 3 };
   pthread_t threads[kThreads];
   worker_args args[kThreads];
-  for (int i = 0; i < kThreads; ++i) {
-    args[i].model = model;
-    pthread_create(&threads[i], NULL, worker, &args[i]);
-  }
-  for (int i = 0; i < kThreads; ++i) {
-    pthread_join(threads[i], NULL);
-    CHECK(args[i].ok);
-  }
+  for (int i = 0; i < kThreads; ++i) args[i].model = model;
+  run_threads(threads, kThreads, worker, args, sizeof args[0]);
+  for (int i = 0; i < kThreads; ++i) CHECK(args[i].ok);
 
   tern_generator_free(generator);
   tern_generator_free(NULL); /* like free(NULL) */
   free(arena);
   tern_model_free(model);
-  printf("%d passed, %d failed\n", passes, failures);
-  return failures == 0 ? 0 : 1;
+  return summary();
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/generator_fixture.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -35,42 +36,20 @@ ModelConfig GptConfig() {
   return c;
 }
 
-std::vector<Backend> Backends() {
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-  return {Backend::kReference, Backend::kXnnpack};
-#else
-  return {Backend::kReference};
-#endif
-}
-
-struct Lm {
-  testing::AlignedBytes bytes;
-  Model model;
-  std::vector<uint8_t> arena;
-  Generator generator;
-};
+using testing::Backends;
+using Lm = testing::PreparedGenerator;
 
 void Prepare(Lm* lm, const ModelConfig& config, Backend backend, int32_t batch = 1,
              int32_t capacity = 40, int32_t prompt = 16, DType dtype = DType::kF32) {
-  lm->bytes = testing::RandomModelBytes(config, 7, dtype);
-  auto model = Model::Load(lm->bytes.data(), lm->bytes.size());
-  INFO(model.status().message());
-  REQUIRE(model.ok());
-  lm->model = model.value();
   Limits limits;
   limits.backend = backend;
   limits.max_batch = batch;
   limits.max_target_length = capacity;
   limits.max_source_length = prompt;
-  auto need = Generator::RequiredArenaBytes(lm->model, limits);
-  INFO(need.status().message());
-  REQUIRE(need.ok());
-  lm->arena.assign(need.value(), 0xCD);
-  const Status s = lm->generator.Prepare(lm->model, limits, lm->arena.data(), lm->arena.size());
-  INFO(s.message());
-  REQUIRE(s.ok());
+  const size_t need =
+      testing::PrepareGenerator(lm, testing::RandomModelBytes(config, 7, dtype), limits);
   REQUIRE(lm->generator.backend() == backend);
-  CHECK(lm->generator.arena_used_bytes() == need.value());
+  CHECK(lm->generator.arena_used_bytes() == need);
 }
 
 float MaxAbsDiff(const float* a, const float* b, int64_t n) {
@@ -80,6 +59,31 @@ float MaxAbsDiff(const float* a, const float* b, int64_t n) {
 }
 
 const std::vector<int32_t> kPrompt = {3, 17, 5, 22, 9, 30, 1};
+
+// Greedy generation after kPrompt, not stopping at EOS, fills an 8-token output.
+void CheckGenerates8(Generator& g) {
+  std::vector<int32_t> out(8);
+  size_t length = 0;
+  GenerationOptions options;
+  options.stop_at_eos = false;
+  REQUIRE(g.Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
+                     Span<int32_t>(out.data(), 8), &length, options)
+              .ok());
+  CHECK(length == 8);
+}
+
+// Logits after prefilling kPrompt, then after one more token.
+std::vector<float> PrefillThenStep(Lm* lm) {
+  DecoderOnly& m = lm->generator.decoder_only();
+  const int32_t n = static_cast<int32_t>(kPrompt.size());
+  const float* logits = nullptr;
+  REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
+  std::vector<float> all(logits, logits + m.vocab_size());
+  const int32_t next = 11;
+  REQUIRE(m.DecodeStep(&next, &logits).ok());
+  all.insert(all.end(), logits, logits + m.vocab_size());
+  return all;
+}
 
 TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step",
           "[decoder_only]") {
@@ -109,15 +113,7 @@ TEST_CASE("decoder-only: the two backends agree", "[decoder_only]") {
   for (Backend backend : Backends()) {
     Lm lm;
     Prepare(&lm, GptConfig(), backend);
-    DecoderOnly& m = lm.generator.decoder_only();
-    const int32_t n = static_cast<int32_t>(kPrompt.size());
-    const float* logits = nullptr;
-    REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
-    std::vector<float> all(logits, logits + m.vocab_size());
-    const int32_t next = 11;
-    REQUIRE(m.DecodeStep(&next, &logits).ok());
-    all.insert(all.end(), logits, logits + m.vocab_size());
-    results.push_back(all);
+    results.push_back(PrefillThenStep(&lm));
   }
   CHECK(MaxAbsDiff(results[0].data(), results[1].data(), static_cast<int64_t>(results[0].size())) <=
         1e-4f);
@@ -254,15 +250,7 @@ TEST_CASE("decoder-only: arena size, sinusoidal positions, untied output, int8",
     c.embedding_scale = 2.0f;
     Lm lm;
     Prepare(&lm, c, backend, 2, 40, 16, DType::kI8);
-    std::vector<int32_t> out(8);
-    size_t length = 0;
-    GenerationOptions options;
-    options.stop_at_eos = false;
-    REQUIRE(lm.generator
-                .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
-                          Span<int32_t>(out.data(), 8), &length, options)
-                .ok());
-    CHECK(length == 8);
+    CheckGenerates8(lm.generator);
     // One byte short of the requirement is refused.
     Generator small;
     Limits limits = lm.generator.decoder_only().limits();
@@ -345,19 +333,6 @@ std::vector<Variant> LlamaVariants() {
           {"no positions", none}};
 }
 
-// Logits after prefilling kPrompt, then after one more token.
-std::vector<float> PrefillThenStep(Lm* lm) {
-  DecoderOnly& m = lm->generator.decoder_only();
-  const int32_t n = static_cast<int32_t>(kPrompt.size());
-  const float* logits = nullptr;
-  REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
-  std::vector<float> all(logits, logits + m.vocab_size());
-  const int32_t next = 11;
-  REQUIRE(m.DecodeStep(&next, &logits).ok());
-  all.insert(all.end(), logits, logits + m.vocab_size());
-  return all;
-}
-
 TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, backends agree",
           "[decoder_only]") {
   const std::vector<std::vector<int32_t>> prompts = {{3, 17, 5, 22, 9}, {8}, {12, 4, 33}};
@@ -428,15 +403,7 @@ TEST_CASE("decoder-only LLaMA-style: rotary positions change the logits; quantiz
       INFO(DTypeName(dtype));
       Lm lm;
       Prepare(&lm, LlamaLikeConfig(), backend, 2, 40, 16, dtype);
-      std::vector<int32_t> out(8);
-      size_t length = 0;
-      GenerationOptions options;
-      options.stop_at_eos = false;
-      REQUIRE(lm.generator
-                  .Generate(Span<const int32_t>(kPrompt.data(), kPrompt.size()),
-                            Span<int32_t>(out.data(), 8), &length, options)
-                  .ok());
-      CHECK(length == 8);
+      CheckGenerates8(lm.generator);
     }
   }
 }

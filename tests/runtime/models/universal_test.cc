@@ -16,6 +16,7 @@ namespace tern {
 namespace {
 
 using Catch::Matchers::ContainsSubstring;
+using testing::Backends;
 
 ModelConfig UniversalConfig(int32_t steps, float act_threshold) {
   ModelConfig c = testing::TinyConfig();
@@ -25,14 +26,6 @@ ModelConfig UniversalConfig(int32_t steps, float act_threshold) {
   c.universal_steps = steps;
   c.act_threshold = act_threshold;
   return c;
-}
-
-std::vector<Backend> Backends() {
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-  return {Backend::kReference, Backend::kXnnpack};
-#else
-  return {Backend::kReference};
-#endif
 }
 
 TEST_CASE("the arena grows with universal_steps only by the per-step K/V caches",
