@@ -9,6 +9,7 @@
 #include "runtime/core/fp16.h"
 #include "tests/converter/architecture_fixture.h"
 #include "tests/converter/checkpoint_files.h"
+#include "tests/converter/fixture_copy.h"
 
 namespace tern::convert {
 namespace {
@@ -18,27 +19,8 @@ using testing::CheckpointFixture;
 using testing::ScratchDir;
 
 // The Marian fixture's tensors as float32 safetensors, edited, with an edited config.json.
-struct MarianCopy {
-  ScratchDir dir;
-  std::map<std::string, testing::RawTensor> tensors;
-  nlohmann::json config;
-
-  MarianCopy() {
-    const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("marian/pytorch_model.bin"));
-    for (const auto& kv : ckpt.tensors()) {
-      const HostTensor t = ckpt.Float(kv.first);
-      tensors[kv.first] = {"F32", t.shape, testing::Floats(t.values)};
-    }
-    config = nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("marian/config.json")));
-  }
-  ConvertOptions Write() {
-    testing::WriteRawSafetensors(dir / "model.safetensors", tensors);
-    testing::WriteBytes(dir / "config.json", config.dump(2));
-    ConvertOptions o;
-    o.checkpoint = dir / "model.safetensors";
-    o.arch = "marian";
-    return o;
-  }
+struct MarianCopy : testing::FixtureCopy {
+  MarianCopy() : FixtureCopy("marian/pytorch_model.bin", "marian/config.json", "marian") {}
 };
 
 TEST_CASE("Marian: a copy of the fixture in safetensors still converts",

@@ -13,6 +13,7 @@
 #include "converter/readers/checkpoint.h"
 #include "tests/converter/checkpoint_files.h"
 #include "tests/converter/decoder_only_fixture.h"
+#include "tests/converter/fixture_copy.h"
 
 namespace tern::convert {
 namespace {
@@ -73,36 +74,11 @@ TEST_CASE("GPT-2 config is mapped from config.json", "[architectures][gpt2]") {
   CHECK(!has_lm_head);
 }
 
-// The fixture's tensors as float32 safetensors (optionally renamed), edited, with an edited config.
-struct Gpt2Copy {
-  testing::ScratchDir dir;
-  std::map<std::string, testing::RawTensor> tensors;
-  nlohmann::json config;
-
-  explicit Gpt2Copy(bool strip_prefix = false) {
-    const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("gpt2/pytorch_model.bin"));
-    for (const auto& kv : ckpt.tensors()) {
-      std::string name = kv.first;
-      if (strip_prefix && name.compare(0, 12, "transformer.") == 0) name = name.substr(12);
-      if (strip_prefix && name == "lm_head.weight") continue;  // GPT2Model has no LM head
-      if (kv.second.dtype == SourceDType::kBool) {
-        tensors[name] = {"BOOL", kv.second.shape,
-                         std::string(static_cast<size_t>(kv.second.elements()), '\1')};
-        continue;
-      }
-      const HostTensor t = ckpt.Float(kv.first);
-      tensors[name] = {"F32", t.shape, testing::Floats(t.values)};
-    }
-    config = nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("gpt2/config.json")));
-  }
-  ConvertOptions Write() {
-    testing::WriteRawSafetensors(dir / "model.safetensors", tensors);
-    testing::WriteBytes(dir / "config.json", config.dump(2));
-    ConvertOptions o;
-    o.checkpoint = dir / "model.safetensors";
-    o.arch = "gpt2";
-    return o;
-  }
+// The fixture as safetensors, to edit; strip_prefix: as GPT2Model (no "transformer.", no head).
+struct Gpt2Copy : testing::FixtureCopy {
+  explicit Gpt2Copy(bool strip_prefix = false)
+      : FixtureCopy("gpt2/pytorch_model.bin", "gpt2/config.json", "gpt2",
+                    strip_prefix ? "transformer." : "") {}
 };
 
 TEST_CASE("GPT-2 without the transformer. prefix (GPT2Model) converts the same",

@@ -14,6 +14,7 @@
 #include "converter/readers/checkpoint.h"
 #include "tests/converter/checkpoint_files.h"
 #include "tests/converter/decoder_only_fixture.h"
+#include "tests/converter/fixture_copy.h"
 
 namespace tern::convert {
 namespace {
@@ -110,33 +111,11 @@ TEST_CASE("LLaMA config is mapped from config.json", "[architectures][llama]") {
   CHECK(names.size() == 3 + 9 * 2);
 }
 
-// The fixture's tensors as float32 safetensors (optionally without the "model." prefix), edited,
-// with an edited config.json.
-struct LlamaCopy {
-  testing::ScratchDir dir;
-  std::map<std::string, testing::RawTensor> tensors;
-  nlohmann::json config;
-
-  explicit LlamaCopy(bool strip_prefix = false) {
-    const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("llama/model.safetensors"));
-    for (const auto& kv : ckpt.tensors()) {
-      std::string name = kv.first;
-      if (strip_prefix && name.compare(0, 6, "model.") == 0) name = name.substr(6);
-      if (strip_prefix && name == "lm_head.weight") continue;  // LlamaModel has no LM head
-      const HostTensor t = ckpt.Float(kv.first);
-      tensors[name] = {"F32", t.shape, testing::Floats(t.values)};
-    }
-    config = nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("llama/config.json")));
-  }
-  std::string config_path() const { return dir / "config.json"; }
-  ConvertOptions Write() {
-    testing::WriteRawSafetensors(dir / "model.safetensors", tensors);
-    testing::WriteBytes(dir / "config.json", config.dump(2));
-    ConvertOptions o;
-    o.checkpoint = dir / "model.safetensors";
-    o.arch = "llama";
-    return o;
-  }
+// The fixture, to edit; strip_prefix: as LlamaModel saves it (no "model.", no head).
+struct LlamaCopy : testing::FixtureCopy {
+  explicit LlamaCopy(bool strip_prefix = false)
+      : FixtureCopy("llama/model.safetensors", "llama/config.json", "llama",
+                    strip_prefix ? "model." : "") {}
 };
 
 TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architectures][llama]") {
