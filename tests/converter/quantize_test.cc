@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "converter/error.h"
+#include "tests/support/half.h"
 
 namespace {
 
@@ -33,12 +34,7 @@ HostTensor Random(std::mt19937& rng, const std::vector<int64_t>& shape, float sp
   return t;
 }
 
-double HalfToDouble(uint16_t h) {
-  const int e = (h >> 10) & 31;
-  const int m = h & 1023;
-  const double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
+using tern::testing::HalfToDouble;
 
 int Nibble(const EncodedTensor& e, int64_t row_bytes, int64_t r, int64_t c) {
   const int byte = e.data[static_cast<size_t>(r * row_bytes + c / 2)];

@@ -10,18 +10,14 @@
 #include <random>
 #include <vector>
 
+#include "tests/support/half.h"
+
 namespace {
 
 using tern::DType;
 using tern::WeightView;
 
-// binary16 decoded independently of runtime/core/fp16.h.
-double HalfToDouble(uint16_t h) {
-  const int e = (h >> 10) & 31;
-  const int m = h & 1023;
-  const double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
+using tern::testing::HalfToDouble;
 
 uint16_t RandomFiniteHalf(std::mt19937& rng, int max_exponent = 20) {
   for (;;) {
