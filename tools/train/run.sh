@@ -27,9 +27,17 @@ OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 setsid nohup /usr/bin/python3 "$ROOT/tools/t
 PID=$!
 echo $PID >"$DIR/pid"
 # TRAIN_NICE (default -5 as root, else unchanged): the group's priority against other sessions.
-if [ "$(id -u)" -eq 0 ] && [ -w "/proc/$PID/autogroup" ]; then
-  sleep 0.2
-  echo "${TRAIN_NICE:--5}" >"/proc/$PID/autogroup" 2>/dev/null || true
+# Only once setsid has run (session id = pid): before, the autogroup is the caller's.
+if [ "$(id -u)" -eq 0 ]; then
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    [ "$(ps -o sid= -p "$PID" 2>/dev/null | tr -d ' ')" = "$PID" ] && break
+    sleep 0.1
+  done
+  if [ "$(ps -o sid= -p "$PID" 2>/dev/null | tr -d ' ')" = "$PID" ]; then
+    echo "${TRAIN_NICE:--5}" >"/proc/$PID/autogroup" 2>/dev/null || true
+  else
+    echo "warning: training is not in its own session yet; its priority is unchanged" >&2
+  fi
 fi
 echo "training pid $! ; log: $DIR/train.log (stdout/stderr: $DIR/stdout.log)"
 echo "stop (checkpoints first): kill -TERM \$(cat $DIR/pid)"

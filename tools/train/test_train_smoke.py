@@ -74,5 +74,28 @@ class TrainSmoke(unittest.TestCase):
             self.assertIn("BLEU = ", res)
 
 
+class SentencePairs(unittest.TestCase):
+    def test_only_sentence_targets_count(self):
+        import numpy as np
+        import sentencepiece as spm
+        sys.path.insert(0, HERE)
+        import train
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(EX, "spm.model"))
+        targets = ["The house is red.", "house", "red house", "Is it here, then?",
+                   "one two three four", "Go home now!", "He said: \"It is late.\"", ""]
+        ids = [sp.encode(t) for t in targets]
+        off = np.zeros(len(ids) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(i) for i in ids])
+        flat = np.array([t for i in ids for t in i], dtype=np.int16)
+        # at least 4 words and a final . ! or ? (a closing quote may follow); empty: no
+        self.assertEqual(train.sentence_pairs(sp, flat, off).tolist(), [0, 3, 6])
+
+    def test_weight_below_one_is_refused(self):
+        r = subprocess.run([sys.executable, os.path.join(HERE, "train.py"), "--sentence-weight",
+                            "0"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--sentence-weight 0: must be at least 1", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -128,8 +128,10 @@ def sentence_pairs(sp, t, t_off):
     the ids, so it needs neither the text nor the cache's length filter. The corpus is mostly
     dictionary words and phrases (docs: examples/translation/MODEL_CARD.md); the task is
     sentences."""
+    quotes = "\"'\u201c\u201d"
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-    ends = np.array([p.rstrip("\"'\u201c\u201d")[-1:] in (".", "!", "?") for p in pieces])
+    ends = np.array([p.rstrip(quotes)[-1:] in (".", "!", "?") for p in pieces])
+    quote = np.array([p != "" and p.strip(quotes + "\u2581") == "" for p in pieces])
     word = np.array([p.startswith("\u2581") for p in pieces], dtype=np.int64)
     n = len(t_off) - 1
     lengths = np.diff(t_off)
@@ -138,6 +140,9 @@ def sentence_pairs(sp, t, t_off):
     words[nonempty] = np.add.reduceat(word[t], t_off[:-1][nonempty])
     last = np.zeros(n, dtype=np.int64)
     last[nonempty] = t[t_off[1:][nonempty] - 1]
+    # A closing quote that is a piece of its own: the piece before it decides.
+    behind = nonempty & quote[last] & (lengths >= 2)
+    last[behind] = t[t_off[1:][behind] - 2]
     return np.flatnonzero(nonempty & ends[last] & (words >= 4))
 
 
@@ -228,6 +233,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    if args.sentence_weight < 1:
+        ap.error(f"--sentence-weight {args.sentence_weight}: must be at least 1")
 
     torch.set_num_threads(args.threads)
     os.makedirs(args.run, exist_ok=True)

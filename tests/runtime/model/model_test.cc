@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -306,6 +308,23 @@ TEST_CASE("unaligned and null model pointers are rejected", "[loader]") {
   CHECK(Model::Load(nullptr, 100).status().code() == StatusCode::kInvalidArgument);
   CHECK(Model::Load(bytes.data() + 1, bytes.size() - 1).status().code() ==
         StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("a tensor shape vector off its 8-byte alignment is refused by name", "[loader]") {
+  // Found by the load fuzz target (docs/security.md): FlatBuffers' verifier checks the vector's
+  // 4-byte length field only, so reading this shape was a misaligned 64-bit load.
+  std::ifstream in(
+      std::string(TERN_FIXTURES) + "/../fuzz/corpus/load/regression_misaligned_shape.tern",
+      std::ios::binary);
+  REQUIRE(in);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() == 11048);
+  const Status s = LoadStatus(bytes);
+  CHECK(s.code() == StatusCode::kInvalidModel);
+  CHECK(std::string(s.message()) ==
+        "tensor \"decoder.layers.0.self_attn_layer_norm.bias\": its shape is not 8-byte aligned in "
+        "the file");
 }
 
 }  // namespace
