@@ -128,6 +128,7 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
                                        "rotary_dim",
                                        "rotary_base",
                                        "act_threshold",
+                                       "kv_heads",
                                        "dropout",
                                        "comment"};
   std::set<std::string> keys;
@@ -180,6 +181,7 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   integer("rotary_dim", &c.rotary_dim, false);
   number("rotary_base", &c.rotary_base);
   number("act_threshold", &c.act_threshold);
+  integer("kv_heads", &c.kv_heads, false);
   return keys;
 }
 
@@ -237,6 +239,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["rotary_dim"] = c.rotary_dim;
   j["rotary_base"] = c.rotary_base;
   j["act_threshold"] = c.act_threshold;
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) j["kv_heads"] = c.kv_heads;
   return j.dump(2);
 }
 

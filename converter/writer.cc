@@ -52,6 +52,8 @@ flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& 
   b.add_rotary_dim(c.rotary_dim);
   b.add_rotary_base(c.rotary_base);
   b.add_act_threshold(c.act_threshold);
+  // 0 (the default) when it equals heads: multi-head files stay byte-identical to format 1.2.
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) b.add_kv_heads(c.kv_heads);
   return b.Finish();
 }
 

@@ -38,6 +38,9 @@ struct Attention;
 struct LinearKernel;
 }  // namespace xnn
 
+// A backend's prepared linear layer (an XNNPACK operator in the arena); layers only pass it on.
+using LinearKernel = xnn::LinearKernel;
+
 namespace ops {
 
 using ref::AddRows;
@@ -72,18 +75,18 @@ inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t l
                                int64_t ldk, const float* v, int64_t ldv, int64_t tq, int64_t tk,
                                int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
                                float* scores, float* out, int64_t ldo,
-                               const ref::RelativePositions* rel = nullptr) {
+                               const ref::RelativePositions* rel = nullptr, int64_t kv_heads = 0) {
 #if TERN_OPS_XNNPACK
   if (kernels.attention != nullptr) {
     xnn::MultiHeadAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask,
-                            scores, out, ldo, rel);
+                            scores, out, ldo, rel, kv_heads);
     return;
   }
 #else
   (void)kernels;
 #endif
   ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
-                          rel);
+                          rel, kv_heads);
 }
 
 // See ref::LayerNorm.

@@ -53,12 +53,17 @@ struct ModelConfig {
   int32_t rotary_dim = 0;  // 0: all of d_head
   float rotary_base = 10000.0f;
   float act_threshold = 0.0f;  // 0: no adaptive computation time
+  int32_t kv_heads = 0;        // K/V heads (grouped-query attention); ReadConfig makes 0 = heads
 
   // Whether each stack ends with a final norm (encoder.layer_norm / decoder.layer_norm).
   bool has_final_norm() const {
     return norm_placement == NormPlacement::kPre || post_ln_final_norm;
   }
   int32_t d_head() const { return heads > 0 ? d_model / heads : 0; }
+  // K/V heads (0 in a config not read from a file means heads) and the columns of a K or V
+  // row: kv_heads * d_head (d_model for the paper's attention).
+  int32_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  int32_t d_kv() const { return kv_head_count() * d_head(); }
 };
 
 // Upper bounds that keep every size computation far from overflow; a config beyond them is

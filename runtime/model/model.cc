@@ -30,6 +30,12 @@ Status CheckConfig(const ModelConfig& c) {
                          "config.heads = %d does not divide config.d_model = %d", c.heads,
                          c.d_model);
   }
+  if (c.kv_heads <= 0 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.kv_heads = %d must divide config.heads = %d (grouped-query "
+                         "attention: each K/V head serves heads / kv_heads query heads)",
+                         c.kv_heads, c.heads);
+  }
   if (c.encoder_layers < 0 || c.encoder_layers > ConfigBounds::kMaxLayers) {
     return bad("encoder_layers", c.encoder_layers);
   }
@@ -156,6 +162,7 @@ ModelConfig ReadConfig(const schema::Config& s) {
   c.rotary_dim = s.rotary_dim();
   c.rotary_base = s.rotary_base();
   c.act_threshold = s.act_threshold();
+  c.kv_heads = s.kv_heads() == 0 ? c.heads : s.kv_heads();
   return c;
 }
 

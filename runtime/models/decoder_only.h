@@ -1,8 +1,10 @@
 // A decoder-only Transformer language model (GPT-2, Radford et al. 2019; LLaMA, Touvron et al.
 // 2023): token embeddings + positions (learned, or the paper's sinusoids; or rotary inside
 // attention, or none), N layers of causal self-attention and FFN (GELU, ..., or SwiGLU;
-// runtime/nn/decoder_only_layer.h), a final norm (LayerNorm or RMSNorm), the output projection
-// (tied to the embedding in GPT-2, untied in LLaMA). No encoder, no cross-attention.
+// runtime/nn/transformer_layer.h, the same layer as the translation decoder's without its
+// encoder-decoder attention), a final norm (LayerNorm or RMSNorm), the output projection (tied
+// to the embedding in GPT-2, untied in LLaMA). Attention may be grouped-query (config.kv_heads,
+// LLaMA 2 70B / LLaMA 3 / Mistral): the K/V cache shrinks by heads / kv_heads.
 //
 // Limits for this architecture:
 //   max_batch          sequences generated together
@@ -24,24 +26,18 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
-#include "runtime/models/xnnpack_linears.h"
-#include "runtime/nn/decoder_only_layer.h"
-#include "runtime/nn/weights.h"
+#include "runtime/models/transformer.h"
+#include "runtime/nn/transformer_layer.h"
 #include "tern/limits.h"
 
 namespace tern {
 
 struct Pcg32;
 
-class DecoderOnly {
+class DecoderOnly : public TransformerModel {
  public:
   DecoderOnly() = default;
-  ~DecoderOnly();  // Destroys the thread pool, if any.
-  DecoderOnly(const DecoderOnly&) = delete;
-  DecoderOnly& operator=(const DecoderOnly&) = delete;
 
-  // Tensors and config this architecture needs; used by Model::Load.
-  static Status Validate(const Model& model);
   static Status CheckLimits(const Model& model, const Limits& limits);
   // Bytes of arena Prepare needs (a dry run for XNNPACK, as EncoderDecoder::RequiredArenaBytes).
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
@@ -60,18 +56,12 @@ class DecoderOnly {
   static constexpr int32_t kFinished = -1;
   Status DecodeStep(const int32_t* tokens, const float** logits);
 
-  const ModelConfig& config() const { return config_; }
-  const Limits& limits() const { return limits_; }
   int32_t vocab_size() const { return config_.tgt_vocab_size; }
   int32_t batch() const { return batch_; }
   // Tokens sequence b holds (prompt + appended).
   int32_t length(int32_t b) const { return lengths_[b]; }
   int32_t capacity() const { return limits_.max_target_length; }
   int32_t prompt_capacity() const;
-  size_t arena_used_bytes() const { return arena_used_; }
-  Backend backend() const { return backend_; }
-  const char* backend_report() const { return report_; }
-  uint64_t kernel_fallback_calls() const;
 
   // Arena scratch for the generation loop: [max_batch] tokens, and SamplingScratchBytes(vocab)
   // bytes (8-byte aligned) plus one Pcg32 per sequence.
@@ -81,32 +71,21 @@ class DecoderOnly {
 
  private:
   struct BufferIds;
-  struct XnnPlan;
-  static Status Plan(const ModelConfig& config, const Limits& limits, const XnnPlan& xnn,
-                     GreedyPlanner* planner, BufferIds* ids);
-  static Status PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan);
+  static ModelCalls Calls(const ModelConfig& config, const Limits& limits);
+  static Status PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
+                        GreedyPlanner* planner, BufferIds* ids);
   Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
-  Status CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
-                                const BufferIds& ids, uint8_t* base);
-  Status ResolveWeights(const Model& model);
-  // x[0..count) = embed(ids) * scale + position(start + i).
+  // x[0..count) = embed(ids) * scale + position(positions[i]).
   void Embed(const int32_t* ids, const int32_t* positions, int64_t count, float* x);
-  SelfAttentionCache Cache(int layer) const;
+  KeyValues Cache(int layer) const;
   void Reset();
 
-  ModelConfig config_;
-  Limits limits_;
-  size_t arena_used_ = 0;
-  DecoderOnlyLayerWeights* layers_ = nullptr;
-  WeightView embed_;
-  WeightView learned_positions_;  // learned: [max_positions, d]
-  float* sinusoids_ = nullptr;    // sinusoidal: [capacity, d]
-  ref::RotaryTable rotary_;       // rotary: cos / sin [capacity, rotary_dim / 2] in the arena
-  LinearWeights output_;
-  NormWeights final_norm_;
-  float* kv_ = nullptr;  // per layer: K then V, [max_batch, capacity, d]
-  float* x_ = nullptr;   // [rows, d]
-  DecoderOnlyScratch scratch_{};
+  LayerWeights* layers_ = nullptr;
+  float* sinusoids_ = nullptr;  // sinusoidal: [capacity, d]
+  ref::RotaryTable rotary_;     // rotary: cos / sin [capacity, rotary_dim / 2] in the arena
+  float* kv_ = nullptr;         // per layer: K then V, [max_batch, capacity, d_kv]
+  float* x_ = nullptr;          // [rows, d]
+  LayerScratch scratch_{};
   int32_t* position_ids_ = nullptr;  // [rows]
   int32_t* step_ids_ = nullptr;      // [max_batch]: DecodeStep's tokens, finished rows as 0
   float* logits_ = nullptr;          // [max_batch, vocab]
@@ -116,9 +95,6 @@ class DecoderOnly {
   Pcg32* generators_ = nullptr;
   int32_t batch_ = 0;
   bool started_ = false;
-  Backend backend_ = Backend::kReference;
-  XnnpackSession xnn_;  // context in the arena, thread pool on the heap (XNNPACK backend)
-  char report_[512] = "not prepared";
 };
 
 }  // namespace tern

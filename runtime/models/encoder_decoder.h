@@ -1,21 +1,19 @@
 // The encoder-decoder Transformer of "Attention Is All You Need": token embeddings (scaled) +
-// positional encodings, N encoder layers, N decoder layers with a K/V cache, output projection.
-// Positions (config.position): sinusoidal or learned absolute positions added to the
-// embeddings, relative positions inside self-attention (Shaw et al. or T5's bias), or rotary
-// (RoPE) rotations of queries and keys; see docs/CONVENTIONS.md.
+// positional encodings, N encoder layers, N decoder layers with a K/V cache, output projection,
+// composed of the blocks of runtime/nn/ (transformer_layer.h) and described once by
+// model_weights.h. Positions (config.position): sinusoidal or learned absolute positions added
+// to the embeddings, relative positions inside self-attention (Shaw et al. or T5's bias), or
+// rotary (RoPE) rotations of queries and keys; attention may be grouped-query (config.kv_heads:
+// the K/V caches shrink by heads / kv_heads); see docs/CONVENTIONS.md.
 // This class owns no memory: Prepare carves everything from the caller's arena by a plan that
 // depends only on the model, the limits and (XNNPACK backend) the CPU. The one exception is the
 // optional thread pool (Limits::threads > 1), which pthreadpool allocates on the heap at Prepare.
-//
-// Backends (Limits::backend): reference kernels, or XNNPACK (runtime/kernels/xnnpack/): each
-// linear layer gets an XNNPACK operator created at Prepare, its packed weights, its operator
-// struct and the conversion scratch all in the arena; Encode and DecodeStep only set up and run
-// operators (and reshape one when its row count changes, which allocates nothing).
+// Encode and DecodeStep only run kernels (the backend's operators were created at Prepare).
 //
 // The Universal Transformer (config.architecture = Universal) is this class with one shared
 // encoder layer and one shared decoder layer applied config.universal_steps times, a coordinate
 // embedding before each step and optional adaptive computation time (runtime/models/universal.cc,
-// docs/CONVENTIONS.md): the weights and their XNNPACK operators exist once; the decoder keeps one
+// docs/CONVENTIONS.md): the weights and their operators exist once; the decoder keeps one
 // self-attention K/V cache per step.
 #pragma once
 
@@ -25,24 +23,17 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
-#include "runtime/models/xnnpack_linears.h"
+#include "runtime/models/transformer.h"
 #include "runtime/nn/adaptive_computation.h"
-#include "runtime/nn/decoder_layer.h"
-#include "runtime/nn/encoder_layer.h"
-#include "runtime/nn/weights.h"
+#include "runtime/nn/transformer_layer.h"
 #include "tern/limits.h"
 
 namespace tern {
 
-class EncoderDecoder {
+class EncoderDecoder : public TransformerModel {
  public:
   EncoderDecoder() = default;
-  ~EncoderDecoder();  // Destroys the thread pool, if any (the arena is the caller's).
-  EncoderDecoder(const EncoderDecoder&) = delete;
-  EncoderDecoder& operator=(const EncoderDecoder&) = delete;
 
-  // Checks the tensors this architecture needs (names and shapes); used by Model::Load.
-  static Status Validate(const Model& model);
   static Status CheckLimits(const Model& model, const Limits& limits);
   // Bytes of arena Prepare needs, including alignment slack: a pure function of its inputs (and,
   // for the XNNPACK backend, of the CPU). Prepare uses exactly this many. With XNNPACK this is
@@ -74,81 +65,58 @@ class EncoderDecoder {
   // Arena scratch for the decoding algorithm (DecoderStateBytes(limits) bytes, 64-aligned).
   void* decoder_state() const { return decoder_state_; }
 
-  const ModelConfig& config() const { return config_; }
   int32_t batch() const { return batch_; }
   int64_t position() const { return position_; }
-  const Limits& limits() const { return limits_; }
   // The encoder's output of the last Encode: [batch, src_seq, d_model].
   const float* encoder_output() const { return enc_x_; }
   int64_t source_stride() const { return src_seq_; }
   // Real tokens of sentence b of the last Encode.
   int32_t source_length(int32_t b) const { return src_lengths_[b]; }
-  size_t arena_used_bytes() const { return arena_used_; }
-  // The backend Prepare chose (kReference or kXnnpack) and one line saying which kernels run
-  // and every fallback taken (e.g. f16 weights on a CPU without f16 arithmetic). Valid while the
-  // session lives; building it allocated nothing.
-  Backend backend() const { return backend_; }
-  const char* backend_report() const { return report_; }
-  // Linear-layer calls the XNNPACK backend could not run and answered with the reference kernel
-  // instead (0 when all is well).
-  uint64_t kernel_fallback_calls() const;
   int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch * beam] for decoders
 
  private:
   struct BufferIds;
-  struct XnnPlan;
-  static Status Plan(const ModelConfig& config, const Limits& limits, const XnnPlan& xnn,
-                     GreedyPlanner* planner, BufferIds* ids);
-  // Chooses the backend and, for XNNPACK, every layer's operator and its arena bytes.
-  static Status PlanXnnpack(const Model& model, const Limits& limits, XnnPlan* plan);
+  static ModelCalls Calls(const ModelConfig& config, const Limits& limits);
+  static Status PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
+                        GreedyPlanner* planner, BufferIds* ids);
   Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
-  Status CreateXnnpackOperators(const XnnPlan& plan, const GreedyPlanner& planner,
-                                const BufferIds& ids, uint8_t* base);
   void Reset();
-  Status ResolveWeights(const Model& model);
   // Fills the position tables (positions_) and each stack's StackPositions.
-  Status PreparePositions(const Model& model, uint8_t* relative_scratch);
+  void PreparePositions(float* relative_scratch);
+  // The self-attention cache of decoder layer (or Universal step) i, and layer i's cross K/V.
+  KeyValues SelfCache(int64_t i) const;
+  CrossAttention Cross(int64_t i) const;
   // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ [batch, seq] and
   // over dec_x_ for one decoder position.
   void UniversalEncoderSteps(int32_t batch, int64_t seq);
-  void UniversalDecoderSteps(const DecoderStepShape& shape);
+  void UniversalDecoderSteps(const StepShape& shape);
   bool universal() const { return config_.architecture == Architecture::kUniversal; }
 
-  ModelConfig config_;
-  Limits limits_;
-  size_t arena_used_ = 0;
-  EncoderLayerWeights* encoder_layers_ = nullptr;
+  LayerWeights* encoder_layers_ = nullptr;
   DecoderLayerWeights* decoder_layers_ = nullptr;
-  WeightView src_embed_, tgt_embed_;
-  LinearWeights output_;
-  NormWeights encoder_norm_, decoder_norm_;
-  HaltingWeights encoder_halting_, decoder_halting_;  // Universal with ACT only
-  float* step_signal_ = nullptr;                      // Universal: [d_model], PE(step)
-  ActState enc_act_{}, dec_act_{};                    // Universal with ACT only
-  float* positions_ = nullptr;  // position tables (PositionFloats in encoder_decoder.cc)
+  float* step_signal_ = nullptr;    // Universal: [d_model], PE(step)
+  ActState enc_act_{}, dec_act_{};  // Universal with ACT only
+  float* positions_ = nullptr;      // position tables (PositionFloats in encoder_decoder.cc)
   int64_t position_rows_ = 0;
   const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null
   const float* dec_positions_ = nullptr;
   ref::RotaryTable rotary_;  // rotary: cos / sin tables inside positions_
   int32_t* src_lengths_ = nullptr;
   float* enc_x_ = nullptr;
-  EncoderScratch enc_scratch_{};
+  LayerScratch enc_scratch_{};
   float* cross_kv_ = nullptr;
   float* self_kv_ = nullptr;
   float* dec_x_ = nullptr;
-  DecoderScratch dec_scratch_{};
+  LayerScratch dec_scratch_{};
   float* logits_ = nullptr;
   int32_t* tokens_ = nullptr;
-  float* beam_scratch_ = nullptr;  // [beam_size * max_target_length * d_model]
+  float* beam_scratch_ = nullptr;  // [beam_size * max_target_length * d_kv]
   void* decoder_state_ = nullptr;
   int32_t batch_ = 0;
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;
   int64_t position_ = 0;
   bool encoded_ = false;
-  Backend backend_ = Backend::kReference;
-  XnnpackSession xnn_;  // context in the arena, thread pool on the heap (XNNPACK backend)
-  char report_[512] = "not prepared";
 };
 
 }  // namespace tern

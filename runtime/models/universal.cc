@@ -16,16 +16,20 @@ void EncoderDecoder::UniversalEncoderSteps(int32_t batch, int64_t seq) {
   const int64_t rows = batch * seq;
   const int32_t steps = config_.universal_steps;
   const bool act = config_.act_threshold > 0.0f;
+  SequenceShape shape;
+  shape.sequences = batch;
+  shape.seq = seq;
+  shape.lengths = src_lengths_;
+  const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
   if (act) ActBegin(enc_act_, rows, d);
   for (int32_t t = 0; t < steps; ++t) {
     // One table row per step, computed here instead of stored: the arena does not grow with T.
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
     ref::AddTimingSignal(enc_x_, batch, seq, d, positions_, step_signal_);
     if (act)
-      ActHaltingStep(encoder_halting_, enc_x_, rows, d, config_.act_threshold, t == steps - 1,
-                     enc_act_);
-    EncoderLayerForward(config_, encoder_layers_[0], enc_x_, batch, seq, src_lengths_,
-                        enc_scratch_);
+      ActHaltingStep(weights_.encoder_halting, enc_x_, rows, d, config_.act_threshold,
+                     t == steps - 1, enc_act_);
+    LayerForward(config_, encoder_layers_[0], enc_x_, shape, kv, enc_scratch_);
     if (act) {
       ActAccumulate(enc_act_, enc_x_, rows, d);
       // Once every real position has halted, later steps would only add zero-weighted states
@@ -36,9 +40,9 @@ void EncoderDecoder::UniversalEncoderSteps(int32_t batch, int64_t seq) {
   if (act) std::memcpy(enc_x_, enc_act_.out, static_cast<size_t>(rows * d) * sizeof(float));
 }
 
-void EncoderDecoder::UniversalDecoderSteps(const DecoderStepShape& shape) {
+void EncoderDecoder::UniversalDecoderSteps(const StepShape& shape) {
   const int64_t d = config_.d_model;
-  const int64_t rows = shape.batch;
+  const int64_t rows = shape.rows;
   const int32_t steps = config_.universal_steps;
   const bool act = config_.act_threshold > 0.0f;
   // Cross-attention K/V come from the final encoder output through the shared weights: the same
@@ -46,21 +50,15 @@ void EncoderDecoder::UniversalDecoderSteps(const DecoderStepShape& shape) {
   // positions' step-t states: one K/V cache per step (the only part of the arena that grows
   // with T). Every step runs even when ACT halted all rows, because later positions read this
   // position's K/V at every step.
-  const size_t cross_kv = static_cast<size_t>(batch_) * src_seq_ * d;
-  const size_t self_kv = static_cast<size_t>(rows) * limits_.max_target_length * d;
-  DecoderLayerCache cache;
-  cache.cross_k = cross_kv_;
-  cache.cross_v = cross_kv_ + cross_kv;
+  const CrossAttention cross = Cross(0);
   if (act) ActBegin(dec_act_, rows, d);
   for (int32_t t = 0; t < steps; ++t) {
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
     ref::AddTimingSignal(dec_x_, rows, 1, d, positions_ + shape.position * d, step_signal_);
     if (act)
-      ActHaltingStep(decoder_halting_, dec_x_, rows, d, config_.act_threshold, t == steps - 1,
-                     dec_act_);
-    cache.self_k = self_kv_ + (2 * static_cast<size_t>(t)) * self_kv;
-    cache.self_v = self_kv_ + (2 * static_cast<size_t>(t) + 1) * self_kv;
-    DecoderLayerStep(config_, decoder_layers_[0], dec_x_, shape, cache, dec_scratch_);
+      ActHaltingStep(weights_.decoder_halting, dec_x_, rows, d, config_.act_threshold,
+                     t == steps - 1, dec_act_);
+    LayerStep(config_, decoder_layers_[0].layer, dec_x_, shape, SelfCache(t), &cross, dec_scratch_);
     if (act) ActAccumulate(dec_act_, dec_x_, rows, d);
   }
   if (act) std::memcpy(dec_x_, dec_act_.out, static_cast<size_t>(rows * d) * sizeof(float));

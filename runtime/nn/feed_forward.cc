@@ -1,7 +1,7 @@
 #include "runtime/nn/feed_forward.h"
 
 #include "runtime/kernels/ops.h"
-#include "runtime/nn/linear.h"
+#include "runtime/nn/weights.h"
 
 namespace tern {
 

@@ -1,20 +1,20 @@
-// Where each learned parameter of a layer lives: views into the model file, resolved once at
-// prepare. Names follow the paper (W^Q, W^K, W^V, W^O; W1, W2 of the FFN).
+// Where each learned parameter of a block lives: views into the model file, resolved once at
+// prepare by the block's own description (describe.h). Names follow the paper (W^Q, W^K, W^V,
+// W^O; W1, W2 of the FFN).
 #pragma once
 
+#include <cstdint>
+
 #include "runtime/core/tensor.h"
+#include "runtime/kernels/ops.h"
 
 namespace tern {
-
-namespace xnn {
-struct LinearKernel;
-}  // namespace xnn
 
 struct LinearWeights {
   WeightView weight;            // [out, in]
   const float* bias = nullptr;  // [out] or null
-  // The XNNPACK operator prepare made for this layer (in the arena), or null: reference kernel.
-  xnn::LinearKernel* kernel = nullptr;
+  // The backend's prepared operator for this layer (in the arena), or null: reference kernel.
+  LinearKernel* kernel = nullptr;
 };
 
 struct NormWeights {
@@ -23,7 +23,9 @@ struct NormWeights {
 };
 
 struct AttentionWeights {
-  LinearWeights q, k, v, out;  // W^Q, W^K, W^V, W^O
+  // W^Q [heads * d_head, d], W^K and W^V [kv_heads * d_head, d] (grouped-query attention:
+  // fewer K/V heads than query heads), W^O [d, heads * d_head].
+  LinearWeights q, k, v, out;
   // Shaw et al. relative positions (self-attention only): a^K, a^V [2k+1, d_head], or null.
   const float* relative_key = nullptr;
   const float* relative_value = nullptr;
@@ -34,20 +36,32 @@ struct FeedForwardWeights {
   LinearWeights fc3;       // SwiGLU's up projection W3 [d_ff, d] (unused otherwise)
 };
 
-struct EncoderLayerWeights {
+// One Transformer layer of any stack: self-attention (bidirectional in the encoder, causal in
+// a decoder) and the FFN, each with its norm.
+struct LayerWeights {
   AttentionWeights self_attn;
   NormWeights self_attn_norm;
   FeedForwardWeights ffn;
   NormWeights ffn_norm;
 };
 
-struct DecoderLayerWeights {
-  AttentionWeights self_attn;  // masked (causal)
-  NormWeights self_attn_norm;
-  AttentionWeights cross_attn;  // Q from the decoder, K/V from the encoder output
-  NormWeights cross_attn_norm;
-  FeedForwardWeights ffn;
-  NormWeights ffn_norm;
+// The encoder-decoder attention of an encoder-decoder's decoder layers: Q from the decoder,
+// K/V from the encoder output.
+struct CrossAttentionWeights {
+  AttentionWeights attn;
+  NormWeights norm;
 };
+
+// A decoder layer of an encoder-decoder (the arena holds one record per layer).
+struct DecoderLayerWeights {
+  LayerWeights layer;
+  CrossAttentionWeights cross;
+};
+
+// A layer's linear map y = x W^T + b through the kernel prepare chose for it.
+inline void Linear(const float* x, int64_t m, int64_t ldx, const LinearWeights& w, float* y,
+                   int64_t ldy) {
+  ops::Linear(x, m, ldx, w.weight, w.bias, w.kernel, y, ldy);
+}
 
 }  // namespace tern

@@ -71,11 +71,13 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const AttentionMask& mask, float* scores, float* out, int64_t ldo,
-                        const RelativePositions* rel) {
+                        const RelativePositions* rel, int64_t kv_heads) {
+  const int64_t group = HeadGroup(heads, kv_heads);
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t col = h * d_head;
-    ScaledDotProductAttention(q + col, ldq, k + col, ldk, v + col, ldv, tq, tk, d_head, mask,
-                              scores, out + col, ldo, rel, h);
+    const int64_t kv = (h / group) * d_head;  // the K/V head this query head shares
+    ScaledDotProductAttention(q + col, ldq, k + kv, ldk, v + kv, ldv, tq, tk, d_head, mask, scores,
+                              out + col, ldo, rel, h);
   }
 }
 

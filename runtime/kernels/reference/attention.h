@@ -28,12 +28,19 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
                                const AttentionMask& mask, float* scores, float* out, int64_t ldo,
                                const RelativePositions* rel = nullptr, int64_t head = 0);
 
-// All heads. q: [tq, heads*d_head] stride ldq, k/v [tk, heads*d_head] strides ldk/ldv, out
+// All heads. q: [tq, heads*d_head] stride ldq, k/v [tk, kv_heads*d_head] strides ldk/ldv, out
 // [tq, heads*d_head] stride ldo (heads concatenated). scores: scratch of tq * tk floats.
-// rel: relative-position terms, or null.
+// rel: relative-position terms, or null. Grouped-query attention (Ainslie et al. 2023):
+// kv_heads divides heads and query head h reads K/V head h / (heads / kv_heads); kv_heads =
+// heads (or 0) is the paper's multi-head attention, kv_heads = 1 multi-query attention.
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const AttentionMask& mask, float* scores, float* out, int64_t ldo,
-                        const RelativePositions* rel = nullptr);
+                        const RelativePositions* rel = nullptr, int64_t kv_heads = 0);
+
+// Query heads per K/V head (1 for the paper's attention).
+inline int64_t HeadGroup(int64_t heads, int64_t kv_heads) {
+  return kv_heads > 0 ? heads / kv_heads : 1;
+}
 
 }  // namespace tern::ref

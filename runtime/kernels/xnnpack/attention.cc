@@ -60,12 +60,15 @@ TERN_VECTOR_CLONES
 void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_t ldk,
                              const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                              int64_t d_head, const ref::AttentionMask& mask, float* scores,
-                             float* out, int64_t ldo, const ref::RelativePositions* rel) {
+                             float* out, int64_t ldo, const ref::RelativePositions* rel,
+                             int64_t kv_heads) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
+  const int64_t group = ref::HeadGroup(heads, kv_heads);
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
   const int64_t span = shaw ? 2 * rel->max_distance + 1 : 0;
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t col = h * d_head;
+    const int64_t kv = (h / group) * d_head;  // grouped-query attention: the shared K/V head
     for (int64_t i = 0; i < tq; ++i) {
       // Keys [0, visible) are the ones query i may see.
       int64_t visible = mask.key_length < tk ? mask.key_length : tk;
@@ -74,7 +77,7 @@ void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_
       for (int64_t c = 0; c < d_head; ++c) oi[c] = 0.0f;
       if (visible <= 0) continue;  // Fully masked: zeros, as the reference gives.
       const float* qi = q + i * ldq + col;
-      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + col, d_head);
+      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + kv, d_head);
       const int64_t position = rel != nullptr ? rel->query_position + i : i;
       if (shaw) {  // + q_i . a^K_clip(j-i): one dot product per clipped distance.
         float* qa = rel->scratch;
@@ -96,12 +99,12 @@ void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_
           one = *rel;
           one.query_position = position;
         }
-        ref::ScaledDotProductAttention(qi, ldq, k + col, ldk, v + col, ldv, 1, visible, d_head, all,
+        ref::ScaledDotProductAttention(qi, ldq, k + kv, ldk, v + kv, ldv, 1, visible, d_head, all,
                                        scores, oi, ldo, rel != nullptr ? &one : nullptr, h);
         continue;
       }
       const float inv = 1.0f / ExpSum(scores, visible, max);
-      for (int64_t j = 0; j < visible; ++j) Axpy(scores[j] * inv, v + j * ldv + col, oi, d_head);
+      for (int64_t j = 0; j < visible; ++j) Axpy(scores[j] * inv, v + j * ldv + kv, oi, d_head);
       if (shaw) {  // + sum_j alpha_ij a^V_clip(j-i), the weights summed per clipped distance.
         float* w = rel->scratch;
         for (int64_t r = 0; r < span; ++r) w[r] = 0.0f;
@@ -171,11 +174,13 @@ bool Reshape(Attention& a, int64_t tq, int64_t n) {
 }
 
 TERN_VECTOR_CLONES
-void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int64_t dh, float scale,
-                 float* dst) {
+// Head h of the block is column slice h / group of src (group > 1: K/V heads shared by groups of
+// query heads, copied once per query head so the batched products keep one shape).
+void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int64_t group,
+                 int64_t dh, float scale, float* dst) {
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t r = 0; r < rows; ++r) {
-      const float* from = src + r * ld + h * dh;
+      const float* from = src + r * ld + (h / group) * dh;
       float* to = dst + (h * rows + r) * dh;
       for (int64_t c = 0; c < dh; ++c) to[c] = from[c] * scale;
     }
@@ -197,7 +202,7 @@ void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64
 
 bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
              int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo,
-             const ref::RelativePositions* rel) {
+             const ref::RelativePositions* rel, int64_t group) {
   const AttentionShape& s = a.shape;
   if (!Reshape(a, tq, n)) return false;
   const GatherLayout l = Gather(s);
@@ -206,9 +211,9 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
   float* vh = a.gather + l.v / sizeof(float);
   float* oh = a.gather + l.o / sizeof(float);
   const int64_t dh = s.d_head;
-  GatherHeads(q, ldq, tq, s.heads, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
-  GatherHeads(k, ldk, n, s.heads, dh, 1.0f, kh);
-  GatherHeads(v, ldv, n, s.heads, dh, 1.0f, vh);
+  GatherHeads(q, ldq, tq, s.heads, 1, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
+  GatherHeads(k, ldk, n, s.heads, group, dh, 1.0f, kh);
+  GatherHeads(v, ldv, n, s.heads, group, dh, 1.0f, vh);
   if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
       !Ok(xnn_run_operator(a.qk, a.pool))) {
     a.reshaped[0] = -1;
@@ -288,16 +293,17 @@ Status CreateAttention(const AttentionShape& shape, Attention* a) {
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
                         const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                         int64_t d_head, const ref::AttentionMask& mask, float* scores, float* out,
-                        int64_t ldo, const ref::RelativePositions* rel) {
+                        int64_t ldo, const ref::RelativePositions* rel, int64_t kv_heads) {
   const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
   if (a.qk != nullptr && tq > 1 && !mask.causal && !shaw && visible > 0 && heads == a.shape.heads &&
       d_head == a.shape.d_head && tq <= a.shape.max_queries && visible <= a.shape.max_keys &&
-      Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel)) {
+      Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel,
+              ref::HeadGroup(heads, kv_heads))) {
     return;
   }
   MultiHeadAttentionLoops(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
-                          rel);
+                          rel, kv_heads);
 }
 
 }  // namespace tern::xnn

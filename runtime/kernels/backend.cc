@@ -1,0 +1,339 @@
+#include "runtime/kernels/backend.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <new>
+
+#if TERN_XNNPACK_BUILD
+#include <pthreadpool.h>
+#endif
+
+namespace tern {
+
+#if TERN_XNNPACK_BUILD
+namespace {
+
+xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCall& call) {
+  xnn::LinearSpec spec;
+  spec.weight = weight;
+  spec.bias = bias;
+  spec.max_rows = call.rows;
+  spec.input_stride = call.ldx;
+  spec.output_stride = call.ldy;
+  return spec;
+}
+
+}  // namespace
+#endif
+
+Status BackendPlan::MeasureLinear(const WeightView& weight, const float* bias,
+                                  const LinearCall& call) {
+  ++linears;
+#if TERN_XNNPACK_BUILD
+  if (backend != Backend::kXnnpack) return Status::Ok();
+  const xnn::LinearSpec spec = Spec(weight, bias, call);
+  xnn::LinearChoice choice;
+  TERN_RETURN_IF_ERROR(planner.Choose(spec, &choice));
+  region_bytes = CheckedAdd(region_bytes, choice.xnn_bytes);
+  if (choice.scratch_bytes > scratch_bytes) scratch_bytes = choice.scratch_bytes;
+  needs.Add(spec, choice.path);
+  ++on_path[static_cast<int>(choice.path)];
+  const xnn::LinearPath preferred = xnn::PreferredPath(weight);
+  if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
+    ++fallbacks[static_cast<int>(preferred)][static_cast<int>(choice.path)];
+  }
+#else
+  (void)weight, (void)bias, (void)call;
+#endif
+  return Status::Ok();
+}
+
+Status BackendPlan::Finish(const AttentionCall& call) {
+#if TERN_XNNPACK_BUILD
+  if (backend != Backend::kXnnpack) return Status::Ok();
+  size_t context_bytes = 0;
+  TERN_RETURN_IF_ERROR(xnn::MeasureContext(needs, &context_bytes));
+  region_bytes = CheckedAdd(region_bytes, context_bytes);
+  attention_shape.heads = call.heads;
+  attention_shape.d_head = call.d_head;
+  attention_shape.max_queries = call.max_queries;
+  attention_shape.max_keys = call.max_keys;
+  attention = xnn::AttentionNeeds();
+  if (call.max_queries > 0) {
+    TERN_RETURN_IF_ERROR(xnn::MeasureAttention(attention_shape, &attention));
+    region_bytes = CheckedAdd(region_bytes, attention.xnn_bytes);
+  }
+#else
+  (void)call;
+#endif
+  return Status::Ok();
+}
+
+Status CheckBackendLimits(const Limits& limits) {
+  if (limits.backend != Backend::kAuto && limits.backend != Backend::kReference &&
+      limits.backend != Backend::kXnnpack) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.backend = %d is not a backend",
+                         static_cast<int>(limits.backend));
+  }
+  if (limits.backend == Backend::kXnnpack && !TERN_XNNPACK_BUILD) {
+    return Status::Error(
+        StatusCode::kNotSupported,
+        "limits.backend = xnnpack, but this build has no XNNPACK (TERN_WITH_XNNPACK=OFF)");
+  }
+  if (limits.threads < 1 || limits.threads > 256) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.threads = %d; 1 to 256 allowed",
+                         limits.threads);
+  }
+  return Status::Ok();
+}
+
+bool ChooseBackend(const Limits& limits, BackendPlan* plan) {
+  plan->threads = limits.threads;
+  plan->backend = limits.backend == Backend::kReference || !TERN_XNNPACK_BUILD ? Backend::kReference
+                                                                               : Backend::kXnnpack;
+  if (plan->backend == Backend::kReference) return false;
+#if TERN_XNNPACK_BUILD
+  const Status usable = xnn::Initialize();
+  if (!usable.ok()) {  // No XNNPACK on this CPU / in this process: the reference kernels run.
+    plan->backend = Backend::kReference;
+    std::snprintf(plan->note, sizeof plan->note, "%s", usable.message());
+    return false;
+  }
+#endif
+  return true;
+}
+
+void PlanBackendOperators(const BackendPlan& plan, int prepare, int last, GreedyPlanner* p,
+                          BackendBuffers* ids) {
+#if TERN_XNNPACK_BUILD
+  if (plan.backend != Backend::kXnnpack) return;
+  ids->region = p->Add("xnnpack_operators", plan.region_bytes, prepare, last);
+  ids->context = p->Add("xnnpack_context", sizeof(xnn::Context), prepare, last);
+  ids->kernels = p->Add("xnnpack_kernels",
+                        CheckedMul(static_cast<size_t>(plan.linears), sizeof(xnn::LinearKernel)),
+                        prepare, last);
+#else
+  (void)plan, (void)prepare, (void)last, (void)p, (void)ids;
+#endif
+}
+
+void PlanBackendScratch(const BackendPlan& plan, int prepare, int first_run, int last,
+                        GreedyPlanner* p, BackendBuffers* ids) {
+#if TERN_XNNPACK_BUILD
+  if (plan.backend != Backend::kXnnpack) return;
+  if (plan.scratch_bytes)
+    ids->scratch = p->Add("xnnpack_prepare_scratch", plan.scratch_bytes, prepare, prepare);
+  if (plan.needs.qd8) {
+    ids->qd8_input = p->Add("qd8_input", plan.needs.qd8_input_bytes, first_run, last);
+    ids->qd8_params = p->Add("qd8_params", plan.needs.qd8_params_bytes, first_run, last);
+  }
+  if (plan.needs.f16) {
+    ids->f16_input = p->Add("f16_input", plan.needs.f16_input_bytes, first_run, last);
+    ids->f16_output = p->Add("f16_output", plan.needs.f16_output_bytes, first_run, last);
+  }
+#else
+  (void)plan, (void)prepare, (void)first_run, (void)last, (void)p, (void)ids;
+#endif
+}
+
+void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int batched_first,
+                          int batched_last, GreedyPlanner* p, BackendBuffers* ids) {
+#if TERN_XNNPACK_BUILD
+  if (plan.backend != Backend::kXnnpack) return;
+  // The record for the whole session (the one-query loops use it too); the batched path's
+  // buffers only while it runs.
+  ids->attention = p->Add("xnnpack_attention", sizeof(xnn::Attention), prepare, last);
+  const xnn::AttentionNeeds& a = plan.attention;
+  if (a.gather_bytes) {
+    ids->att_gather = p->Add("attention_gather", a.gather_bytes, batched_first, batched_last);
+    ids->att_scores = p->Add("attention_scores", a.scores_bytes, batched_first, batched_last);
+    ids->att_qk_workspace =
+        p->Add("attention_qk_workspace", a.qk_workspace_bytes, batched_first, batched_last);
+    ids->att_av_workspace =
+        p->Add("attention_av_workspace", a.av_workspace_bytes, batched_first, batched_last);
+  }
+#else
+  (void)plan, (void)prepare, (void)last, (void)batched_first, (void)batched_last, (void)p,
+      (void)ids;
+#endif
+}
+
+Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
+                             const GreedyPlanner& planner, uint8_t* base) {
+  Release();
+  plan_ = plan;
+  backend_ = plan->backend;
+  kernels_ = ops::Kernels();
+  if (backend_ != Backend::kXnnpack) return Status::Ok();
+#if TERN_XNNPACK_BUILD
+  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
+  xnn::Context* context = new (at(ids.context)) xnn::Context();
+  context_ = context;
+  context->qd8_input = reinterpret_cast<int8_t*>(at(ids.qd8_input));
+  context->qd8_input_bytes = ids.qd8_input >= 0 ? plan->needs.qd8_input_bytes : 0;
+  context->qd8_params = at(ids.qd8_params);
+  context->qd8_params_bytes = ids.qd8_params >= 0 ? plan->needs.qd8_params_bytes : 0;
+  context->f16_input = reinterpret_cast<uint16_t*>(at(ids.f16_input));
+  context->f16_input_bytes = ids.f16_input >= 0 ? plan->needs.f16_input_bytes : 0;
+  context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
+  context->f16_output_bytes = ids.f16_output >= 0 ? plan->needs.f16_output_bytes : 0;
+  if (plan->threads > 1) {
+    // pthreadpool allocates its workers and their state on the heap: here, never later.
+    pool_ = pthreadpool_create(static_cast<size_t>(plan->threads));
+    pool_failed_ = pool_ == nullptr;
+  }
+  context->pool = pool_;
+
+  xnn::Attention* attention = new (at(ids.attention)) xnn::Attention();
+  attention->pool = pool_;
+  attention->shape = plan->attention_shape;
+  const xnn::AttentionNeeds& a = plan->attention;
+  if (ids.att_gather >= 0) {
+    attention->gather = reinterpret_cast<float*>(at(ids.att_gather));
+    attention->gather_bytes = a.gather_bytes;
+    attention->scores = reinterpret_cast<float*>(at(ids.att_scores));
+    attention->scores_bytes = a.scores_bytes;
+    attention->qk_workspace = at(ids.att_qk_workspace);
+    attention->qk_workspace_bytes = a.qk_workspace_bytes;
+    attention->av_workspace = at(ids.att_av_workspace);
+    attention->av_workspace_bytes = a.av_workspace_bytes;
+  }
+  kernels_.attention = attention;
+  kernels_.vectorized = true;
+
+  records_ = reinterpret_cast<xnn::LinearKernel*>(at(ids.kernels));
+  scratch_ = at(ids.scratch);
+  next_ = 0;
+  new (scope_) xnn::ArenaScope(at(ids.region), plan->region_bytes);
+  scope_open_ = true;
+  TERN_RETURN_IF_ERROR(xnn::CreateContext(plan->needs, context));
+  // The batched attention's operators are in the same region: Finish measured them into it.
+  if (a.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan->attention_shape, attention));
+  return Status::Ok();
+#else
+  (void)ids, (void)planner, (void)base;
+  return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
+#endif
+}
+
+Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
+                                    const LinearCall& call, LinearKernel** kernel) {
+  *kernel = nullptr;
+  if (backend_ != Backend::kXnnpack) return Status::Ok();
+#if TERN_XNNPACK_BUILD
+  const xnn::LinearSpec spec = Spec(weight, bias, call);
+  xnn::LinearChoice choice;
+  TERN_RETURN_IF_ERROR(plan_->planner.Choose(spec, &choice));
+  if (next_ >= plan_->linears)
+    return Status::Error(StatusCode::kInternal, "more linear layers than planned");
+  xnn::LinearKernel* record = new (&records_[next_++]) xnn::LinearKernel();
+  TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record));
+  if (choice.path != xnn::LinearPath::kReference) *kernel = record;
+  return Status::Ok();
+#else
+  (void)weight, (void)bias, (void)call;
+  return Status::Ok();
+#endif
+}
+
+namespace {
+
+void WriteReferenceReport(const Limits& limits, const BackendPlan& plan, ReportWriter* out) {
+  if (limits.backend == Backend::kReference) {
+    out->Append("reference kernels (requested)");
+  } else if (plan.note[0] != '\0') {
+    out->Append("reference kernels: XNNPACK unusable here: %s", plan.note);
+  } else {
+    out->Append("reference kernels (this build has no XNNPACK)");
+  }
+}
+
+}  // namespace
+
+Status BackendSession::End(const Limits& limits, char* report, size_t size) {
+  ReportWriter out(report, size);
+  if (backend_ != Backend::kXnnpack) {
+    WriteReferenceReport(limits, *plan_, &out);
+    plan_ = nullptr;
+    return Status::Ok();
+  }
+#if TERN_XNNPACK_BUILD
+  xnn::ArenaScope* scope = reinterpret_cast<xnn::ArenaScope*>(scope_);
+  const size_t used = scope->used();
+  scope->~ArenaScope();
+  scope_open_ = false;
+  const BackendPlan& plan = *plan_;
+  plan_ = nullptr;
+  if (used != plan.region_bytes) {
+    return Status::Error(StatusCode::kInternal,
+                         "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu", used,
+                         plan.region_bytes);
+  }
+  // "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...", then
+  // attention and the detailed fallbacks.
+  const bool pool = pool_ != nullptr;
+  out.Append("xnnpack, %d thread%s%s: %d linear layers:", pool ? plan.threads : 1, pool ? "s" : "",
+             pool_failed_ ? " (pthreadpool_create failed; running on the calling thread)" : "",
+             plan.linears);
+  const char* separator = " ";
+  for (int p = 0; p < xnn::kLinearPathCount; ++p) {
+    if (plan.on_path[p] == 0) continue;
+    out.Append("%s%d %s", separator, plan.on_path[p],
+               xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
+    separator = ", ";
+  }
+  if (plan.fallbacks[0][0] > 0) {
+    out.Append(
+        "; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
+        "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
+        plan.fallbacks[0][0]);
+  }
+  out.Append("%s", kernels_.attention->qk != nullptr ? "; attention: encoder batch_matrix_multiply "
+                                                       "+ softmax_nc_f32, decoder vectorized loops"
+                                                     : "; attention: vectorized loops");
+  out.Append("%s", "; LayerNorm, activations: vectorized loops");
+  for (int p = 1; p < xnn::kLinearPathCount; ++p) {
+    for (int q = 0; q < xnn::kLinearPathCount; ++q) {
+      if (plan.fallbacks[p][q] == 0) continue;
+      out.Append("; fallback: %d layers %s unsupported here -> %s", plan.fallbacks[p][q],
+                 xnn::LinearPathName(static_cast<xnn::LinearPath>(p)),
+                 xnn::LinearPathName(static_cast<xnn::LinearPath>(q)));
+    }
+  }
+  return Status::Ok();
+#else
+  return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
+#endif
+}
+
+void BackendSession::Release() {
+#if TERN_XNNPACK_BUILD
+  if (scope_open_) reinterpret_cast<xnn::ArenaScope*>(scope_)->~ArenaScope();
+  scope_open_ = false;
+  if (pool_ != nullptr) pthreadpool_destroy(pool_);
+  pool_ = nullptr;
+  pool_failed_ = false;
+  context_ = nullptr;
+#endif
+  plan_ = nullptr;
+  kernels_ = ops::Kernels();
+  backend_ = Backend::kReference;
+}
+
+uint64_t BackendSession::fallback_calls() const {
+#if TERN_XNNPACK_BUILD
+  if (context_ != nullptr) return context_->fallback_calls;
+#endif
+  return 0;
+}
+
+void ReportWriter::Append(const char* format, ...) {
+  if (used_ >= size_) return;
+  va_list args;
+  va_start(args, format);
+  const int wrote = std::vsnprintf(buffer_ + used_, size_ - used_, format, args);
+  va_end(args);
+  if (wrote > 0) used_ += static_cast<size_t>(wrote);
+}
+
+}  // namespace tern

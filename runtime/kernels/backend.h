@@ -1,0 +1,175 @@
+// The backend interface: what a model asks of the kernels besides calling them, in four steps,
+// the same for every model:
+//   choose   ChooseBackend: reference kernels, or XNNPACK (Limits::backend; XNNPACK only when
+//            built with it and usable in this process);
+//   measure  BackendPlan: every linear layer as the model calls it (rows, strides) and the
+//            batched attention, in a fixed order; a dry run that packs nothing
+//            (RequiredArenaBytes); the plan says how many arena bytes the operators take;
+//   create   BackendSession (Prepare): the operators in the arena, in the measured order, the
+//            context and thread pool; End checks that exactly the measured bytes were taken;
+//   run      ops.h: layers call ops::Linear / MultiHeadAttention / LayerNorm / Activate with
+//            the kernels the session chose (BackendSession::kernels()).
+// Models name no backend type: on a build without XNNPACK every step is the reference
+// kernels' (nothing to measure or create). Adding a backend means implementing these calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/kernels/ops.h"
+#include "runtime/memory/planner.h"
+#include "tern/limits.h"
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/attention.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#define TERN_XNNPACK_BUILD 1
+#else
+#define TERN_XNNPACK_BUILD 0
+#endif
+
+struct pthreadpool;
+
+namespace tern {
+
+// How a linear layer is called: at most `rows` rows, input row stride ldx, output row stride ldy
+// (a K/V projection may write straight into a cache with a larger stride).
+struct LinearCall {
+  int64_t rows = 1;
+  int64_t ldx = 0;
+  int64_t ldy = 0;
+};
+
+// The many-query attention a model runs (the encoder's): heads x d_head, at most max_queries
+// queries over max_keys keys per call; max_queries == 0: none (one query per call only).
+struct AttentionCall {
+  int64_t heads = 0;
+  int64_t d_head = 0;
+  int64_t max_queries = 0;
+  int64_t max_keys = 0;
+};
+
+// What planning decided; identical in RequiredArenaBytes and Prepare for the same inputs (and,
+// for XNNPACK, the same CPU).
+struct BackendPlan {
+  Backend backend = Backend::kReference;
+  int32_t threads = 1;
+  char note[Status::kMaxMessage] = "";  // why XNNPACK does not run, when requested but unusable
+  int32_t linears = 0;                  // linear layers measured (one kernel record each)
+#if TERN_XNNPACK_BUILD
+  xnn::LinearPlanner planner;  // memoized choices, reused when creating the operators
+  xnn::ContextNeeds needs;
+  size_t region_bytes = 0;   // operators and packed weights
+  size_t scratch_bytes = 0;  // largest prepare-time scratch of one layer
+  int32_t on_path[xnn::kLinearPathCount] = {};
+  // Layers not on their weight's preferred path: [preferred][taken]; [0][0]: layers whose
+  // weights XNNPACK has no operator for at all (kReference is path 0).
+  int32_t fallbacks[xnn::kLinearPathCount][xnn::kLinearPathCount] = {};
+  xnn::AttentionShape attention_shape;
+  xnn::AttentionNeeds attention;
+#endif
+
+  // One linear layer as the model calls it: chooses its path, adds its arena bytes, counts it.
+  Status MeasureLinear(const WeightView& weight, const float* bias, const LinearCall& call);
+  // After the last linear layer: the context's conversion operators and the batched attention.
+  Status Finish(const AttentionCall& attention);
+};
+
+// The checks of Limits about the backend: a known backend, XNNPACK only in a build with it, 1 to
+// 256 threads.
+Status CheckBackendLimits(const Limits& limits);
+
+// Chooses the backend: reference when asked for or without XNNPACK in the build; otherwise
+// XNNPACK, unless it is unusable in this process (plan->note says why; the reference kernels run,
+// which is not an error). Returns whether the model goes on to measure its layers.
+bool ChooseBackend(const Limits& limits, BackendPlan* plan);
+
+// Buffer ids of the backend's memory in a model's arena plan (-1: not planned).
+struct BackendBuffers {
+  int region = -1, context = -1, kernels = -1, scratch = -1;
+  int qd8_input = -1, qd8_params = -1, f16_input = -1, f16_output = -1;
+  int attention = -1, att_gather = -1, att_scores = -1, att_qk_workspace = -1,
+      att_av_workspace = -1;
+};
+
+// Adds the operators' region, the context and the kernel records, alive from `prepare` to
+// `last`. Nothing unless the plan's backend is XNNPACK. Three calls rather than one so that each
+// model keeps the order it adds its buffers in (the planner breaks size ties by that order, and
+// pinned arena sizes follow from it).
+void PlanBackendOperators(const BackendPlan& plan, int prepare, int last, GreedyPlanner* planner,
+                          BackendBuffers* ids);
+// The prepare-time scratch (only in `prepare`) and the activation conversion buffers (qd8, f16)
+// the chosen paths need, alive from `first_run` to `last`.
+void PlanBackendScratch(const BackendPlan& plan, int prepare, int first_run, int last,
+                        GreedyPlanner* planner, BackendBuffers* ids);
+// The attention record (prepare to last) and the batched attention's buffers (alive in
+// [batched_first, batched_last], the phases that run it).
+void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int batched_first,
+                          int batched_last, GreedyPlanner* planner, BackendBuffers* ids);
+
+// A session's backend state: the kernels its layers run, and on XNNPACK the context and
+// attention record (in the arena), the thread pool (pthreadpool allocates it on the heap, at
+// Prepare and never later) and the creation of the operators.
+class BackendSession {
+ public:
+  BackendSession() = default;
+  ~BackendSession() { Release(); }
+  BackendSession(const BackendSession&) = delete;
+  BackendSession& operator=(const BackendSession&) = delete;
+
+  // Starts creation at Prepare: XNNPACK places its context and attention record, starts the
+  // thread pool when plan.threads > 1 (if that fails, everything runs on the calling thread and
+  // the report says so), and creates the conversion and batched-attention operators.
+  // The plan stays alive (and is used for its memoized choices) until End.
+  Status Begin(BackendPlan* plan, const BackendBuffers& ids, const GreedyPlanner& planner,
+               uint8_t* base);
+  // The next linear layer's operator, in the order they were measured; *kernel = null: the
+  // reference kernel runs it.
+  Status CreateLinear(const WeightView& weight, const float* bias, const LinearCall& call,
+                      LinearKernel** kernel);
+  // Ends creation: checks that XNNPACK took exactly the measured bytes (the arena never grows
+  // silently) and writes the report (which kernels run, every fallback taken).
+  Status End(const Limits& limits, char* report, size_t size);
+  // Destroys the pool and forgets the arena's records (the arena is the caller's).
+  void Release();
+
+  const ops::Kernels& kernels() const { return kernels_; }
+  Backend backend() const { return backend_; }
+  // Linear-layer calls XNNPACK could not run, answered by the reference kernel (0 when well).
+  uint64_t fallback_calls() const;
+
+ private:
+  ops::Kernels kernels_;
+  Backend backend_ = Backend::kReference;
+  BackendPlan* plan_ = nullptr;  // Begin to End
+#if TERN_XNNPACK_BUILD
+  xnn::Context* context_ = nullptr;
+  pthreadpool* pool_ = nullptr;
+  bool pool_failed_ = false;
+  // Begin to End: the arena region XNNPACK's requests are served from, and the creation state.
+  alignas(xnn::ArenaScope) unsigned char scope_[sizeof(xnn::ArenaScope)];
+  bool scope_open_ = false;
+  xnn::LinearKernel* records_ = nullptr;
+  uint8_t* scratch_ = nullptr;
+  int32_t next_ = 0;
+#endif
+};
+
+// Appends printf-style text to a fixed buffer, truncating at its end; allocates nothing.
+class ReportWriter {
+ public:
+  ReportWriter(char* buffer, size_t size) : buffer_(buffer), size_(size) {
+    if (size > 0) buffer[0] = '\0';
+  }
+  void Append(const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+ private:
+  char* buffer_;
+  size_t size_;
+  size_t used_ = 0;
+};
+
+}  // namespace tern

@@ -1,0 +1,139 @@
+#include "runtime/nn/transformer_layer.h"
+
+#include <cstring>
+
+#include "runtime/nn/feed_forward.h"
+#include "runtime/nn/residual.h"
+
+namespace tern {
+
+namespace {
+
+// Output projection W^O and the residual of a self-attention whose heads are in s.attn.
+void FinishAttention(const ModelConfig& c, const AttentionWeights& a, const NormWeights& norm,
+                     float* x, int64_t rows, const LayerScratch& s) {
+  Linear(s.attn, rows, c.d_model, a.out, s.q, c.d_model);
+  AddResidual(c, s.kernels, norm, x, s.q, rows);
+}
+
+// Position-wise FFN with its residual.
+void FeedForwardBlock(const ModelConfig& c, const LayerWeights& w, float* x, int64_t rows,
+                      const LayerScratch& s) {
+  const float* in = SubLayerInput(c, s.kernels, w.ffn_norm, x, rows, s.attn);
+  FeedForward(c, s.kernels, w.ffn, in, rows, s.hidden, s.up, s.q);
+  AddResidual(c, s.kernels, w.ffn_norm, x, s.q, rows);
+}
+
+}  // namespace
+
+void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const SequenceShape& shape,
+                  const KeyValues& kv, const LayerScratch& s) {
+  const int64_t d = c.d_model, d_kv = c.d_kv(), rows = shape.sequences * shape.seq;
+  // Q = X W^Q, K = X W^K, V = X W^V over all rows at once; K/V go to their final place.
+  const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
+  const int64_t kv_row = (shape.first * kv.capacity + shape.start) * d_kv;
+  Linear(in, rows, d, w.self_attn.q, s.q, d);
+  Linear(in, rows, d, w.self_attn.k, kv.k + kv_row, d_kv);
+  Linear(in, rows, d, w.self_attn.v, kv.v + kv_row, d_kv);
+  ref::RelativePositions terms;
+  const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, shape.start, &terms);
+  for (int64_t b = 0; b < shape.sequences; ++b) {
+    const int64_t len = shape.lengths[b];
+    float* q = s.q + b * shape.seq * d;
+    float* k = kv.k + (shape.first + b) * kv.capacity * d_kv;
+    const float* v = kv.v + (shape.first + b) * kv.capacity * d_kv;
+    if (s.positions.rotary != nullptr) {  // RoPE: row i of each sequence at position start + i
+      ops::ApplyRotary(*s.positions.rotary, q, len, d, c.heads, c.d_head(), shape.start, 1);
+      ops::ApplyRotary(*s.positions.rotary, k + shape.start * d_kv, len, d_kv, c.kv_head_count(),
+                       c.d_head(), shape.start, 1);
+    }
+    // Keys 0..start+len-1; with the causal mask query i (position start+i) sees 0..start+i.
+    ref::AttentionMask mask;
+    mask.key_length = shape.start + len;
+    mask.causal = shape.causal;
+    mask.causal_offset = shape.start;
+    float* attn = s.attn + b * shape.seq * d;
+    ops::MultiHeadAttention(s.kernels, q, d, k, d_kv, v, d_kv, len, shape.start + len, c.heads,
+                            c.d_head(), mask, s.scores, attn, d, rel, c.kv_head_count());
+    // Padded rows: zeros, so everything downstream stays finite.
+    std::memset(attn + len * d, 0, static_cast<size_t>((shape.seq - len) * d) * sizeof(float));
+  }
+  FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
+  FeedForwardBlock(c, w, x, rows, s);
+}
+
+void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const StepShape& shape,
+               const KeyValues& self, const CrossAttention* cross, const LayerScratch& s) {
+  const int64_t d = c.d_model, d_kv = c.d_kv(), rows = shape.rows;
+  const int64_t stride = self.capacity * d_kv;  // one sequence's cache
+  const ref::RotaryTable* rotary = s.positions.rotary;
+  const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
+  Linear(in, rows, d, w.self_attn.q, s.q, d);
+  if (shape.positions == nullptr) {
+    // One position t for every row: the new K/V rows go straight into row t of each sequence's
+    // cache, so the causal mask is simply "keys 0..t" (the future is not there yet).
+    const int64_t t = shape.position;
+    Linear(in, rows, d, w.self_attn.k, self.k + t * d_kv, stride);
+    Linear(in, rows, d, w.self_attn.v, self.v + t * d_kv, stride);
+    if (rotary != nullptr) {
+      ops::ApplyRotary(*rotary, s.q, rows, d, c.heads, c.d_head(), t, 0);
+      ops::ApplyRotary(*rotary, self.k + t * d_kv, rows, stride, c.kv_head_count(), c.d_head(), t,
+                       0);
+    }
+  } else {
+    // Sequences at different positions (a batch of prompts of different lengths): the rows
+    // are not evenly strided in the cache, one copy each (small next to the projections).
+    Linear(in, rows, d, w.self_attn.k, s.k, d_kv);
+    Linear(in, rows, d, w.self_attn.v, s.v, d_kv);
+    const size_t row_bytes = static_cast<size_t>(d_kv) * sizeof(float);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t t = shape.positions[r];
+      if (rotary != nullptr) {
+        ops::ApplyRotary(*rotary, s.q + r * d, 1, d, c.heads, c.d_head(), t, 0);
+        ops::ApplyRotary(*rotary, s.k + r * d_kv, 1, d_kv, c.kv_head_count(), c.d_head(), t, 0);
+      }
+      std::memcpy(self.k + r * stride + t * d_kv, s.k + r * d_kv, row_bytes);
+      std::memcpy(self.v + r * stride + t * d_kv, s.v + r * d_kv, row_bytes);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
+    ref::AttentionMask mask;
+    mask.key_length = t + 1;
+    ref::RelativePositions terms;
+    const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
+    ops::MultiHeadAttention(s.kernels, s.q + r * d, d, self.k + r * stride, d_kv,
+                            self.v + r * stride, d_kv, 1, t + 1, c.heads, c.d_head(), mask,
+                            s.scores, s.attn + r * d, d, rel, c.kv_head_count());
+  }
+  FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
+
+  if (cross != nullptr) {
+    // Encoder-decoder attention: queries from the decoder, keys/values from the encoder; beam
+    // hypotheses of one sentence share that sentence's encoder K/V.
+    const KeyValues& kv = cross->kv;
+    in = SubLayerInput(c, s.kernels, cross->w->norm, x, rows, s.attn);
+    Linear(in, rows, d, cross->w->attn.q, s.q, d);
+    const int64_t src_stride = kv.capacity * d_kv;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t sentence = r / shape.rows_per_sentence;
+      ref::AttentionMask mask;
+      mask.key_length = shape.src_lengths[sentence];
+      ops::MultiHeadAttention(s.kernels, s.q + r * d, d, kv.k + sentence * src_stride, d_kv,
+                              kv.v + sentence * src_stride, d_kv, 1, kv.capacity, c.heads,
+                              c.d_head(), mask, s.scores, s.attn + r * d, d, nullptr,
+                              c.kv_head_count());
+    }
+    FinishAttention(c, cross->w->attn, cross->w->norm, x, rows, s);
+  }
+  FeedForwardBlock(c, w, x, rows, s);
+}
+
+void CrossKeysValues(const ModelConfig& c, const CrossAttentionWeights& w, const float* enc,
+                     int64_t batch, int64_t src_seq, const KeyValues& kv) {
+  const int64_t rows = batch * src_seq;
+  Linear(enc, rows, c.d_model, w.attn.k, kv.k, c.d_kv());
+  Linear(enc, rows, c.d_model, w.attn.v, kv.v, c.d_kv());
+}
+
+}  // namespace tern

@@ -1,0 +1,90 @@
+// One Transformer layer (paper section 3.1) of any stack, forward: self-attention, the
+// encoder-decoder attention of an encoder-decoder's decoder layers, then the position-wise FFN,
+// each wrapped in residual + norm (residual.h: post-LN as the paper, or pre-LN). The encoder,
+// the decoder step of a translation model and a language model's prefill and step are the same
+// layer called in two shapes:
+//  - LayerForward: many queries per sequence. The encoder (a batch of sentences padded to `seq`
+//    rows, each attending to its own rows) and a language model's prompt (one sequence, causal,
+//    its K/V rows written into the cache after `start` earlier ones).
+//  - LayerStep: one new token per row (a decoder step). Its K/V rows enter the self-attention
+//    cache; with cross-attention each row attends to its sentence's encoder K/V.
+// Attention is multi-head (heads query heads) over kv_heads K/V heads: grouped-query attention
+// when kv_heads < heads (ref::MultiHeadAttention). Positions: absolute ones were added to the
+// embeddings; rotary ones rotate q and k here (the cache keeps rotated keys); Shaw and T5 terms
+// enter the self-attention scores (positions.h).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/kernels/ops.h"
+#include "runtime/model/config.h"
+#include "runtime/nn/positions.h"
+#include "runtime/nn/weights.h"
+
+namespace tern {
+
+// Scratch of a stack's layers, in the arena (rows = the most rows one call runs).
+struct LayerScratch {
+  float* q = nullptr;       // [rows, d_model]
+  float* k = nullptr;       // [rows, d_kv]: keys on their way to a cache (LayerStep, per-row
+  float* v = nullptr;       // positions) or the encoder's keys
+  float* attn = nullptr;    // [rows, d_model]
+  float* hidden = nullptr;  // [rows, d_ff]
+  float* up = nullptr;      // [rows, d_ff]: SwiGLU's up projection (null otherwise)
+  float* scores = nullptr;  // the reference attention's [queries, keys] block
+  StackPositions positions;
+  ops::Kernels kernels;  // attention, norm and activation kernels (reference by default)
+};
+
+// The K/V rows of one attention: sequence s's row j at k + (s * capacity + j) * d_kv.
+struct KeyValues {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t capacity = 0;
+};
+
+struct SequenceShape {
+  int64_t sequences = 1;             // sentences (encoder) or 1 (a prompt)
+  int64_t seq = 0;                   // rows per sequence in x
+  const int32_t* lengths = nullptr;  // real rows of each sequence (<= seq)
+  int64_t first = 0;                 // the K/V sequence of sequence 0 (a prompt: its cache row)
+  int64_t start = 0;                 // keys already in the cache before row 0 (its position)
+  bool causal = false;
+};
+
+// x: [sequences, seq, d_model], updated in place. Writes the rows' K/V to kv at row `start` of
+// each sequence; with more than one sequence, kv must be laid out like x (capacity == seq,
+// start == 0). Padded rows stay finite and are never read by real rows.
+void LayerForward(const ModelConfig& config, const LayerWeights& w, float* x,
+                  const SequenceShape& shape, const KeyValues& kv, const LayerScratch& s);
+
+struct StepShape {
+  int64_t rows = 0;                    // decoder rows (sentences x beam hypotheses)
+  const int32_t* positions = nullptr;  // row r's position; null: every row at `position`
+  int64_t position = 0;
+  // Encoder-decoder attention: row r attends to sentence r / rows_per_sentence, which has
+  // src_lengths[sentence] real rows.
+  int64_t rows_per_sentence = 1;
+  const int32_t* src_lengths = nullptr;
+};
+
+// The encoder-decoder attention of a decoder layer: its weights and the encoder's K/V
+// (capacity = the padded source length).
+struct CrossAttention {
+  const CrossAttentionWeights* w = nullptr;
+  KeyValues kv;
+};
+
+// x: [rows, d_model], updated in place. Appends each row's K/V to its sequence of `self` (with
+// one shared position straight from the projections, whose output stride is then the cache's
+// row stride; with per-row positions through s.k / s.v). cross: null for a layer without
+// encoder-decoder attention.
+void LayerStep(const ModelConfig& config, const LayerWeights& w, float* x, const StepShape& shape,
+               const KeyValues& self, const CrossAttention* cross, const LayerScratch& s);
+
+// The cross-attention K/V of one decoder layer from the encoder output enc [batch, src_seq,
+// d_model] into kv (capacity = src_seq).
+void CrossKeysValues(const ModelConfig& config, const CrossAttentionWeights& w, const float* enc,
+                     int64_t batch, int64_t src_seq, const KeyValues& kv);
+
+}  // namespace tern
