@@ -44,11 +44,11 @@ void RefuseUnsupported(const HfConfig& hf, const std::string& label, int32_t hea
     throw Error(label + ": \"model_type\" is \"" + model_type + "\", not \"llama\"");
   }
   const int32_t kv_heads = hf.Int("num_key_value_heads", false, heads);
-  if (kv_heads != heads) {
-    throw Error(
-        label + ": \"num_key_value_heads\" = " + std::to_string(kv_heads) + " differs from " +
-        "\"num_attention_heads\" = " + std::to_string(heads) +
-        ": grouped-query attention is not supported (every head needs its own keys and values)");
+  if (kv_heads < 1 || heads % kv_heads != 0) {
+    throw Error(label + ": \"num_key_value_heads\" = " + std::to_string(kv_heads) +
+                " does not divide \"num_attention_heads\" = " + std::to_string(heads) +
+                " (grouped-query attention shares each K/V head among heads / kv_heads query "
+                "heads)");
   }
   if (hf.has("rope_scaling")) {
     throw Error(label + ": \"rope_scaling\" is " + hf.at("rope_scaling").dump() +
@@ -121,6 +121,7 @@ MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& opt
   c.d_model = hf.Int("hidden_size", true);
   c.heads = hf.Int("num_attention_heads", true);
   RefuseUnsupported(hf, out.config_label, c.heads);
+  c.kv_heads = hf.Int("num_key_value_heads", false, c.heads);  // grouped-query when < heads
   if (c.d_model % c.heads != 0) {
     throw Error(out.config_label + ": \"num_attention_heads\" = " + std::to_string(c.heads) +
                 " does not divide \"hidden_size\" = " + std::to_string(c.d_model));

@@ -192,8 +192,8 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
 }
 
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
-// bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, on both
-// backends.
+// bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, and
+// grouped-query attention, on both backends.
 TEST_CASE("translate allocates nothing after prepare: relative, rotary and learned positions",
           "[allocation]") {
   struct Positions {
@@ -228,6 +228,11 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
          c->max_positions = 16;
        }},
       {"no positions", [](ModelConfig* c) { c->position = PositionKind::kNone; }},
+      {"grouped-query attention (multi-query: 1 K/V head of 2) + rotary",
+       [](ModelConfig* c) {
+         c->kv_heads = 1;
+         c->position = PositionKind::kRotary;
+       }},
   };
   std::vector<Variant> variants = {
     {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
@@ -274,8 +279,10 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
       config.activation = ref::Activation::kGELUTanh;
       config.position = PositionKind::kLearned;
       if (llama) {
-        // Rotary tables and SwiGLU's up buffer come from the arena too.
+        // Rotary tables and SwiGLU's up buffer come from the arena too; grouped-query attention
+        // (half as many K/V heads, LLaMA 2/3 style) changes only buffer sizes.
         config.position = PositionKind::kRotary;
+        config.kv_heads = config.heads / 2;
         config.norm_kind = ref::NormKind::kRMSNorm;
         config.activation = ref::Activation::kSwiGLU;
         config.tied_output = false;

@@ -24,9 +24,9 @@ using testing::CheckpointFixture;
 using testing::ConvertError;
 using testing::LmExpected;
 
-ConvertOptions Llama(DType dtype = DType::kF32) {
+ConvertOptions Llama(DType dtype = DType::kF32, const char* fixture = "llama") {
   ConvertOptions o;
-  o.checkpoint = CheckpointFixture("llama/model.safetensors");
+  o.checkpoint = CheckpointFixture(std::string(fixture) + "/model.safetensors");
   o.arch = "llama";
   o.dtype = dtype;
   return o;
@@ -55,6 +55,36 @@ TEST_CASE("LLaMA matches its PyTorch forward at every step, alone and batched, b
       CHECK(testing::LogitError(m, e.Row(b)) <= 1e-4f);
     }
     testing::CheckGreedy(p.generator, e);
+  }
+}
+
+// Grouped-query attention (tests/fixtures/checkpoints/llama_gqa: num_key_value_heads = 2 of 4,
+// make_llama_fixture.py --gqa): the same checks as the multi-head fixture, and the K/V cache is
+// half the size.
+TEST_CASE("LLaMA with grouped-query attention matches its PyTorch forward, both backends",
+          "[architectures][llama][gqa]") {
+  const LmExpected e = testing::LoadLmExpected("llama_gqa/expected.safetensors");
+  for (Backend backend : testing::Backends()) {
+    testing::PreparedGenerator p;
+    Prepare(&p, Llama(DType::kF32, "llama_gqa"), backend, static_cast<int32_t>(e.batch), e);
+    INFO(p.generator.backend_report());
+    DecoderOnly& m = p.generator.decoder_only();
+    REQUIRE(m.config().kv_heads == 2);
+    REQUIRE(m.config().heads == 4);
+    CHECK(testing::LogitError(m, e) <= 1e-4f);
+    for (int64_t b = 0; b < e.batch; ++b) {
+      INFO("prompt " << b << " alone");
+      CHECK(testing::LogitError(m, e.Row(b)) <= 1e-4f);
+    }
+    testing::CheckGreedy(p.generator, e);
+  }
+  for (DType dtype : {DType::kI8, DType::kI4}) {
+    for (Backend backend : testing::Backends()) {
+      INFO(DTypeName(dtype));
+      testing::PreparedGenerator p;
+      Prepare(&p, Llama(dtype, "llama_gqa"), backend, 1, e);
+      testing::CheckQuantized(p.generator, e, dtype == DType::kI8 ? 1.0f : 12.0f);
+    }
   }
 }
 
@@ -125,10 +155,9 @@ TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architecture
     const char* message;  // after "<config.json path>: "
   };
   const Case cases[] = {
-      {"num_key_value_heads", 2,
-       "\"num_key_value_heads\" = 2 differs from \"num_attention_heads\" = 4: grouped-query "
-       "attention is not "
-       "supported (every head needs its own keys and values)"},
+      {"num_key_value_heads", 3,
+       "\"num_key_value_heads\" = 3 does not divide \"num_attention_heads\" = 4 (grouped-query "
+       "attention shares each K/V head among heads / kv_heads query heads)"},
       {"rope_scaling",
        {{"type", "linear"}, {"factor", 2.0}},
        "\"rope_scaling\" is {\"factor\":2.0,\"type\":\"linear\"}: scaled rotary positions are not "

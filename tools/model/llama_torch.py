@@ -86,17 +86,24 @@ class LlamaAttention(nn.Module):
         super().__init__()
         d = cfg["hidden_size"]
         self.heads = cfg["num_attention_heads"]
+        # Grouped-query attention (LLaMA 2 70B, LLaMA 3; Ainslie et al. 2023): num_key_value_heads
+        # K/V heads, each shared by heads / kv_heads consecutive query heads (transformers'
+        # repeat_kv).
+        self.kv_heads = cfg.get("num_key_value_heads") or self.heads
         self.dh = d // self.heads
         self.q_proj = nn.Linear(d, d, bias=False)
-        self.k_proj = nn.Linear(d, d, bias=False)
-        self.v_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
+        self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
         self.o_proj = nn.Linear(d, d, bias=False)
         self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0))
 
     def forward(self, x):
-        q, k, v = (causal_lm.split_heads(p(x), self.heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        q = causal_lm.split_heads(self.q_proj(x), self.heads)
+        k, v = (causal_lm.split_heads(p(x), self.kv_heads) for p in (self.k_proj, self.v_proj))
         cos, sin = self.rotary_emb(torch.arange(x.shape[1]), x.dtype)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        group = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         return self.o_proj(causal_lm.causal_attention(q, k, v))
 
 

@@ -121,6 +121,8 @@ class Config:
     relative_buckets: int = 32        # T5: buckets
     rotary_dim: int = 0               # position "rotary": rotated dims per head (0 = d_head)
     rotary_base: float = 10000.0
+    # Format 1.3: K/V heads of every attention (grouped-query attention; 0 = heads).
+    kv_heads: int = 0
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -131,6 +133,10 @@ class Config:
     @property
     def d_head(self) -> int:
         return self.d_model // self.heads
+
+    @property
+    def kv_head_count(self) -> int:
+        return self.kv_heads or self.heads
 
     @property
     def rotary_dims(self) -> int:
@@ -172,11 +178,13 @@ class Config:
             raise ValueError("rotary_dim must be even and at most d_head")
         if self.position == "rotary" and self.d_head % 2:
             raise ValueError("rotary positions need an even d_head")
+        if self.kv_heads < 0 or self.heads % self.kv_head_count:
+            raise ValueError("kv_heads must divide heads")
         if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("shared_embeddings needs src_vocab_size == tgt_vocab_size")
 
     _OPTIONAL = ("norm_kind", "relative_attention", "relative_max_distance", "relative_buckets",
-                 "rotary_dim", "rotary_base")
+                 "rotary_dim", "rotary_base", "kv_heads")
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
@@ -385,10 +393,13 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         self.heads = heads
         self.d_head = d_model // heads
+        # Grouped-query attention (Ainslie et al. 2023): kv_heads K/V heads, each shared by
+        # heads / kv_heads consecutive query heads (query head h reads K/V head h // group).
+        self.kv_heads = cfg.kv_head_count if cfg is not None else heads
         self.attention_dropout = attention_dropout
         self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, self.kv_heads * self.d_head)
+        self.v_proj = nn.Linear(d_model, self.kv_heads * self.d_head)
         self.out_proj = nn.Linear(d_model, d_model)
         self.cfg = cfg
         self.shaw = cfg is not None and self_attention and cfg.shaw
@@ -398,9 +409,9 @@ class MultiHeadAttention(nn.Module):
             self.relative_key = nn.Embedding(n, self.d_head)    # a^K, shared by the heads
             self.relative_value = nn.Embedding(n, self.d_head)  # a^V
 
-    def _split(self, x):                     # [B,T,d] -> [B,H,T,dh]; head h = cols h*dh:(h+1)*dh
-        B, T, _ = x.shape
-        return x.view(B, T, self.heads, self.d_head).transpose(1, 2)
+    def _split(self, x):                     # [B,T,H*dh] -> [B,H,T,dh]; head h = cols h*dh:(h+1)*dh
+        B, T, n = x.shape
+        return x.view(B, T, n // self.d_head, self.d_head).transpose(1, 2)
 
     def kv(self, x):
         return self._split(self.k_proj(x)), self._split(self.v_proj(x))
@@ -446,6 +457,9 @@ class MultiHeadAttention(nn.Module):
             kk = self.cfg.relative_max_distance
             idx = torch.clamp(kpos - qpos, -kk, kk) + kk                              # [Tq, Tk]
             shaw = (self.relative_key(idx), self.relative_value(idx))
+        if self.kv_heads != self.heads:  # each K/V head serves its group of query heads
+            group = self.heads // self.kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         out, _ = attention(q, k, v, mask, self.attention_dropout, self.training, bias, shaw)
         B, H, T, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
@@ -500,7 +514,7 @@ class DecoderLayer(_Layer):
     def __init__(self, cfg: Config, dropout, attention_dropout, activation_dropout):
         super().__init__()
         self._init_self_attn(cfg, attention_dropout)
-        self.encoder_attn = MultiHeadAttention(cfg.d_model, cfg.heads, attention_dropout)
+        self.encoder_attn = MultiHeadAttention(cfg.d_model, cfg.heads, attention_dropout, cfg)
         self.encoder_attn_layer_norm = _norm(cfg)
         self._init_ffn(cfg, dropout, activation_dropout)
 

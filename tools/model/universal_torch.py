@@ -83,8 +83,9 @@ class UniversalConfig(tt.Config):
         if self.architecture != "universal":
             raise ValueError(f"architecture {self.architecture!r}: expected 'universal'")
         # Everything else as tern_torch checks an encoder-decoder.
-        # (a plain namespace: validate reads fields and the derived d_head only).
-        fields = dict(self.__dict__, architecture="encoder_decoder", d_head=self.d_head)
+        # (a plain namespace: validate reads fields and the derived d_head, kv_head_count only).
+        fields = dict(self.__dict__, architecture="encoder_decoder", d_head=self.d_head,
+                      kv_head_count=self.kv_head_count)
         tt.Config.validate(types.SimpleNamespace(**fields))
         if self.encoder_layers != 1 or self.decoder_layers != 1:
             raise ValueError("a universal transformer has one shared block per stack: "

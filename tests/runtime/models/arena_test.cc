@@ -66,6 +66,62 @@ TEST_CASE("prepare needs exactly the reported bytes and stays inside them", "[ar
   }
 }
 
+// Grouped-query attention: with kv_heads = 1 (multi-query) of 2 heads the K/V caches and the
+// encoder's K/V scratch take half the bytes; nothing else changes. Both totals are pinned (the
+// reference backend's plan).
+TEST_CASE("grouped-query attention shrinks the K/V caches, and only them", "[arena][gqa]") {
+  Limits limits;
+  limits.backend = Backend::kReference;
+  limits.max_batch = 2;
+  limits.beam_size = 2;
+  limits.max_source_length = 10;
+  limits.max_target_length = 12;
+  GreedyPlanner plans[2];
+  size_t need[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    ModelConfig c = testing::TinyConfig();
+    c.kv_heads = i == 0 ? 2 : 1;
+    testing::AlignedBytes bytes = testing::RandomModelBytes(c, 7);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    INFO(model.status().message());
+    REQUIRE(model.ok());
+    REQUIRE(model.value().config().kv_heads == c.kv_heads);
+    REQUIRE(EncoderDecoder::PlanArena(model.value(), limits, &plans[i]).ok());
+    need[i] = Session::RequiredArenaBytes(model.value(), limits).value();
+  }
+  REQUIRE(plans[0].count() == plans[1].count());
+  // Planner sizes are rounded up to the alignment after the tail padding.
+  auto padded = [](size_t bytes) {
+    const size_t a = GreedyPlanner::kAlignment;
+    return (bytes + GreedyPlanner::kTailPadding + a - 1) / a * a;
+  };
+  const size_t f = sizeof(float), d = 16, d_kv = 8, rows = 4, src = 20;
+  for (int id = 0; id < plans[0].count(); ++id) {
+    const std::string name = plans[0].name(id);
+    INFO("buffer " << name);
+    REQUIRE(name == plans[1].name(id));
+    if (name == "self_kv") {  // 2 layers x K and V x rows x 12 positions
+      CHECK(plans[0].size(id) == padded(2 * 2 * rows * 12 * d * f));
+      CHECK(plans[1].size(id) == padded(2 * 2 * rows * 12 * d_kv * f));
+    } else if (name == "cross_kv") {
+      CHECK(plans[1].size(id) == padded(2 * 2 * src * d_kv * f));
+    } else if (name == "enc_k" || name == "enc_v") {
+      CHECK(plans[1].size(id) == padded(src * d_kv * f));
+    } else if (name == "beam_scratch") {
+      CHECK(plans[1].size(id) == padded(2 * 12 * d_kv * f));
+    } else {
+      CHECK(plans[0].size(id) == plans[1].size(id));
+    }
+  }
+  CHECK(need[1] < need[0]);
+  // Change these only with a reason. 64-bit targets (32-bit ones have smaller weight records
+  // and check the buffers above).
+  if (sizeof(void*) == 8) {
+    CHECK(need[0] == 25920);
+    CHECK(need[1] == 16448);
+  }
+}
+
 TEST_CASE("the plan shares memory between encoder and decoder phases", "[arena]") {
   testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 3);
   auto model = Model::Load(bytes.data(), bytes.size());

@@ -169,7 +169,8 @@ TEST_CASE("universal transformers match PyTorch on XNNPACK", "[parity][universal
 // The position variants (tools/fixtures/make_position_fixtures.py): learned absolute positions,
 // Shaw et al. relative positions, T5's relative bias, and a LLaMA-like block (rotary positions,
 // RMSNorm, SwiGLU), on both backends.
-const char* const kPositionFixtures[] = {"learned_pos", "shaw_rel", "t5_bias", "rotary_rms_swiglu"};
+const char* const kPositionFixtures[] = {"learned_pos", "shaw_rel", "t5_bias", "rotary_rms_swiglu",
+                                         "gqa_rotary"};
 
 TEST_CASE("position variants match PyTorch", "[parity][positions]") {
   for (const char* name : kPositionFixtures) {
