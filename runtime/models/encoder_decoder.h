@@ -96,7 +96,7 @@ class EncoderDecoder : public TransformerModel {
   DecoderLayerWeights* decoder_layers_ = nullptr;
   float* step_signal_ = nullptr;    // Universal: [d_model], PE(step)
   ActState enc_act_{}, dec_act_{};  // Universal with ACT only
-  float* positions_ = nullptr;      // position tables (PositionFloats in encoder_decoder.cc)
+  float* positions_ = nullptr;      // position tables (PositionFloats, models/positions.h)
   int64_t position_rows_ = 0;
   const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null
   const float* dec_positions_ = nullptr;
