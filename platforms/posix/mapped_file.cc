@@ -11,14 +11,18 @@
 namespace tern::posix {
 
 Result<MappedFile> MappedFile::Open(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a fifo would otherwise wait for a writer forever; it is refused below
+  // (for a regular file the flag changes nothing).
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Status::Error(StatusCode::kIoError, "cannot open %s: %s", path, std::strerror(errno));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::Error(StatusCode::kIoError, "%s is not a regular file", path);
+    return Status::Error(StatusCode::kIoError,
+                         "%s is not a regular file (a fifo, device or directory cannot be mapped)",
+                         path);
   }
   MappedFile file;
   file.size_ = static_cast<size_t>(st.st_size);
