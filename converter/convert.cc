@@ -14,6 +14,7 @@
 #include "converter/readers/checkpoint.h"
 #include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
+#include "runtime/model/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace tern::convert {
@@ -141,6 +142,9 @@ TernContents BuildContents(const ConvertOptions& options) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
                 " does not divide d_model = " + std::to_string(out.config.d_model));
   }
+  // The runtime's own bounds, before the layout (or anything else) is sized from the config.
+  const Status config_ok = CheckModelConfig(out.config);
+  if (!config_ok.ok()) throw Error(mapped.config_label + ": " + config_ok.message());
   std::vector<ExpectedTensor> layout;
   try {
     layout = ModelLayout(out.config);

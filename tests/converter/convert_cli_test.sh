@@ -181,5 +181,44 @@ expect_error "a tokenizer larger than the vocabulary" 1 \
   conv -o "$work/x.tern" --tokenizer "$all_fixtures/tokenizer/tgt41.model" --target-tokenizer "$all_fixtures/tokenizer/tgt41.model"
 check "no output after a refused tokenizer" test ! -e "$work/x.tern"
 
+# Every config value is checked against the runtime's bounds before anything is sized from it,
+# whatever its source (--set, config.json, safetensors metadata), and the converter's memory
+# stays bounded: each hostile value below runs under a 600 MB address-space limit (ulimit -v;
+# not in sanitizer builds or under qemu, which reserve more than that for themselves).
+limited() {
+  if [ -z "${TERN_SANITIZED:-}" ] && [ ${#emulator[@]} -eq 0 ]; then
+    (ulimit -v 600000 && exec timeout 60 "$tern_bin" "$@")
+  else
+    timeout 120 "${emulator[@]}" "$tern_bin" "$@"
+  fi
+}
+check "the fixture converts under the memory limit" limited convert "$pre" --skip-prefix expected. --quiet -o "$work/limited.tern"
+for spec in d_model:1:65536 heads:1:65536 encoder_layers:0:1024 decoder_layers:0:1024 d_ff:1:262144 \
+  src_vocab_size:0:4194304 tgt_vocab_size:1:4194304 vocab_size:0:4194304 max_positions:1:1048576 \
+  universal_steps:0:1024 relative_max_distance:1:1048576 relative_buckets:1:1024 rotary_dim:0:65536 \
+  eos_id:0:4194303 pad_id:0:4194303; do
+  IFS=: read -r field lo hi <<<"$spec"
+  for value in 1000000000 -1 $((hi + 1)); do
+    [ "$value" -ge "$lo" ] && [ "$value" -le "$hi" ] && continue
+    expect_error "--set $field=$value names the field and the bound" 1 \
+      "--set: config \"$field\" = $value is outside the runtime's bounds [$lo, $hi]" \
+      limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --force --set "$field=$value"
+  done
+  # At the bound itself: refused by the tensors' shapes (or accepted), within the memory limit.
+  limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --force --set "$field=$hi" 2>"$work/err"
+  rc=$?
+  check "--set $field=$hi: a clean result under the memory limit (rc $rc)" test "$rc" -le 1 -a "$(wc -l <"$work/err")" -le 1
+  rm -f "$work/x.tern"
+done
+rm -f "$work/x.tern"
+check "max_positions 0 is refused, not turned into 1024" grep -q 'outside the runtime' \
+  <<<"$(limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --set max_positions=0 2>&1)"
+# The same bounds in a config.json given with --config.
+printf '{"d_model": 24, "heads": 3, "encoder_layers": 1000000000, "d_ff": 40, "vocab_size": 37}' >"$work/huge.json"
+expect_error "config.json: encoder_layers = 10^9 names the file, field and bound" 1 \
+  "huge.json: config \"encoder_layers\" = 1000000000 is outside the runtime's bounds [0, 1024]" \
+  limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --config "$work/huge.json"
+check "no output after refused configs" test ! -e "$work/x.tern"
+
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]
