@@ -82,6 +82,8 @@ check "a failed convert leaves no file" test ! -e "$work/x.tern"
 head -c 1000 "$work/m.tern" >"$work/cut.tern"
 expect_error "truncated model" "truncated" tern inspect "$work/cut.tern"
 expect_error "missing model file" "cannot open" tern inspect "$work/none.tern"
+expect_error "a .tern model given to convert says so" "m.tern: looks like a .tern model (already converted), not a checkpoint" \
+  tern convert "$work/m.tern" -o "$work/again.tern"
 expect_error "bad id in input" "line 1" sh -c "echo '1 x 2' | \"\$0\" \"\$@\"" "${emulator[@]}" "$tern_bin" translate -m "$work/m.tern" --ids
 expect_error "out-of-vocabulary id" "outside the vocabulary" sh -c "echo '1 999 2' | \"\$0\" \"\$@\"" "${emulator[@]}" "$tern_bin" translate -m "$work/m.tern" --ids
 expect_error "unknown option" "unknown option" tern translate -m "$work/m.tern" --idz
