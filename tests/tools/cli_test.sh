@@ -124,6 +124,14 @@ check "inspect takes --beam and --batch" grep -q 'arena for batch 2, beam 4, sou
 check "inspect's default limits are translate's: min(256, max_positions)" \
   test "$(tern inspect "$m" --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["limits"]["max_source_length"] == min(256, j["config"]["max_positions"]))')" == True
 
+# --no-mmap reads the model into memory: the same output; a fifo is refused there too.
+check "translate --no-mmap gives the same ids" \
+  test "$(printf '22 10 24 29 28 26 2\n\n9 5 26 2\n' | tern translate -m "$m" --ids --max-length 12 --no-mmap)" == "$expected"
+check "inspect --no-mmap" eval 'tern inspect "$m" --no-mmap | grep -q "arena for batch 1"'
+mkfifo "$work/model.fifo"
+expect_error "--no-mmap refuses a fifo" "model.fifo is not a regular file" \
+  timeout 20 "${emulator[@]}" "$tern_bin" inspect "$work/model.fifo" --no-mmap
+
 # A positional INPUT file is read, like stdin.
 printf '22 10 24 29 28 26 2\n\n9 5 26 2\n' >"$work/in.ids"
 check "translate reads a named INPUT file" test "$(tern translate -m "$m" --ids --max-length 12 "$work/in.ids")" == "$expected"

@@ -18,7 +18,7 @@ namespace {
 
 const char kHelp[] =
     "usage: tern inspect MODEL.tern [--json] [--batch N] [--beam N] [--max-source N]\n"
-    "                    [--max-length N] [--threads N] [--backend B]\n"
+    "                    [--max-length N] [--threads N] [--backend B] [--no-mmap]\n"
     "\n"
     "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
     "metadata, and the arena bytes a session needs for the given limits. The limit flags, their\n"
@@ -32,14 +32,14 @@ std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::strin
 int Inspect(int argc, char** argv) {
   std::set<std::string> valued;
   for (const char* f : kLimitFlags) valued.insert(f);
-  Args args(argc, argv, valued, {"json", "help"});
+  Args args(argc, argv, valued, {"json", "no-mmap", "help"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (args.positional().size() != 1) throw UsageError("expected exactly one MODEL");
   const std::string path = args.positional()[0];
-  LoadedModel loaded = LoadModel(path);
+  LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const Model& model = loaded.model;
   Limits limits = ParseLimits(args, model.config());
   // A language model is run by a Generator (max-source: longest prompt; max-length: prompt +

@@ -62,6 +62,8 @@ const char kHelp[] =
     "                        output is always valid JSON\n"
     "  --threads N           intra-op threads (default 1, at most 256)\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
+    "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
+    "                        be changed in place while it runs; see docs/security.md)\n"
     "\n"
     "A line that fails (a bad id, invalid UTF-8, too long) is one line on stderr naming its input\n"
     "line and an empty output line; every other line is still translated, at any --batch.\n"
@@ -120,7 +122,7 @@ int Translate(int argc, char** argv) {
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty"};
   for (const char* f : kLimitFlags) valued.insert(f);
-  Args args(argc, argv, valued, {"ids", "json", "help"}, {{"-m", "--model"}});
+  Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -175,7 +177,7 @@ int Translate(int argc, char** argv) {
     input_is_stdin = false;
   }
 
-  LoadedModel loaded = LoadModel(args.get("model"));
+  LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   const Limits limits = ParseLimits(args, config);
   Tokenizer source_tokenizer, target_tokenizer;
