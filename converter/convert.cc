@@ -1,5 +1,6 @@
 #include "converter/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -11,7 +12,10 @@
 #include "converter/error.h"
 #include "converter/precision.h"
 #include "converter/readers/checkpoint.h"
+#include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
+#include "runtime/model/model.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace tern::convert {
 
@@ -19,10 +23,27 @@ namespace {
 
 constexpr const char* kConverterVersion = "tern-convert 0.2.0";
 
-std::vector<uint8_t> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+// A SentencePiece model to embed, checked now by the library that will parse it at run time:
+// an empty file, /dev/null, JSON or an executable is refused here instead of producing a model
+// whose text path fails (or that silently has no tokenizer). Its pieces must be ids of the
+// model's vocabulary (`vocab_size`).
+std::vector<uint8_t> ReadTokenizer(const std::string& path, const char* flag, int32_t vocab_size,
+                                   const char* vocab_name) {
+  const auto file = FileBytes::Open(path);
+  if (file->size() == 0)
+    throw Error(path + " (" + flag + "): empty file, not a SentencePiece model");
+  std::vector<uint8_t> bytes(file->data(), file->data() + file->size());
+  Tokenizer tokenizer;
+  const Status s = tokenizer.Load(Span<const uint8_t>(bytes.data(), bytes.size()));
+  if (!s.ok()) {
+    throw Error(path + " (" + flag + "): not a SentencePiece model (" + s.message() + ")");
+  }
+  if (tokenizer.vocab_size() > vocab_size) {
+    throw Error(path + " (" + flag + "): " + std::to_string(tokenizer.vocab_size()) +
+                " pieces, more than the model's " + vocab_name + " = " +
+                std::to_string(vocab_size));
+  }
+  return bytes;
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
@@ -121,6 +142,9 @@ TernContents BuildContents(const ConvertOptions& options) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
                 " does not divide d_model = " + std::to_string(out.config.d_model));
   }
+  // The runtime's own bounds, before the layout (or anything else) is sized from the config.
+  const Status config_ok = CheckModelConfig(out.config);
+  if (!config_ok.ok()) throw Error(mapped.config_label + ": " + config_ok.message());
   std::vector<ExpectedTensor> layout;
   try {
     layout = ModelLayout(out.config);
@@ -145,6 +169,24 @@ TernContents BuildContents(const ConvertOptions& options) {
                   Describe(src == mapped.source_names.end() ? e.name : src->second, e.name) +
                   " is missing");
     }
+  }
+
+  // The tokenizers are checked before the (possibly long) tensor conversion.
+  const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
+  if (!options.tokenizer.empty()) {
+    // Shared or source side; a decoder-only model has only the target vocabulary.
+    const bool shared = options.target_tokenizer.empty();
+    const int32_t vocab = decoder_only ? out.config.tgt_vocab_size
+                          : shared ? std::min(out.config.src_vocab_size, out.config.tgt_vocab_size)
+                                   : out.config.src_vocab_size;
+    out.source_tokenizer = ReadTokenizer(options.tokenizer, "--tokenizer", vocab,
+                                         decoder_only ? "tgt_vocab_size"
+                                         : shared ? "vocabulary size (the smaller of src and tgt)"
+                                                  : "src_vocab_size");
+  }
+  if (!options.target_tokenizer.empty()) {
+    out.target_tokenizer = ReadTokenizer(options.target_tokenizer, "--target-tokenizer",
+                                         out.config.tgt_vocab_size, "tgt_vocab_size");
   }
 
   PrecisionRequest precision;
@@ -185,12 +227,15 @@ TernContents BuildContents(const ConvertOptions& options) {
     out.tensors.push_back(Encode(t, plan.dtype.at(e.name), options.group_size));
     if (options.progress) options.progress(++done, present.size());
   }
-  if (!options.tokenizer.empty()) out.source_tokenizer = ReadBytes(options.tokenizer);
-  if (!options.target_tokenizer.empty()) out.target_tokenizer = ReadBytes(options.target_tokenizer);
   out.converter_version = kConverterVersion;
   out.source_digest = Digest(ckpt.files());
   out.source_format = ckpt.format() + (options.arch == "tern" ? "" : "/" + options.arch);
   out.creation_options = options.command_line;
+  out.inputs = ckpt.files();
+  for (const std::string* f :
+       {&options.config, &options.map, &options.tokenizer, &options.target_tokenizer}) {
+    if (!f->empty()) out.inputs.push_back(*f);
+  }
   return out;
 }
 

@@ -73,17 +73,29 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
                             ModelConfig* out) {
   if (!j.is_object()) throw Error(label + ": config is not a JSON object");
   ModelConfig& c = *out;
-  auto integer = [&](const std::string& key, int32_t* field, bool required) {
+  // Every integer is checked against the runtime's bounds (runtime/model/config.h ConfigBounds)
+  // as it is read, whatever its source (config.json, safetensors metadata, --set): nothing is
+  // sized from a value outside them (encoder_layers = 10^9 would build a 10^9-layer layout).
+  auto integer = [&](const std::string& key, int32_t* field, bool required, int64_t lo,
+                     int64_t hi) {
     if (!j.contains(key)) {
       if (required && !partial) throw Error(label + ": config lacks \"" + key + "\"");
       return;
     }
     const auto& v = j[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
-      throw Error(label + ": config \"" + key + "\" must be a 32-bit integer");
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
+      throw Error(label + ": config \"" + key + "\" must be an integer");
     }
-    *field = static_cast<int32_t>(v.get<int64_t>());
+    const int64_t value = v.get<int64_t>();
+    if (value < lo || value > hi) {
+      throw Error(label + ": config \"" + key + "\" = " + std::to_string(value) +
+                  " is outside the runtime's bounds [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
+    }
+    *field = static_cast<int32_t>(value);
   };
+  using B = ConfigBounds;
+  const int64_t max_id = B::kMaxVocab - 1;
   auto number = [&](const std::string& key, float* field) {
     if (!j.contains(key)) return;
     if (!j[key].is_number() || !std::isfinite(j[key].get<double>())) {
@@ -140,11 +152,11 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   }
   if (j.contains("architecture"))
     c.architecture = Pick(j["architecture"], "architecture", kArchitectures, label);
-  integer("d_model", &c.d_model, true);
-  integer("heads", &c.heads, true);
-  integer("encoder_layers", &c.encoder_layers, false);
-  integer("decoder_layers", &c.decoder_layers, false);
-  integer("d_ff", &c.d_ff, true);
+  integer("d_model", &c.d_model, true, 1, B::kMaxDModel);
+  integer("heads", &c.heads, true, 1, B::kMaxDModel);
+  integer("encoder_layers", &c.encoder_layers, false, 0, B::kMaxLayers);
+  integer("decoder_layers", &c.decoder_layers, false, 0, B::kMaxLayers);
+  integer("d_ff", &c.d_ff, true, 1, B::kMaxDff);
   if (j.contains("activation"))
     c.activation = Pick(j["activation"], "activation", kActivations, label);
   if (j.contains("norm")) c.norm_placement = Pick(j["norm"], "norm", kNorms, label);
@@ -158,30 +170,31 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   boolean("shared_embeddings", &c.shared_embeddings);
   boolean("tied_output", &c.tied_output);
   if (j.contains("vocab_size") || !partial) {
-    integer("vocab_size", &c.src_vocab_size, false);
+    integer("vocab_size", &c.src_vocab_size, false, 0, B::kMaxVocab);
     c.tgt_vocab_size = c.src_vocab_size;
   }
-  integer("src_vocab_size", &c.src_vocab_size, c.src_vocab_size == 0);
-  integer("tgt_vocab_size", &c.tgt_vocab_size, c.tgt_vocab_size == 0);
-  integer("pad_id", &c.pad_id, false);
-  integer("bos_id", &c.bos_id, false);
-  integer("eos_id", &c.eos_id, false);
-  integer("unk_id", &c.unk_id, false);
+  integer("src_vocab_size", &c.src_vocab_size, c.src_vocab_size == 0, 0, B::kMaxVocab);
+  integer("tgt_vocab_size", &c.tgt_vocab_size, c.tgt_vocab_size == 0, 1, B::kMaxVocab);
+  integer("pad_id", &c.pad_id, false, 0, max_id);
+  integer("bos_id", &c.bos_id, false, 0, max_id);
+  integer("eos_id", &c.eos_id, false, 0, max_id);
+  integer("unk_id", &c.unk_id, false, 0, max_id);
   if (!partial || j.contains("bos_id")) c.decoder_start_id = c.bos_id;
-  integer("decoder_start_id", &c.decoder_start_id, false);
-  integer("max_positions", &c.max_positions, false);
+  integer("decoder_start_id", &c.decoder_start_id, false, 0, max_id);
+  // Absent: 1024; given, it must be at least 1 (0 is not "the default").
+  integer("max_positions", &c.max_positions, false, 1, B::kMaxPositions);
   if (c.max_positions == 0 && !partial) c.max_positions = 1024;
-  integer("universal_steps", &c.universal_steps, false);
+  integer("universal_steps", &c.universal_steps, false, 0, B::kMaxLayers);
   boolean("post_ln_final_norm", &c.post_ln_final_norm);
   if (j.contains("relative_attention")) {
     c.relative_attention = Pick(j["relative_attention"], "relative_attention", kRelatives, label);
   }
-  integer("relative_max_distance", &c.relative_max_distance, false);
-  integer("relative_buckets", &c.relative_buckets, false);
-  integer("rotary_dim", &c.rotary_dim, false);
+  integer("relative_max_distance", &c.relative_max_distance, false, 1, B::kMaxPositions);
+  integer("relative_buckets", &c.relative_buckets, false, 1, B::kMaxRelativeBuckets);
+  integer("rotary_dim", &c.rotary_dim, false, 0, B::kMaxDModel);
   number("rotary_base", &c.rotary_base);
   number("act_threshold", &c.act_threshold);
-  integer("kv_heads", &c.kv_heads, false);
+  integer("kv_heads", &c.kv_heads, false, 0, B::kMaxDModel);  // 0: heads
   return keys;
 }
 

@@ -1,13 +1,9 @@
 #include "converter/writer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 
 #include "converter/error.h"
+#include "converter/output_file.h"
 #include "flatbuffers/flatbuffers.h"
 #include "runtime/model/model.h"
 #include "tern_generated.h"
@@ -127,10 +123,7 @@ std::vector<uint8_t> SerializeModel(const TernContents& c) {
 }
 
 void WriteModelFile(const std::string& path, const TernContents& contents, bool overwrite) {
-  struct stat st;
-  if (!overwrite && ::stat(path.c_str(), &st) == 0) {
-    throw Error(path + " exists; pass --force to overwrite it");
-  }
+  const std::string target = CheckOutputPath(path, overwrite, contents.inputs);
   const std::vector<uint8_t> bytes = SerializeModel(contents);
   // Check with the runtime's own loader before anything reaches the destination.
   std::vector<uint8_t> aligned(bytes.size() + kTensorDataAlignment);
@@ -141,22 +134,11 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
   auto loaded = Model::Load(aligned.data() + shift, bytes.size());
   if (!loaded.ok())
     throw Error(std::string("the converted model does not load: ") + loaded.status().message());
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(temp + ": cannot create");
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(temp.c_str());
-      throw Error(temp + ": write failed");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw Error(path + ": cannot rename the finished file into place");
-  }
+  std::vector<uint8_t>().swap(aligned);
+  // Never in place: a temporary file beside the target, fsynced, then moved onto it.
+  TempFile temp(target);
+  temp.Write(bytes.data(), bytes.size());
+  temp.Commit(overwrite);
 }
 
 }  // namespace tern::convert

@@ -21,12 +21,15 @@ struct TernContents {
   std::string source_digest;
   std::string source_format;
   std::string creation_options;
+  // The files read to build it (checkpoint shards, config, tokenizers): the output may not be
+  // one of them (converter/output_file.h).
+  std::vector<std::string> inputs;
 };
 
 std::vector<uint8_t> SerializeModel(const TernContents& contents);
 
-// Serializes, verifies with tern::Model::Load, writes atomically. Refuses to replace an
-// existing file unless overwrite.
+// Serializes, verifies with tern::Model::Load, writes atomically by rename (never in place) under
+// the rules of converter/output_file.h. Refuses to replace an existing file unless overwrite.
 void WriteModelFile(const std::string& path, const TernContents& contents, bool overwrite);
 
 }  // namespace tern::convert

@@ -11,6 +11,7 @@
 #include "converter/architectures/decoder_only_layout.h"
 #include "converter/error.h"
 #include "converter/model_config_json.h"
+#include "converter/readers/file_bytes.h"
 
 namespace tern::convert {
 
@@ -190,9 +191,9 @@ int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int
 }
 
 std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // Through FileBytes: a fifo or device is refused instead of blocking open().
+  const auto file = FileBytes::Open(path);
+  return std::string(reinterpret_cast<const char*>(file->data()), file->size());
 }
 
 std::string DirName(const std::string& path) {

@@ -708,6 +708,12 @@ Checkpoint ReadNpz(const std::string& path) {
 Checkpoint Checkpoint::Open(const std::string& path, const CheckpointOptions& options) {
   if (EndsWith(path, ".index.json")) return ReadShardedSafetensors(path);
   auto head = FileBytes::Open(path);
+  // A .tern file (size-prefixed FlatBuffer, file identifier "TERN" at byte 8) is already
+  // converted: say so instead of a safetensors header-length error.
+  if (head->size() >= 12 && std::memcmp(head->data() + 8, "TERN", 4) == 0) {
+    throw Error(path + ": looks like a .tern model (already converted), not a checkpoint; " +
+                "tern inspect shows it, tern translate runs it");
+  }
   if (LooksLikeZip(head->data(), head->size())) {
     ZipArchive zip = ZipArchive::Open(head);
     bool npy = !zip.entries().empty();

@@ -13,12 +13,14 @@
 namespace tern::convert {
 
 std::shared_ptr<const FileBytes> FileBytes::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a fifo would otherwise wait for a writer forever; it is refused below
+  // (for a regular file the flag changes nothing).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(path + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(path + ": not a regular file");
+    throw Error(path + ": not a regular file (a fifo, device or directory cannot be read)");
   }
   std::shared_ptr<FileBytes> file(new FileBytes());
   file->path_ = path;

@@ -11,7 +11,8 @@ namespace tern::convert {
 
 class FileBytes {
  public:
-  // Throws convert::Error "<path>: cannot open" (or map) on failure.
+  // Throws convert::Error "<path>: cannot open (<strerror>)" (or map) on failure, and for
+  // anything but a regular file (a fifo is refused at once, never waited on).
   static std::shared_ptr<const FileBytes> Open(const std::string& path);
   // Wraps bytes already in memory (tests, nested archives).
   static std::shared_ptr<const FileBytes> FromMemory(std::string bytes, const std::string& label);

@@ -102,7 +102,11 @@ SafetensorsFile SafetensorsFile::Parse(std::vector<uint8_t> bytes, const std::st
     }
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
-    if (e.begin > e.end || e.end > data_size) {
+    if (e.begin > e.end) {
+      throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                  std::to_string(e.end) + "] are reversed (the end comes before the begin)");
+    }
+    if (e.end > data_size) {
       throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
                   std::to_string(e.end) + ") lie outside the " + std::to_string(data_size) +
                   "-byte data section (truncated file?)");

@@ -6,19 +6,24 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace tern::posix {
 
 Result<MappedFile> MappedFile::Open(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a fifo would otherwise wait for a writer forever; it is refused below
+  // (for a regular file the flag changes nothing).
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Status::Error(StatusCode::kIoError, "cannot open %s: %s", path, std::strerror(errno));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::Error(StatusCode::kIoError, "%s is not a regular file", path);
+    return Status::Error(StatusCode::kIoError,
+                         "%s is not a regular file (a fifo, device or directory cannot be mapped)",
+                         path);
   }
   MappedFile file;
   file.size_ = static_cast<size_t>(st.st_size);
@@ -35,24 +40,78 @@ Result<MappedFile> MappedFile::Open(const char* path) {
   return file;
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+Result<MappedFile> MappedFile::Read(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return Status::Error(StatusCode::kIoError, "cannot open %s: %s", path, std::strerror(errno));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Error(StatusCode::kIoError,
+                         "%s is not a regular file (a fifo, device or directory cannot be read)",
+                         path);
+  }
+  MappedFile file;
+  file.size_ = static_cast<size_t>(st.st_size);
+  if (file.size_ == 0) {
+    ::close(fd);
+    return Status::Error(StatusCode::kInvalidModel, "%s is empty", path);
+  }
+  // 64-byte aligned like the mapping's page alignment needs for tensor data.
+  const size_t rounded = (file.size_ + 63) / 64 * 64;
+  file.data_ = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+  file.heap_ = true;
+  if (file.data_ == nullptr) {
+    ::close(fd);
+    return Status::Error(StatusCode::kIoError, "%s: cannot allocate %zu bytes to read it", path,
+                         file.size_);
+  }
+  size_t done = 0;
+  while (done < file.size_) {
+    const ssize_t n = ::read(fd, file.data_ + done, file.size_ - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : 0;
+      ::close(fd);
+      return Status::Error(StatusCode::kIoError, "cannot read %s: %s", path,
+                           error ? std::strerror(error) : "the file shrank while being read");
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return file;
+}
+
+void MappedFile::Release() {
+  if (data_ == nullptr) return;
+  if (heap_) {
+    std::free(data_);
+  } else {
+    ::munmap(data_, size_);
+  }
+  data_ = nullptr;
+  size_ = 0;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), heap_(other.heap_) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) ::munmap(data_, size_);
+    Release();
     data_ = other.data_;
     size_ = other.size_;
+    heap_ = other.heap_;
     other.data_ = nullptr;
     other.size_ = 0;
   }
   return *this;
 }
 
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(data_, size_);
-}
+MappedFile::~MappedFile() { Release(); }
 
 }  // namespace tern::posix

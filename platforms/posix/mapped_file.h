@@ -12,6 +12,9 @@ namespace tern::posix {
 class MappedFile {
  public:
   static Result<MappedFile> Open(const char* path);
+  // The same bytes read into a 64-byte aligned heap buffer instead of mapped: the model then no
+  // longer depends on the file staying unchanged (a mapped file must not be rewritten in place).
+  static Result<MappedFile> Read(const char* path);
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
   MappedFile(const MappedFile&) = delete;
@@ -23,8 +26,11 @@ class MappedFile {
   size_t size() const { return size_; }
 
  private:
+  void Release();
+
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool heap_ = false;  // Read: free(), not munmap()
 };
 
 }  // namespace tern::posix

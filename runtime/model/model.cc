@@ -18,7 +18,81 @@ bool ValidDType(schema::DType dtype) {
   return dtype >= schema::DType_MIN && dtype <= schema::DType_MAX;
 }
 
-Status CheckConfig(const ModelConfig& c) {
+ModelConfig ReadConfig(const schema::Config& s) {
+  ModelConfig c;
+  c.architecture = static_cast<Architecture>(s.architecture());
+  c.d_model = s.d_model();
+  c.heads = s.heads();
+  c.encoder_layers = s.encoder_layers();
+  c.decoder_layers = s.decoder_layers();
+  c.d_ff = s.d_ff();
+  c.activation = static_cast<ref::Activation>(s.activation());
+  c.norm_placement = static_cast<NormPlacement>(s.norm_placement());
+  c.norm_kind = static_cast<ref::NormKind>(s.norm_kind());
+  c.layer_norm_eps = s.layer_norm_eps();
+  c.position = static_cast<PositionKind>(s.position());
+  c.sinusoid_layout = static_cast<ref::SinusoidLayout>(s.sinusoid_layout());
+  c.embedding_scale = s.embedding_scale();
+  c.shared_embeddings = s.shared_embeddings();
+  c.tied_output = s.tied_output();
+  c.src_vocab_size = s.src_vocab_size();
+  c.tgt_vocab_size = s.tgt_vocab_size();
+  c.pad_id = s.pad_id();
+  c.bos_id = s.bos_id();
+  c.eos_id = s.eos_id();
+  c.unk_id = s.unk_id();
+  c.decoder_start_id = s.decoder_start_id();
+  c.max_positions = s.max_positions();
+  c.universal_steps = s.universal_steps();
+  c.post_ln_final_norm = s.post_ln_final_norm();
+  c.relative_attention = static_cast<RelativeAttention>(s.relative_attention());
+  c.relative_max_distance = s.relative_max_distance();
+  c.relative_buckets = s.relative_buckets();
+  c.rotary_dim = s.rotary_dim();
+  c.rotary_base = s.rotary_base();
+  c.act_threshold = s.act_threshold();
+  c.kv_heads = s.kv_heads() == 0 ? c.heads : s.kv_heads();
+  return c;
+}
+
+Status CheckEnums(const schema::Config& s) {
+  if (s.architecture() < schema::Architecture_MIN || s.architecture() > schema::Architecture_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.architecture = %d is unknown",
+                         static_cast<int>(s.architecture()));
+  }
+  if (s.activation() < schema::Activation_MIN || s.activation() > schema::Activation_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.activation = %d is unknown",
+                         static_cast<int>(s.activation()));
+  }
+  if (s.norm_placement() < schema::NormPlacement_MIN ||
+      s.norm_placement() > schema::NormPlacement_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.norm_placement = %d is unknown",
+                         static_cast<int>(s.norm_placement()));
+  }
+  if (s.norm_kind() < schema::NormKind_MIN || s.norm_kind() > schema::NormKind_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.norm_kind = %d is unknown",
+                         static_cast<int>(s.norm_kind()));
+  }
+  if (s.position() < schema::PositionKind_MIN || s.position() > schema::PositionKind_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.position = %d is unknown",
+                         static_cast<int>(s.position()));
+  }
+  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN ||
+      s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
+                         static_cast<int>(s.sinusoid_layout()));
+  }
+  if (s.relative_attention() < schema::RelativeAttention_MIN ||
+      s.relative_attention() > schema::RelativeAttention_MAX) {
+    return Status::Error(StatusCode::kInvalidConfig, "config.relative_attention = %d is unknown",
+                         static_cast<int>(s.relative_attention()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckModelConfig(const ModelConfig& c) {
   auto bad = [](const char* field, long long value) {
     return Status::Error(StatusCode::kInvalidConfig, "config.%s = %lld is out of range", field,
                          value);
@@ -30,7 +104,7 @@ Status CheckConfig(const ModelConfig& c) {
                          "config.heads = %d does not divide config.d_model = %d", c.heads,
                          c.d_model);
   }
-  if (c.kv_heads <= 0 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0) {
+  if (c.kv_heads != 0 && (c.kv_heads < 0 || c.kv_heads > c.heads || c.heads % c.kv_heads != 0)) {
     return Status::Error(StatusCode::kInvalidConfig,
                          "config.kv_heads = %d must divide config.heads = %d (grouped-query "
                          "attention: each K/V head serves heads / kv_heads query heads)",
@@ -129,80 +203,6 @@ Status CheckConfig(const ModelConfig& c) {
   return Status::Ok();
 }
 
-ModelConfig ReadConfig(const schema::Config& s) {
-  ModelConfig c;
-  c.architecture = static_cast<Architecture>(s.architecture());
-  c.d_model = s.d_model();
-  c.heads = s.heads();
-  c.encoder_layers = s.encoder_layers();
-  c.decoder_layers = s.decoder_layers();
-  c.d_ff = s.d_ff();
-  c.activation = static_cast<ref::Activation>(s.activation());
-  c.norm_placement = static_cast<NormPlacement>(s.norm_placement());
-  c.norm_kind = static_cast<ref::NormKind>(s.norm_kind());
-  c.layer_norm_eps = s.layer_norm_eps();
-  c.position = static_cast<PositionKind>(s.position());
-  c.sinusoid_layout = static_cast<ref::SinusoidLayout>(s.sinusoid_layout());
-  c.embedding_scale = s.embedding_scale();
-  c.shared_embeddings = s.shared_embeddings();
-  c.tied_output = s.tied_output();
-  c.src_vocab_size = s.src_vocab_size();
-  c.tgt_vocab_size = s.tgt_vocab_size();
-  c.pad_id = s.pad_id();
-  c.bos_id = s.bos_id();
-  c.eos_id = s.eos_id();
-  c.unk_id = s.unk_id();
-  c.decoder_start_id = s.decoder_start_id();
-  c.max_positions = s.max_positions();
-  c.universal_steps = s.universal_steps();
-  c.post_ln_final_norm = s.post_ln_final_norm();
-  c.relative_attention = static_cast<RelativeAttention>(s.relative_attention());
-  c.relative_max_distance = s.relative_max_distance();
-  c.relative_buckets = s.relative_buckets();
-  c.rotary_dim = s.rotary_dim();
-  c.rotary_base = s.rotary_base();
-  c.act_threshold = s.act_threshold();
-  c.kv_heads = s.kv_heads() == 0 ? c.heads : s.kv_heads();
-  return c;
-}
-
-Status CheckEnums(const schema::Config& s) {
-  if (s.architecture() < schema::Architecture_MIN || s.architecture() > schema::Architecture_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.architecture = %d is unknown",
-                         static_cast<int>(s.architecture()));
-  }
-  if (s.activation() < schema::Activation_MIN || s.activation() > schema::Activation_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.activation = %d is unknown",
-                         static_cast<int>(s.activation()));
-  }
-  if (s.norm_placement() < schema::NormPlacement_MIN ||
-      s.norm_placement() > schema::NormPlacement_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.norm_placement = %d is unknown",
-                         static_cast<int>(s.norm_placement()));
-  }
-  if (s.norm_kind() < schema::NormKind_MIN || s.norm_kind() > schema::NormKind_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.norm_kind = %d is unknown",
-                         static_cast<int>(s.norm_kind()));
-  }
-  if (s.position() < schema::PositionKind_MIN || s.position() > schema::PositionKind_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.position = %d is unknown",
-                         static_cast<int>(s.position()));
-  }
-  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN ||
-      s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
-                         static_cast<int>(s.sinusoid_layout()));
-  }
-  if (s.relative_attention() < schema::RelativeAttention_MIN ||
-      s.relative_attention() > schema::RelativeAttention_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.relative_attention = %d is unknown",
-                         static_cast<int>(s.relative_attention()));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 int64_t TensorInfo::elements() const {
   int64_t n = 1;
   for (int i = 0; i < rank; ++i) n *= dims[i];
@@ -264,7 +264,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
   }
   TERN_RETURN_IF_ERROR(CheckEnums(*model.root_->config()));
   model.config_ = ReadConfig(*model.root_->config());
-  TERN_RETURN_IF_ERROR(CheckConfig(model.config_));
+  TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   return model;

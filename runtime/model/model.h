@@ -42,6 +42,11 @@ struct TensorInfo {
   WeightView AsWeight() const;
 };
 
+// The bounds every config must meet (ConfigBounds, ids inside the vocabulary, consistent
+// architecture fields); Model::Load applies it, and the converter applies it before anything
+// is sized from a config. The message names the field.
+Status CheckModelConfig(const ModelConfig& config);
+
 class Model {
  public:
   Model() = default;

@@ -111,5 +111,114 @@ expect_error "bad --set" 2 "expected KEY=VALUE" \
   tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads -o "$work/x.tern"
 check "convert --help exits 0" eval "tern convert --help >/dev/null"
 
+# Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
+# target is replaced; exclusive creation without --force; errors carry the reason.
+pre=$all_fixtures/parity/pre_gelu.safetensors
+conv() { tern convert "$pre" --skip-prefix expected. --quiet "$@"; }
+out_dir=$work/out
+mkdir "$out_dir"
+expect_error "-o '' is a usage error" 2 "--output is empty" conv -o ''
+expect_error "a device as output is refused, even with --force" 1 \
+  "/dev/full exists and is not a regular file (a device, fifo or directory); refusing to replace it" conv -o /dev/full --force
+check "the device is still a character device" test -c /dev/full
+cp "$pre" "$out_dir/in.safetensors"
+expect_error "the input as output is refused, even with --force" 1 \
+  "$out_dir/in.safetensors is the input file $out_dir/in.safetensors; refusing to overwrite it" \
+  tern convert "$out_dir/in.safetensors" --skip-prefix expected. --quiet -o "$out_dir/in.safetensors" --force
+ln "$out_dir/in.safetensors" "$out_dir/hardlink"
+expect_error "a hard link to the input is the input" 1 "is the input file" \
+  tern convert "$out_dir/in.safetensors" --skip-prefix expected. --quiet -o "$out_dir/hardlink" --force
+check "the input is unchanged" cmp -s "$pre" "$out_dir/in.safetensors"
+rm "$out_dir/in.safetensors" "$out_dir/hardlink"
+conv -o "$out_dir/v1.tern"
+ln -s v1.tern "$out_dir/current.tern"
+conv -o "$out_dir/current.tern" --force --dtype int8
+check "a symlink output stays a link" test -L "$out_dir/current.tern"
+check "its target was replaced (int8 now)" grep -q '"i8"' <<<"$(tern inspect "$out_dir/v1.tern" --json)"
+ln -s missing.tern "$out_dir/dangling.tern"
+expect_error "a dangling symlink is refused" 1 "a symbolic link whose target cannot be resolved" \
+  conv -o "$out_dir/dangling.tern" --force
+rm "$out_dir/dangling.tern" "$out_dir/current.tern" "$out_dir/v1.tern"
+expect_error "a missing directory" 1 "$out_dir/nodir/x.tern: the directory $out_dir/nodir does not exist" \
+  conv -o "$out_dir/nodir/x.tern"
+if [ "$(id -u)" -eq 0 ] && [ -d /proc/self ]; then
+  expect_error "an unwritable place: the temporary file and the reason" 1 \
+    "cannot create the temporary file (No such file or directory)" conv -o /proc/x.tern
+fi
+# Two concurrent converts to one new path: exactly one writes it, the other says it exists.
+conv -o "$out_dir/race.tern" 2>"$work/race1" & p1=$!
+conv -o "$out_dir/race.tern" 2>"$work/race2" & p2=$!
+wait $p1; r1=$?
+wait $p2; r2=$?
+check "concurrent converts: exactly one succeeds" test "$((r1 + r2))" -eq 1
+check "concurrent converts: the other says the file exists" \
+  grep -q "race.tern exists; pass --force to overwrite it" "$work/race1" "$work/race2"
+check "concurrent converts: the winner's file loads" eval 'tern inspect "$out_dir/race.tern" >/dev/null'
+rm "$out_dir/race.tern"
+check "no temporary file is left behind" test -z "$(ls -A "$out_dir")"
+
+# Inputs that are not regular files are refused at once (a fifo would block open() forever).
+mkfifo "$work/fifo"
+expect_error "inspect refuses a fifo" 1 "fifo is not a regular file (a fifo, device or directory cannot be mapped)" \
+  timeout 20 "${emulator[@]}" "$tern_bin" inspect "$work/fifo"
+expect_error "convert refuses a fifo" 1 "fifo: not a regular file (a fifo, device or directory cannot be read)" \
+  timeout 20 "${emulator[@]}" "$tern_bin" convert "$work/fifo" -o "$work/x.tern"
+expect_error "convert refuses a fifo as --config" 1 "fifo: not a regular file" \
+  timeout 20 "${emulator[@]}" "$tern_bin" convert "$pre" --skip-prefix expected. --config "$work/fifo" -o "$work/x.tern"
+
+# --tokenizer is loaded by SentencePiece at convert time: anything else is refused, no output.
+: >"$work/empty.model"
+echo '{"model": "not sentencepiece"}' >"$work/tok.json"
+expect_error "an empty tokenizer" 1 "empty.model (--tokenizer): empty file, not a SentencePiece model" \
+  conv -o "$work/x.tern" --tokenizer "$work/empty.model"
+expect_error "/dev/null as tokenizer" 1 "/dev/null: not a regular file" conv -o "$work/x.tern" --tokenizer /dev/null
+expect_error "a JSON tokenizer" 1 "tok.json (--tokenizer): not a SentencePiece model" \
+  conv -o "$work/x.tern" --tokenizer "$work/tok.json"
+expect_error "an ELF binary as tokenizer" 1 "(--target-tokenizer): not a SentencePiece model" \
+  conv -o "$work/x.tern" --tokenizer "$all_fixtures/tokenizer/src37.model" --target-tokenizer "$tern_bin"
+expect_error "a tokenizer larger than the vocabulary" 1 \
+  "tgt41.model (--tokenizer): 41 pieces, more than the model's src_vocab_size = 37" \
+  conv -o "$work/x.tern" --tokenizer "$all_fixtures/tokenizer/tgt41.model" --target-tokenizer "$all_fixtures/tokenizer/tgt41.model"
+check "no output after a refused tokenizer" test ! -e "$work/x.tern"
+
+# Every config value is checked against the runtime's bounds before anything is sized from it,
+# whatever its source (--set, config.json, safetensors metadata), and the converter's memory
+# stays bounded: each hostile value below runs under a 600 MB address-space limit (ulimit -v;
+# not in sanitizer builds or under qemu, which reserve more than that for themselves).
+limited() {
+  if [ -z "${TERN_SANITIZED:-}" ] && [ ${#emulator[@]} -eq 0 ]; then
+    (ulimit -v 600000 && exec timeout 60 "$tern_bin" "$@")
+  else
+    timeout 120 "${emulator[@]}" "$tern_bin" "$@"
+  fi
+}
+check "the fixture converts under the memory limit" limited convert "$pre" --skip-prefix expected. --quiet -o "$work/limited.tern"
+for spec in d_model:1:65536 heads:1:65536 encoder_layers:0:1024 decoder_layers:0:1024 d_ff:1:262144 \
+  src_vocab_size:0:4194304 tgt_vocab_size:1:4194304 vocab_size:0:4194304 max_positions:1:1048576 \
+  universal_steps:0:1024 relative_max_distance:1:1048576 relative_buckets:1:1024 rotary_dim:0:65536 \
+  eos_id:0:4194303 pad_id:0:4194303; do
+  IFS=: read -r field lo hi <<<"$spec"
+  for value in 1000000000 -1 $((hi + 1)); do
+    [ "$value" -ge "$lo" ] && [ "$value" -le "$hi" ] && continue
+    expect_error "--set $field=$value names the field and the bound" 1 \
+      "--set: config \"$field\" = $value is outside the runtime's bounds [$lo, $hi]" \
+      limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --force --set "$field=$value"
+  done
+  # At the bound itself: refused by the tensors' shapes (or accepted), within the memory limit.
+  limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --force --set "$field=$hi" 2>"$work/err"
+  rc=$?
+  check "--set $field=$hi: a clean result under the memory limit (rc $rc)" test "$rc" -le 1 -a "$(wc -l <"$work/err")" -le 1
+  rm -f "$work/x.tern"
+done
+rm -f "$work/x.tern"
+check "max_positions 0 is refused, not turned into 1024" grep -q 'outside the runtime' \
+  <<<"$(limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --set max_positions=0 2>&1)"
+# The same bounds in a config.json given with --config.
+printf '{"d_model": 24, "heads": 3, "encoder_layers": 1000000000, "d_ff": 40, "vocab_size": 37}' >"$work/huge.json"
+expect_error "config.json: encoder_layers = 10^9 names the file, field and bound" 1 \
+  "huge.json: config \"encoder_layers\" = 1000000000 is outside the runtime's bounds [0, 1024]" \
+  limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --config "$work/huge.json"
+check "no output after refused configs" test ! -e "$work/x.tern"
+
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,6 +1,7 @@
 #include "tools/tern/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace tern::cli {
@@ -52,6 +53,28 @@ long long Args::get_int(const std::string& name, long long fallback) const {
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (errno || end == it->second.c_str() || *end != '\0') {
     throw UsageError("option --" + name + " needs an integer, got \"" + it->second + "\"");
+  }
+  return v;
+}
+
+long long Args::get_int(const std::string& name, long long fallback, long long lo,
+                        long long hi) const {
+  const long long v = get_int(name, fallback);
+  if (v < lo || v > hi) {
+    throw UsageError("option --" + name + " must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + ", got " + get(name));
+  }
+  return v;
+}
+
+double Args::get_real(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  if (errno || end == it->second.c_str() || *end != '\0' || !std::isfinite(v)) {
+    throw UsageError("option --" + name + " needs a finite number, got \"" + it->second + "\"");
   }
   return v;
 }

@@ -24,6 +24,11 @@ class Args {
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   std::string get(const std::string& name, const std::string& fallback = "") const;
   long long get_int(const std::string& name, long long fallback) const;
+  // The same, refused (UsageError naming the flag and the range) outside [lo, hi]: a value is
+  // never wrapped into a narrower type (--beam 4294967297 is an error, not 1).
+  long long get_int(const std::string& name, long long fallback, long long lo, long long hi) const;
+  // A finite decimal number; UsageError naming the flag otherwise.
+  double get_real(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

@@ -9,6 +9,7 @@
 
 #include "converter/convert.h"
 #include "converter/error.h"
+#include "converter/output_file.h"
 #include "converter/precision.h"
 #include "converter/quality.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -176,6 +177,7 @@ int Convert(int argc, char** argv) {
   }
   if (args.positional().size() != 1) throw UsageError("expected exactly one CHECKPOINT");
   if (!args.has("output")) throw UsageError("--output is required");
+  if (args.get("output").empty()) throw UsageError("--output is empty");
   if (args.has("report") && args.has("report-text"))
     throw UsageError("--report and --report-text exclude each other");
   if (args.has("references") && !args.has("report"))
@@ -224,6 +226,10 @@ int Convert(int argc, char** argv) {
       std::fprintf(stderr, "note: %s\n", note.c_str());
     };
   }
+  // The output is checked before the (possibly long) conversion, and again when written.
+  convert::CheckOutputPath(args.get("output"), args.has("force"),
+                           {options.checkpoint, options.config, options.map, options.tokenizer,
+                            options.target_tokenizer});
   const convert::TernContents contents = convert::BuildContents(options);
   // The report's inputs are read (and text encoded) before writing, so a bad input file leaves
   // no output behind.

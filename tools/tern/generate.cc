@@ -2,6 +2,7 @@
 // Prompts are token ids: one with --ids "...", or one per stdin line; each prompt's new ids go
 // to stdout on one line.
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -13,6 +14,8 @@
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
+#include "tools/tern/output.h"
+#include "tools/tern/session_flags.h"
 
 namespace tern::cli {
 
@@ -89,15 +92,16 @@ int Generate(int argc, char** argv) {
     return f;
   };
   GenerationOptions options;
-  options.max_new_tokens = static_cast<int32_t>(args.get_int("max-new-tokens", 0));
+  options.max_new_tokens =
+      static_cast<int32_t>(args.get_int("max-new-tokens", 0, 0, ConfigBounds::kMaxPositions));
   options.stop_at_eos = !args.has("ignore-eos");
   options.sampling.temperature = real("temperature", 0.0f);
-  options.sampling.top_k = static_cast<int32_t>(args.get_int("top-k", 0));
+  options.sampling.top_k =
+      static_cast<int32_t>(args.get_int("top-k", 0, 0, ConfigBounds::kMaxVocab));
   options.sampling.top_p = real("top-p", 1.0f);
-  options.sampling.seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  options.sampling.seed = static_cast<uint64_t>(args.get_int("seed", 0, 0, LLONG_MAX));
   const Status checked = CheckSamplingOptions(options.sampling);
   if (!checked.ok()) throw UsageError(checked.message());
-  if (options.max_new_tokens < 0) throw UsageError("--max-new-tokens must be >= 0");
 
   LoadedModel loaded = LoadModel(args.get("model"));
   const Model& model = loaded.model;
@@ -106,24 +110,13 @@ int Generate(int argc, char** argv) {
         args.get("model") +
         " is not a decoder-only model (tern translate runs encoder-decoder models)");
   }
-  const int32_t default_length =
-      model.config().max_positions < 256 ? model.config().max_positions : 256;
-  Limits limits;
-  limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", default_length));
+  // The same flags, defaults and bounds as translate and inspect (tools/tern/session_flags.h);
+  // a prompt is as long as a whole sequence may be.
+  Limits limits = ParseLimits(args, model.config());
   limits.max_source_length = limits.max_target_length;
-  limits.threads = static_cast<int32_t>(args.get_int("threads", 1));
-  const std::string backend = args.get("backend", "auto");
-  if (backend == "auto") {
-    limits.backend = Backend::kAuto;
-  } else if (backend == "xnnpack") {
-    limits.backend = Backend::kXnnpack;
-  } else if (backend == "reference") {
-    limits.backend = Backend::kReference;
-  } else {
-    throw UsageError("--backend must be auto, xnnpack or reference");
-  }
   auto need = Generator::RequiredArenaBytes(model, limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
+  CheckArenaFits(need.value());
   std::vector<uint8_t> arena(need.value());
   Generator generator;
   const Status prepared = generator.Prepare(model, limits, arena.data(), arena.size());
@@ -147,7 +140,7 @@ int Generate(int argc, char** argv) {
     } else {
       std::printf("%s\n", Join(ids, " ").c_str());
     }
-    std::fflush(stdout);
+    FlushStdout();
   };
   if (args.has("ids")) {
     run(ParseIds(args.get("ids"), "--ids"), "--ids");
@@ -159,6 +152,8 @@ int Generate(int argc, char** argv) {
     const std::string where = "line " + std::to_string(number);
     try {
       run(ParseIds(line, where), where);
+    } catch (const OutputError&) {
+      throw;  // stdout is gone: no later prompt can be written either
     } catch (const std::runtime_error& e) {
       std::fprintf(stderr, "tern generate: %s\n", e.what());
       std::printf("\n");  // keep outputs aligned with inputs

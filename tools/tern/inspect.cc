@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "converter/model_config_json.h"
@@ -9,42 +10,44 @@
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
+#include "tools/tern/session_flags.h"
 
 namespace tern::cli {
 
 namespace {
 
 const char kHelp[] =
-    "usage: tern inspect MODEL.tern [--json] [--batch N] [--max-source N] [--max-length N]\n"
+    "usage: tern inspect MODEL.tern [--json] [--batch N] [--beam N] [--max-source N]\n"
+    "                    [--max-length N] [--threads N] [--backend B] [--no-mmap]\n"
     "\n"
     "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
-    "metadata, and the arena bytes a session needs for the given limits (default batch 1,\n"
-    "128 source and 128 target tokens, capped by the model's max_positions).\n";
+    "metadata, and the arena bytes a session needs for the given limits. The limit flags, their\n"
+    "defaults and bounds are those of tern translate and generate: batch 1 (at most 4096), beam 1\n"
+    "(at most 256), min(256, max_positions) source and target tokens.\n";
 
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 }  // namespace
 
 int Inspect(int argc, char** argv) {
-  Args args(argc, argv, {"batch", "max-source", "max-length"}, {"json", "help"});
+  std::set<std::string> valued;
+  for (const char* f : kLimitFlags) valued.insert(f);
+  Args args(argc, argv, valued, {"json", "no-mmap", "help"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (args.positional().size() != 1) throw UsageError("expected exactly one MODEL");
   const std::string path = args.positional()[0];
-  LoadedModel loaded = LoadModel(path);
+  LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const Model& model = loaded.model;
-  const long long cap = model.config().max_positions < 128 ? model.config().max_positions : 128;
-  Limits limits;
-  limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
-  limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", cap));
-  limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", cap));
+  Limits limits = ParseLimits(args, model.config());
   // A language model is run by a Generator (max-source: longest prompt; max-length: prompt +
   // generated tokens), a translation model by a Session.
-  auto arena = model.config().architecture == Architecture::kDecoderOnly
-                   ? Generator::RequiredArenaBytes(model, limits)
-                   : Session::RequiredArenaBytes(model, limits);
+  const bool decoder_only = model.config().architecture == Architecture::kDecoderOnly;
+  if (decoder_only) limits.max_source_length = limits.max_target_length;  // as tern generate
+  auto arena = decoder_only ? Generator::RequiredArenaBytes(model, limits)
+                            : Session::RequiredArenaBytes(model, limits);
   if (!arena.ok()) throw std::runtime_error(arena.status().message());
 
   nlohmann::ordered_json j;
@@ -76,18 +79,22 @@ int Inspect(int argc, char** argv) {
                      {"creation_options", Str(meta->creation_options())}};
   }
   j["limits"] = {{"max_batch", limits.max_batch},
+                 {"beam_size", limits.beam_size},
                  {"max_source_length", limits.max_source_length},
                  {"max_target_length", limits.max_target_length}};
   j["required_arena_bytes"] = arena.value();
   if (args.has("json")) {
-    std::printf("%s\n", j.dump(2).c_str());
+    // Strings from the file (names, metadata) may hold invalid UTF-8: written as U+FFFD, so the
+    // output is always valid JSON.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s: tern model, format %s, %zu bytes\n", path.c_str(),
               j["format_version"].get<std::string>().c_str(), model.size());
   std::printf("\nconfig:\n");
   for (auto it = j["config"].begin(); it != j["config"].end(); ++it) {
-    std::printf("  %-18s %s\n", it.key().c_str(), it.value().dump().c_str());
+    std::printf("  %-18s %s\n", it.key().c_str(),
+                it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   std::printf("\ntensors (%zu):\n", model.tensor_count());
   for (const auto& t : tensors) {
@@ -105,8 +112,8 @@ int Inspect(int argc, char** argv) {
       std::printf("  %-18s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
     }
   }
-  std::printf("\narena for batch %d, source %d, target %d: %zu bytes\n", limits.max_batch,
-              limits.max_source_length, limits.max_target_length, arena.value());
+  std::printf("\narena for batch %d, beam %d, source %d, target %d: %zu bytes\n", limits.max_batch,
+              limits.beam_size, limits.max_source_length, limits.max_target_length, arena.value());
   return 0;
 }
 

@@ -4,8 +4,9 @@
 
 namespace tern::cli {
 
-LoadedModel LoadModel(const std::string& path) {
-  auto file = posix::MappedFile::Open(path.c_str());
+LoadedModel LoadModel(const std::string& path, bool read_into_memory) {
+  auto file = read_into_memory ? posix::MappedFile::Read(path.c_str())
+                               : posix::MappedFile::Open(path.c_str());
   if (!file.ok()) throw std::runtime_error(file.status().message());
   auto model = Model::Load(file->data(), file->size());
   if (!model.ok()) throw std::runtime_error(path + ": " + model.status().message());

@@ -13,7 +13,8 @@ struct LoadedModel {
   Model model;
 };
 
-// Throws std::runtime_error with the loader's message.
-LoadedModel LoadModel(const std::string& path);
+// Throws std::runtime_error with the loader's message. read_into_memory (--no-mmap): read the
+// file into memory instead of mapping it, so rewriting the file cannot affect this process.
+LoadedModel LoadModel(const std::string& path, bool read_into_memory = false);
 
 }  // namespace tern::cli

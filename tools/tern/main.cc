@@ -6,6 +6,7 @@
 #include "tern/tern.hpp"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
+#include "tools/tern/output.h"
 
 namespace {
 
@@ -30,15 +31,22 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "--version")) {
     std::printf("tern %s\n", tern::Version());
-    return 0;
+    return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
   }
   const char* command = argv[1];
   try {
-    if (!std::strcmp(command, "translate")) return tern::cli::Translate(argc - 2, argv + 2);
-    if (!std::strcmp(command, "generate")) return tern::cli::Generate(argc - 2, argv + 2);
-    if (!std::strcmp(command, "convert")) return tern::cli::Convert(argc - 2, argv + 2);
-    if (!std::strcmp(command, "inspect")) return tern::cli::Inspect(argc - 2, argv + 2);
-    if (!std::strcmp(command, "bench")) return tern::cli::Bench(argc - 2, argv + 2);
+    int (*run)(int, char**) = nullptr;
+    if (!std::strcmp(command, "translate")) run = tern::cli::Translate;
+    if (!std::strcmp(command, "generate")) run = tern::cli::Generate;
+    if (!std::strcmp(command, "convert")) run = tern::cli::Convert;
+    if (!std::strcmp(command, "inspect")) run = tern::cli::Inspect;
+    if (!std::strcmp(command, "bench")) run = tern::cli::Bench;
+    if (run != nullptr) {
+      const int status = run(argc - 2, argv + 2);
+      // Whatever a command printed must have reached stdout (a full disk is not success).
+      tern::cli::FlushStdout();
+      return status;
+    }
   } catch (const tern::cli::UsageError& e) {
     std::fprintf(stderr, "tern %s: %s (see tern %s --help)\n", command, e.what(), command);
     return 2;

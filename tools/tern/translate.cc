@@ -8,38 +8,45 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runtime/decoding/greedy.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
+#include "tools/tern/json_string.h"
 #include "tools/tern/load.h"
+#include "tools/tern/output.h"
+#include "tools/tern/session_flags.h"
 
 namespace tern::cli {
 
 namespace {
 
 const char kHelp[] =
-    "usage: tern translate -m MODEL [options] < input > output\n"
+    "usage: tern translate -m MODEL [options] [INPUT] > output\n"
     "\n"
-    "Reads one sentence per line from stdin and writes its translation to stdout; empty lines\n"
-    "stay empty. Text is tokenized with the SentencePiece model stored in MODEL. When stdin is\n"
-    "a terminal, it prompts and shows the time per sentence.\n"
+    "Reads one sentence per line from INPUT (default, or \"-\": stdin) and writes its translation\n"
+    "to stdout; empty lines stay empty. Text is tokenized with the SentencePiece model stored in\n"
+    "MODEL. When stdin is a terminal, it prompts and shows the time per sentence.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model\n"
     "  --ids                 token ids in and out: a line is space-separated source ids (EOS\n"
     "                        included, as the model expects); output ids exclude start and EOS\n"
-    "  --batch N             sentences translated together (default 1)\n"
+    "  --batch N             sentences translated together (default 1, at most 4096)\n"
     "  --max-source N        longest source in tokens incl. EOS (default min(256, max_positions))\n"
     "  --max-length N        longest output in tokens incl. EOS (default min(256, max_positions))\n"
     "  --long error|split    a source longer than --max-source is an error (default) or is\n"
     "                        split into pieces translated one after the other\n"
-    "  --beam N              beam search with N hypotheses (default 1: greedy)\n"
+    "  --beam N              beam search with N hypotheses (default 1: greedy; at most 256)\n"
     "  --n-best K            print the K best translations per line (needs --beam >= K);\n"
     "                        plain output separates them with \" ||| \"\n"
     "  --length-penalty A    beam: rank by score / length^A (default 1.0)\n"
@@ -47,24 +54,41 @@ const char kHelp[] =
     "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
-    "  --json                one JSON object per line: source, translations, ids, scores\n"
-    "  --threads N           intra-op threads (default 1)\n"
+    "  --json                one JSON object per line: line, source, translations (text, ids,\n"
+    "                        log_prob: the sum of the token log-probabilities, EOS included;\n"
+    "                        normalized_score: log_prob / scored_tokens^length-penalty, what\n"
+    "                        beam search ranks by; scored_tokens); a failed line has source and\n"
+    "                        error. Invalid UTF-8 in the source is written as U+FFFD, so the\n"
+    "                        output is always valid JSON\n"
+    "  --threads N           intra-op threads (default 1, at most 256)\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
+    "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
+    "                        be changed in place while it runs; see docs/security.md)\n"
     "\n"
-    "exit status: 0 when every line was translated; 1 when any line failed (each failure is\n"
-    "one line on stderr naming the input line); 2 for usage errors.\n";
+    "A line that fails (a bad id, invalid UTF-8, too long) is one line on stderr naming its input\n"
+    "line and an empty output line; every other line is still translated, at any --batch.\n"
+    "exit status: 0 when every line was translated; 1 when any line failed, or stdout could not\n"
+    "be written, or the arena exceeds the machine's memory; 2 for usage errors (each flag is\n"
+    "checked before the model is used).\n";
 
-std::vector<int32_t> ParseIds(const std::string& line, size_t line_number) {
+// Space-separated token ids; each must be a source vocabulary id. On a bad word, *error says
+// which and the ids are empty.
+std::vector<int32_t> ParseIds(const std::string& line, int32_t vocab_size, std::string* error) {
   std::vector<int32_t> ids;
   std::istringstream in(line);
   std::string word;
-  while (in >> word) {
+  for (size_t at = 0; in >> word; ++at) {
     errno = 0;
     char* end = nullptr;
     const long v = std::strtol(word.c_str(), &end, 10);
     if (errno || *end != '\0' || v < INT32_MIN || v > INT32_MAX) {
-      throw std::runtime_error("line " + std::to_string(line_number) + ": \"" + word +
-                               "\" is not a token id");
+      *error = "\"" + word + "\" is not a token id";
+      return {};
+    }
+    if (v < 0 || v >= vocab_size) {
+      *error = "source token id " + word + " at " + std::to_string(at) +
+               " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")";
+      return {};
     }
     ids.push_back(static_cast<int32_t>(v));
   }
@@ -77,83 +101,85 @@ struct Pending {
   std::vector<std::vector<int32_t>>
       pieces;  // source pieces (split long input), empty for an empty line
   std::vector<std::vector<int32_t>> outputs;  // [n_best]: concatenated over pieces
-  std::vector<float> scores;                  // [n_best]: summed over pieces
+  std::vector<float> log_probs;               // [n_best]: raw sums, added over pieces
+  std::vector<int64_t> lengths;               // [n_best]: scored tokens (EOS included)
+  std::string error;                          // non-empty: this line failed
 };
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+// "sentence 0: " is the runtime's name for the only sentence of a one-sentence call; the CLI
+// names the input line instead.
+std::string WithoutSentencePrefix(const char* message) {
+  const std::string m = message;
+  const std::string prefix = "sentence 0: ";
+  return m.compare(0, prefix.size(), prefix) == 0 ? m.substr(prefix.size()) : m;
 }
 
 }  // namespace
 
 int Translate(int argc, char** argv) {
-  Args args(argc, argv,
-            {"model", "batch", "max-source", "max-length", "long", "beam", "n-best",
-             "length-penalty", "min-length", "max-length-ratio", "no-repeat-ngram",
-             "repetition-penalty", "threads", "backend"},
-            {"ids", "json", "help"}, {{"-m", "--model"}});
+  std::set<std::string> valued = {"model",           "long",
+                                  "n-best",          "length-penalty",
+                                  "min-length",      "max-length-ratio",
+                                  "no-repeat-ngram", "repetition-penalty"};
+  for (const char* f : kLimitFlags) valued.insert(f);
+  Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (!args.has("model")) throw UsageError("--model is required");
+  if (args.positional().size() > 1) {
+    throw UsageError("expected at most one INPUT file (the default is stdin), got " +
+                     std::to_string(args.positional().size()));
+  }
   const std::string long_mode = args.get("long", "error");
   if (long_mode != "error" && long_mode != "split")
-    throw UsageError("--long must be error or split");
+    throw UsageError("option --long must be error or split, got \"" + long_mode + "\"");
   const bool ids_mode = args.has("ids");
   const bool json = args.has("json");
+  // Every decoding option is checked once here, each with its own message; the runtime's
+  // per-call checks then never fire line by line.
   DecodingOptions options;
-  options.beam_size = static_cast<int32_t>(args.get_int("beam", 1));
-  options.n_best = static_cast<int32_t>(args.get_int("n-best", 1));
-  options.min_length = static_cast<int32_t>(args.get_int("min-length", 0));
-  options.no_repeat_ngram_size = static_cast<int32_t>(args.get_int("no-repeat-ngram", 0));
-  auto real = [&](const char* name, float fallback) {
-    const std::string v = args.get(name);
-    if (v.empty()) return fallback;
-    char* end = nullptr;
-    const float f = std::strtof(v.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(f))
-      throw UsageError(std::string("--") + name + " needs a number");
-    return f;
-  };
-  options.length_penalty = real("length-penalty", 1.0f);
-  options.repetition_penalty = real("repetition-penalty", 1.0f);
-  options.max_length_ratio = real("max-length-ratio", 0.0f);
-  if (options.max_length_ratio > 0.0f) options.max_length_extra = 5;
-  if (options.beam_size < 1) throw UsageError("--beam must be >= 1");
-  if (options.n_best < 1 || options.n_best > options.beam_size) {
-    throw UsageError("--n-best must be between 1 and --beam");
+  options.beam_size = static_cast<int32_t>(args.get_int("beam", 1, 1, kMaxBeam));
+  options.n_best = static_cast<int32_t>(args.get_int("n-best", 1, 1, options.beam_size));
+  options.min_length = static_cast<int32_t>(args.get_int("min-length", 0, 0, INT32_MAX));
+  options.no_repeat_ngram_size =
+      static_cast<int32_t>(args.get_int("no-repeat-ngram", 0, 0, INT32_MAX));
+  options.length_penalty = static_cast<float>(args.get_real("length-penalty", 1.0));
+  if (!std::isfinite(options.length_penalty))
+    throw UsageError("option --length-penalty is too large for a float");
+  options.repetition_penalty = static_cast<float>(args.get_real("repetition-penalty", 1.0));
+  if (!(options.repetition_penalty > 0.0f) || !std::isfinite(options.repetition_penalty)) {
+    throw UsageError("option --repetition-penalty must be > 0 (1: off), got " +
+                     args.get("repetition-penalty"));
   }
-  LoadedModel loaded = LoadModel(args.get("model"));
+  options.max_length_ratio = static_cast<float>(args.get_real("max-length-ratio", 0.0));
+  if (!(options.max_length_ratio >= 0.0f) || !std::isfinite(options.max_length_ratio)) {
+    throw UsageError("option --max-length-ratio must be >= 0 (0: off), got " +
+                     args.get("max-length-ratio"));
+  }
+  if (options.max_length_ratio > 0.0f) options.max_length_extra = 5;
+
+  // A named input file is read (never ignored); opened before the model is loaded so that a
+  // wrong name fails at once.
+  std::ifstream input_file;
+  std::istream* input = &std::cin;
+  bool input_is_stdin = true;
+  if (!args.positional().empty() && args.positional()[0] != "-") {
+    const std::string& name = args.positional()[0];
+    errno = 0;
+    input_file.open(name);
+    if (!input_file) {
+      throw std::runtime_error(name + ": cannot open (" +
+                               (errno ? std::strerror(errno) : "unknown error") + ")");
+    }
+    input = &input_file;
+    input_is_stdin = false;
+  }
+
+  LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
+  const Limits limits = ParseLimits(args, config);
   Tokenizer source_tokenizer, target_tokenizer;
   if (!ids_mode) {
     Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
@@ -162,31 +188,15 @@ int Translate(int argc, char** argv) {
       throw std::runtime_error(std::string(s.message()) +
                                " (use --ids, or convert with --tokenizer)");
   }
-  const long long default_length = config.max_positions < 256 ? config.max_positions : 256;
-  Limits limits;
-  limits.max_batch = static_cast<int32_t>(args.get_int("batch", 1));
-  limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", default_length));
-  limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", default_length));
-  limits.beam_size = options.beam_size;
-  limits.threads = static_cast<int32_t>(args.get_int("threads", 1));
-  const std::string backend = args.get("backend", "auto");
-  if (backend == "auto") {
-    limits.backend = Backend::kAuto;
-  } else if (backend == "xnnpack") {
-    limits.backend = Backend::kXnnpack;
-  } else if (backend == "reference") {
-    limits.backend = Backend::kReference;
-  } else {
-    throw UsageError("--backend must be auto, xnnpack or reference");
-  }
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
+  CheckArenaFits(need.value());
   std::vector<uint8_t> arena(need.value());
   Session session;
   Status status = session.Prepare(loaded.model, limits, arena.data(), arena.size());
   if (!status.ok()) throw std::runtime_error(status.message());
 
-  const bool interactive = ::isatty(STDIN_FILENO) && !ids_mode;
+  const bool interactive = input_is_stdin && ::isatty(STDIN_FILENO) && !ids_mode;
   const int64_t stride = limits.max_source_length;
   const int64_t out_stride = limits.max_target_length;
   std::vector<int32_t> src(static_cast<size_t>(limits.max_batch * stride));
@@ -197,32 +207,72 @@ int Translate(int argc, char** argv) {
   std::vector<float> out_scores(static_cast<size_t>(limits.max_batch * n_best));
   int failures = 0;
 
+  // A failed line: one message on stderr with its real line number, counted once.
+  auto fail = [&](Pending& p, const std::string& message) {
+    if (!p.error.empty()) return;
+    p.error = message;
+    std::fprintf(stderr, "tern translate: line %zu: %s\n", p.line_number, message.c_str());
+    ++failures;
+  };
+
   // Translates every piece of the pending lines, max_batch pieces at a time.
   auto run = [&](std::vector<Pending>& pending) {
     std::vector<std::pair<size_t, size_t>> slots;  // (pending index, piece index)
+    // Output rows row_base * n_best ... of the last call hold slot k's results.
+    auto collect = [&](size_t k, size_t row_base) {
+      Pending& p = pending[slots[k].first];
+      if (!p.error.empty()) return;
+      p.outputs.resize(static_cast<size_t>(n_best));
+      p.log_probs.resize(static_cast<size_t>(n_best), 0.0f);
+      p.lengths.resize(static_cast<size_t>(n_best), 0);
+      const int32_t cap = EffectiveMaxLength(options, limits.max_target_length, lengths[k]);
+      for (int32_t j = 0; j < n_best; ++j) {
+        const size_t row = row_base * static_cast<size_t>(n_best) + static_cast<size_t>(j);
+        auto& o = p.outputs[static_cast<size_t>(j)];
+        o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(row * out_stride),
+                 out.begin() + static_cast<std::ptrdiff_t>(row * out_stride + out_lengths[row]));
+        // Scored tokens: the output and its EOS, unless it stopped at the length cap.
+        const int32_t scored = std::min(out_lengths[row] + 1, cap);
+        // Greedy returns the raw sum of log-probabilities, beam search the length-normalized
+        // score (runtime/decoding/beam_search.cc Normalize): the raw sum is recovered from it.
+        float raw = out_scores[row];
+        if (options.beam_size > 1 && options.length_penalty != 0.0f && scored > 0) {
+          raw *= std::pow(static_cast<float>(scored), options.length_penalty);
+        }
+        p.log_probs[static_cast<size_t>(j)] += raw;
+        p.lengths[static_cast<size_t>(j)] += scored;
+      }
+    };
     auto flush = [&]() {
       if (slots.empty()) return;
-      Status s = session.TranslateIds(src.data(), stride, lengths.data(),
-                                      static_cast<int32_t>(slots.size()), options, out.data(),
+      const int32_t n = static_cast<int32_t>(slots.size());
+      Status s = session.TranslateIds(src.data(), stride, lengths.data(), n, options, out.data(),
                                       out_stride, out_lengths.data(), out_scores.data());
-      if (!s.ok())
-        throw std::runtime_error("line " + std::to_string(pending[slots[0].first].line_number) +
-                                 ": " + s.message());
-      for (size_t k = 0; k < slots.size(); ++k) {
-        Pending& p = pending[slots[k].first];
-        p.outputs.resize(static_cast<size_t>(n_best));
-        p.scores.resize(static_cast<size_t>(n_best), 0.0f);
-        for (int32_t j = 0; j < n_best; ++j) {
-          const size_t row = k * static_cast<size_t>(n_best) + static_cast<size_t>(j);
-          auto& o = p.outputs[static_cast<size_t>(j)];
-          o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(row * out_stride),
-                   out.begin() + static_cast<std::ptrdiff_t>(row * out_stride + out_lengths[row]));
-          p.scores[static_cast<size_t>(j)] += out_scores[row];
+      if (s.ok()) {
+        for (size_t k = 0; k < slots.size(); ++k) collect(k, k);
+      } else if (n == 1) {
+        fail(pending[slots[0].first], WithoutSentencePrefix(s.message()));
+      } else {
+        // One bad sentence fails the whole call: translate each alone, so that only the bad
+        // line fails and every message names its own line.
+        for (size_t k = 0; k < slots.size(); ++k) {
+          Pending& p = pending[slots[k].first];
+          if (!p.error.empty()) continue;
+          const Status one = session.TranslateIds(
+              src.data() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(stride)), stride,
+              &lengths[k], 1, options, out.data(), out_stride, out_lengths.data(),
+              out_scores.data());
+          if (one.ok()) {
+            collect(k, 0);
+          } else {
+            fail(p, WithoutSentencePrefix(one.message()));
+          }
         }
       }
       slots.clear();
     };
     for (size_t p = 0; p < pending.size(); ++p) {
+      if (!pending[p].error.empty()) continue;
       for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece) {
         const auto& ids = pending[p].pieces[piece];
         std::copy(ids.begin(), ids.end(),
@@ -233,34 +283,44 @@ int Translate(int argc, char** argv) {
       }
     }
     flush();
-    for (const auto& p : pending) {
+    for (auto& p : pending) {
       std::vector<std::string> texts(p.outputs.size());
-      for (size_t j = 0; j < p.outputs.size(); ++j) {
+      for (size_t j = 0; j < p.outputs.size() && p.error.empty(); ++j) {
         const auto& o = p.outputs[j];
         if (ids_mode) {
           for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
         } else {
           Status s = target_tokenizer.Decode(o.data(), o.size(), &texts[j]);
-          if (!s.ok())
-            throw std::runtime_error("line " + std::to_string(p.line_number) + ": " + s.message());
+          if (!s.ok()) fail(p, s.message());
         }
       }
       if (json) {
-        std::cout << "{\"line\": " << p.line_number << ", \"source\": " << JsonString(p.source)
-                  << ", \"translations\": [";
+        std::cout << "{\"line\": " << p.line_number << ", \"source\": " << JsonString(p.source);
+        if (!p.error.empty()) {
+          std::cout << ", \"error\": " << JsonString(p.error) << "}\n";
+          continue;
+        }
+        std::cout << ", \"translations\": [";
         for (size_t j = 0; j < p.outputs.size(); ++j) {
+          const double length = static_cast<double>(p.lengths[j]);
+          const double alpha = options.length_penalty;
+          const double normalized = alpha == 0.0 || length <= 0
+                                        ? p.log_probs[j]
+                                        : p.log_probs[j] / std::pow(length, alpha);
           std::cout << (j ? ", " : "") << "{\"text\": " << JsonString(texts[j]) << ", \"ids\": [";
           for (size_t k = 0; k < p.outputs[j].size(); ++k)
             std::cout << (k ? ", " : "") << p.outputs[j][k];
-          std::cout << "], \"score\": " << p.scores[j] << "}";
+          std::cout << "], \"log_prob\": " << p.log_probs[j]
+                    << ", \"normalized_score\": " << normalized
+                    << ", \"scored_tokens\": " << p.lengths[j] << "}";
         }
         std::cout << "]}";
-      } else {
+      } else if (p.error.empty()) {
         for (size_t j = 0; j < texts.size(); ++j) std::cout << (j ? " ||| " : "") << texts[j];
       }
       std::cout << '\n';
     }
-    std::cout.flush();
+    FlushStdout();
     pending.clear();
   };
 
@@ -268,30 +328,28 @@ int Translate(int argc, char** argv) {
   std::string line;
   size_t line_number = 0;
   if (interactive) std::fprintf(stderr, "> ");
-  while (std::getline(std::cin, line)) {
+  while (std::getline(*input, line)) {
     ++line_number;
     Pending p;
     p.line_number = line_number;
     p.source = line;
     std::vector<int32_t> ids;
     if (ids_mode) {
-      ids = ParseIds(line, line_number);
+      std::string error;
+      ids = ParseIds(line, config.src_vocab_size, &error);
+      if (!error.empty()) fail(p, error);
     } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
       Status s = source_tokenizer.Encode(line, true, config.eos_id, &ids);
       if (!s.ok()) {
-        std::fprintf(stderr, "tern translate: line %zu: %s\n", line_number, s.message());
-        ++failures;
+        fail(p, s.message());
         ids.clear();
       }
     }
     if (!ids.empty()) {
       const size_t limit = static_cast<size_t>(stride);
       if (ids.size() > limit && long_mode == "error") {
-        std::fprintf(
-            stderr,
-            "tern translate: line %zu: %zu tokens; --max-source is %zu (or use --long split)\n",
-            line_number, ids.size(), limit);
-        ++failures;
+        fail(p, std::to_string(ids.size()) + " tokens; --max-source is " + std::to_string(limit) +
+                    " (or use --long split)");
       } else if (ids.size() > limit) {
         // Split into pieces of limit - 1 tokens, each closed with EOS (when the input had one).
         const bool has_eos = ids.back() == config.eos_id;
@@ -320,6 +378,7 @@ int Translate(int argc, char** argv) {
       run(pending);
     }
   }
+  if (input->bad()) throw std::runtime_error("cannot read the input");
   run(pending);
   return failures == 0 ? 0 : 1;
 }
