@@ -89,7 +89,7 @@ ctest-%: FORCE
 # Every configuration in TEST_TARGETS, in order. A failing one does not stop the others; the
 # summary says which failed and how long each build and test run took, and make fails.
 test: FORCE
-	tools/setup-host.sh $(call host_args_of,$(TEST_TARGETS))
+	tools/setup-host.sh test $(call host_args_of,$(TEST_TARGETS))
 	@failed=""; summary=""; all_start=$$(date +%s); \
 	for t in $(TEST_TARGETS); do \
 	  echo "=== make test: $$t"; \

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# setup-host.sh [arm]  -- install what a Debian 12 build host needs (run as root).
+# setup-host.sh [test] [arm]  -- install what a Debian 12 build host needs (run as root).
 #
 # Base: compilers and build tools for the x86-64 build against the trixie sysroot.
 # "arm":  also the ARM cross compilers (crossbuild-essential-arm64/armhf: gcc 12, binutils,
 #         libc6-dev for the target) and qemu-user, which runs the aarch64 and armv7 test
 #         binaries (`make test` asks for these: it tests both ARM targets).
+# "test": also what the test suite itself runs: python3 with Debian's torch, numpy and
+#         sentencepiece (the PyTorch references' self-checks, BLEU, the training smoke test, the
+#         CLI tests' JSON checks). `make test` asks for these; a missing one fails the run.
 # Does nothing (no apt-get update) when every package is already installed, and waits for a
 # concurrently running apt/dpkg instead of failing on its lock.
 set -euo pipefail
@@ -13,7 +16,8 @@ PACKAGES=(cmake ninja-build g++ make git ca-certificates debian-archive-keyring 
 for arg in "$@"; do
   case "$arg" in
     arm) PACKAGES+=(qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf) ;;
-    *) echo "usage: $0 [arm]" >&2; exit 2 ;;
+    test) PACKAGES+=(python3 python3-torch python3-numpy python3-sentencepiece) ;;
+    *) echo "usage: $0 [test] [arm]" >&2; exit 2 ;;
   esac
 done
 
