@@ -18,8 +18,9 @@
 #   widelands-data alone 381 MB.)
 # then clean/dedupe/filter/split (build.py, fixed seed: Ding test/valid as before, plus the
 # everyday and technical test/valid sets), and copy the held-out sets into
-# examples/translation/testset/. SPM=1 also trains a new joint SentencePiece model (8000 unigram
-# pieces, pad=0 bos=1 eos=2 unk=3) and replaces examples/translation/spm.model; the default
+# examples/translation/testset/. SPM=1 also trains a new joint SentencePiece model (SPM_VOCAB,
+# default 8000 unigram pieces, pad=0 bos=1 eos=2 unk=3) and writes it to SPM_OUT (default: it
+# replaces examples/translation/spm.model); the default
 # (SPM=0, since v2) keeps the shipped one, so that training continues from the committed weights.
 # (libopenblas0-serial is for training speed: python3-torch otherwise uses the reference BLAS.)
 # Everything runs niced; deterministic for a given set of package versions.
@@ -29,6 +30,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/var/cache/tern/data}
 PY=/usr/bin/python3
 SPM=${SPM:-0}
+SPM_VOCAB=${SPM_VOCAB:-8000}  # with SPM=1: pieces of the new model (the 8k vs 16k comparison)
+SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where the new model goes
 mkdir -p "$OUT/raw"
 
 if [ "$(id -u)" = 0 ]; then
@@ -95,10 +98,10 @@ done
 if [ "$SPM" = 1 ]; then
   mkdir -p "$OUT/spm"
   cat "$OUT/train.de" "$OUT/train.en" >"$OUT/spm/input.txt"
-  (cd "$OUT/spm" && nice spm_train --input=input.txt --model_prefix=spm --vocab_size=8000 \
+  (cd "$OUT/spm" && nice spm_train --input=input.txt --model_prefix=spm --vocab_size="$SPM_VOCAB" \
     --model_type=unigram --character_coverage=0.9999 --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3 \
     --input_sentence_size=2000000 --shuffle_input_sentence=true --num_threads=1 \
     --seed_sentencepiece_size=1000000 >spm.log 2>&1)
-  cp "$OUT/spm/spm.model" "$ROOT/examples/translation/spm.model"
+  cp "$OUT/spm/spm.model" "$SPM_OUT"
 fi
 echo "corpus in $OUT (counts: $OUT/counts.json)"

@@ -239,6 +239,10 @@ def main():
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--keep", type=int, default=10, help="weight snapshots kept for averaging")
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--max-hours", type=float, default=0.0,
+                    help="stop (with a checkpoint) once the run's training time (train_seconds, "
+                         "which includes hours carried over by --init-from) reaches this: for "
+                         "comparisons on equal training time")
     ap.add_argument("--sentence-weight", type=int, default=1,
                     help="each epoch holds the sentence pairs (sentence_pairs) this many times; "
                          "may change when a run resumes (logged)")
@@ -398,6 +402,9 @@ def main():
     win_t0 = time.time()
     while not stop["flag"]:
         if args.max_steps and step >= args.max_steps:
+            break
+        if args.max_hours and train_seconds >= args.max_hours * 3600:
+            log(logf, f"--max-hours {args.max_hours} reached")
             break
         if pos >= len(order):
             epoch, pos = epoch + 1, 0
