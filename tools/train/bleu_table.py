@@ -119,7 +119,8 @@ def main():
         rows = []
 
         def row(label, hyps, same, secs, size):
-            with open(os.path.join(args.work, f"hyp.{name}.{label.split()[1]}.en"), "w",
+            engine, dtype = label.split()
+            with open(os.path.join(args.work, f"hyp.{name}.{engine.lower()}-{dtype}.en"), "w",
                       encoding="utf-8") as f:
                 f.write("\n".join(hyps) + "\n")
             bleu = corpus_bleu(hyps, [ref])
