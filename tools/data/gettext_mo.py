@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Extract English->German message pairs from compiled gettext catalogs (.mo).
 
-Usage: gettext_mo.py DIR PKGMAP_OUT > pairs.tsv
+Usage: gettext_mo.py DIR PKGMAP_OUT [PACKAGE] > pairs.tsv
+(PACKAGE: the Debian package the catalogs come from, for catalogs unpacked from a .deb that is
+not installed; default: asked of dpkg -S for each file.)
 Parses the GNU .mo binary directly (no gettext module). msgid = English, msgstr = German.
 Context (msgctxt) is dropped, plural forms use the singular, accelerators (_ and &) are removed,
-and messages with format specifiers, markup, escapes or code-like text are skipped.
+multi-line messages are paired line by line when both sides have as many lines (else
+skipped), and messages with format specifiers, markup, escapes or code-like text are skipped.
 Output TSV: ``de<TAB>en<TAB>catalog``. PKGMAP_OUT receives ``catalog<TAB>debian-package``.
 """
 import os
@@ -48,7 +51,7 @@ def ok(s: str) -> bool:
     return letters >= 2 and letters >= 0.6 * len(s.replace(" ", ""))
 
 
-def main(d: str, pkgmap: str) -> None:
+def main(d: str, pkgmap: str, package: str = "") -> None:
     out = sys.stdout
     pm = open(pkgmap, "w")
     for name in sorted(os.listdir(d)):
@@ -56,9 +59,11 @@ def main(d: str, pkgmap: str) -> None:
             continue
         path = os.path.join(d, name)
         try:
+            if package:
+                raise OSError
             pkg = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True).stdout.split(":")[0]
         except OSError:
-            pkg = "?"
+            pkg = package or "?"
         pm.write(f"{name[:-3]}\t{pkg or '?'}\n")
         for mid, mstr in read_mo(path):
             if not mid or not mstr:
@@ -68,13 +73,18 @@ def main(d: str, pkgmap: str) -> None:
                 de = mstr.decode("utf-8").split("\x00")[0]
             except UnicodeDecodeError:
                 continue
-            if "\n" in en.strip() or "\n" in de.strip():
-                continue  # multi-line help texts: alignment of lines is not guaranteed
-            en, de = clean(strip_accel(en)), clean(strip_accel(de))
-            if not en or not de or en == de or not ok(en) or not ok(de):
+            # multi-line texts (game dialogue, help): lines are paired when both sides have the
+            # same number of non-empty lines, else the message is skipped
+            el = [x for x in en.split("\n") if x.strip()]
+            dl = [x for x in de.split("\n") if x.strip()]
+            if len(el) != len(dl):
                 continue
-            out.write(f"{de}\t{en}\t{name[:-3]}\n")
+            for en1, de1 in zip(el, dl):
+                en1, de1 = clean(strip_accel(en1)), clean(strip_accel(de1))
+                if not en1 or not de1 or en1 == de1 or not ok(en1) or not ok(de1):
+                    continue
+                out.write(f"{de1}\t{en1}\t{name[:-3]}\n")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

@@ -6,22 +6,38 @@
 #   2. LibreOffice help (libreoffice-help-de/-en-us: HTML under
 #      /usr/share/libreoffice/help/{de,en-US}/text, aligned by file + paragraph id) -> raw/lohelp.tsv
 #   3. gettext catalogs /usr/share/locale/de/LC_MESSAGES/*.mo            -> raw/gettext.tsv
-# then clean/dedupe/filter/split (build.py, fixed seed), train the joint SentencePiece model
-# (8000 unigram pieces, pad=0 bos=1 eos=2 unk=3) unless SPM=0, and copy the held-out test set
-# and spm.model into examples/translation/.
+#   4. Debian package descriptions: apt's Translation-de / Translation-en indexes, fetched with a
+#      private apt configuration (OUT/apt: its own lists and cache, Acquire::Languages de,en;
+#      /etc/apt is not touched), matched by Description-md5            -> raw/descriptions.tsv
+#   5. game catalogs (.mo) of cataclysm-dda-data, widelands-data, wesnoth-1.16-data
+#                                                 -> raw/{cataclysm,widelands,wesnoth}.tsv
+#   6. GNOME help (gnome-user-docs, Mallard C/ vs de/)                  -> raw/gnome_help.tsv
+#   7. Debian Administrator's Handbook (debian-handbook, HTML en-US vs de-DE) -> raw/handbook.tsv
+#   (5-7: the .debs are fetched with `apt-get download` into OUT/debs and only the needed files
+#   are unpacked with dpkg-deb into OUT/pkgroot; nothing is installed. ~600 MB of downloads,
+#   widelands-data alone 381 MB.)
+# then clean/dedupe/filter/split (build.py, fixed seed: Ding test/valid as before, plus the
+# everyday and technical test/valid sets), and copy the held-out sets into
+# examples/translation/testset/. SPM=1 also trains a new joint SentencePiece model (SPM_VOCAB,
+# default 8000 unigram pieces, pad=0 bos=1 eos=2 unk=3) and writes it to SPM_OUT (default: it
+# replaces examples/translation/spm.model); the default
+# (SPM=0, since v2) keeps the shipped one, so that training continues from the committed weights.
 # (libopenblas0-serial is for training speed: python3-torch otherwise uses the reference BLAS.)
-# Everything runs niced; deterministic for a given set of installed package versions.
+# Everything runs niced; deterministic for a given set of package versions.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/var/cache/tern/data}
 PY=/usr/bin/python3
-SPM=${SPM:-1}
+SPM=${SPM:-0}
+SPM_VOCAB=${SPM_VOCAB:-8000}  # with SPM=1: pieces of the new model (the 8k vs 16k comparison)
+SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where the new model goes
 mkdir -p "$OUT/raw"
 
 if [ "$(id -u)" = 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    trans-de-en libreoffice-help-de libreoffice-help-en-us libopenblas0-serial >/dev/null
+    trans-de-en libreoffice-help-de libreoffice-help-en-us libopenblas0-serial \
+    python3-torch python3-sentencepiece python3-numpy sentencepiece >/dev/null
 else
   echo "not root: assuming trans-de-en libreoffice-help-de libreoffice-help-en-us are installed" >&2
 fi
@@ -30,18 +46,62 @@ nice "$PY" "$HERE/ding.py" /usr/share/trans/de-en >"$OUT/raw/ding.tsv"
 nice "$PY" "$HERE/lohelp.py" /usr/share/libreoffice/help >"$OUT/raw/lohelp.tsv"
 nice "$PY" "$HERE/gettext_mo.py" /usr/share/locale/de/LC_MESSAGES "$OUT/raw/gettext_pkgs.tsv" >"$OUT/raw/gettext.tsv"
 dpkg-query -W trans-de-en libreoffice-help-de libreoffice-help-en-us >"$OUT/raw/package_versions.txt"
+
+# 4. package descriptions (private apt state: the image's apt config fetches no translations)
+APTD=$OUT/apt
+mkdir -p "$APTD/lists/partial" "$APTD/cache/archives/partial" "$APTD/parts"
+printf '%s\n' "Dir::Etc::Parts \"$APTD/parts\";" "Dir::State::Lists \"$APTD/lists\";" \
+  "Dir::Cache \"$APTD/cache\";" 'Acquire::Languages { "de"; "en"; };' \
+  'Acquire::GzipIndexes "true";' >"$APTD/apt.conf"
+APT_CONFIG=$APTD/apt.conf apt-get -q update >"$OUT/raw/apt-update.log" 2>&1
+ls "$APTD/lists" | grep Translation >>"$OUT/raw/package_versions.txt"
+nice "$PY" "$HERE/descriptions.py" "$APTD/lists" >"$OUT/raw/descriptions.tsv"
+
+# 5-7. download and unpack (not install) the game data and documentation packages
+DEBS="cataclysm-dda-data widelands-data wesnoth-1.16-data gnome-user-docs debian-handbook"
+mkdir -p "$OUT/debs" "$OUT/pkgroot"
+(cd "$OUT/debs" && apt-get -q download $DEBS >"$OUT/raw/apt-download.log" 2>&1)
+unpack() {  # unpack NAME PACKAGE PATTERN...
+  d=$OUT/pkgroot/$1
+  deb=$(ls "$OUT/debs/$2"_*.deb | tail -n 1)
+  echo "$(basename "$deb")" >>"$OUT/raw/package_versions.txt"
+  rm -rf "$d"
+  mkdir -p "$d"
+  cp_pkg=$2
+  shift 2
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$d" --wildcards "$@" "./usr/share/doc/$cp_pkg/copyright"
+}
+unpack cataclysm cataclysm-dda-data './usr/share/locale/de/*'
+unpack wesnoth wesnoth-1.16-data './usr/share/games/wesnoth/1.16/locale/de/*'
+unpack widelands widelands-data '*/locale/de/*'
+unpack gnome-user-docs gnome-user-docs './usr/share/help/C/*.page' './usr/share/help/de/*.page'
+unpack debian-handbook debian-handbook './usr/share/doc/debian-handbook/html/de-DE/*.html' \
+  './usr/share/doc/debian-handbook/html/en-US/*.html'
+R=$OUT/pkgroot
+nice "$PY" "$HERE/gettext_mo.py" "$R/cataclysm/usr/share/locale/de/LC_MESSAGES" /dev/null \
+  cataclysm-dda-data >"$OUT/raw/cataclysm.tsv"
+nice "$PY" "$HERE/gettext_mo.py" "$R/widelands/usr/share/games/widelands/data/locale/de/LC_MESSAGES" \
+  /dev/null widelands-data >"$OUT/raw/widelands.tsv"
+nice "$PY" "$HERE/gettext_mo.py" "$R/wesnoth/usr/share/games/wesnoth/1.16/locale/de/LC_MESSAGES" \
+  /dev/null wesnoth-1.16-data >"$OUT/raw/wesnoth.tsv"
+nice "$PY" "$HERE/docs.py" mallard "$R/gnome-user-docs/usr/share/help" >"$OUT/raw/gnome_help.tsv"
+nice "$PY" "$HERE/docs.py" html "$R/debian-handbook/usr/share/doc/debian-handbook/html/en-US" \
+  "$R/debian-handbook/usr/share/doc/debian-handbook/html/de-DE" >"$OUT/raw/handbook.tsv"
+
 nice "$PY" "$HERE/build.py" "$OUT/raw" "$OUT"
 
 mkdir -p "$ROOT/examples/translation/testset"
-cp "$OUT/test.de" "$OUT/test.en" "$ROOT/examples/translation/testset/"
+for s in test test_everyday test_technical valid_everyday valid_technical; do
+  cp "$OUT/$s.de" "$OUT/$s.en" "$ROOT/examples/translation/testset/"
+done
 
 if [ "$SPM" = 1 ]; then
   mkdir -p "$OUT/spm"
   cat "$OUT/train.de" "$OUT/train.en" >"$OUT/spm/input.txt"
-  (cd "$OUT/spm" && nice spm_train --input=input.txt --model_prefix=spm --vocab_size=8000 \
+  (cd "$OUT/spm" && nice spm_train --input=input.txt --model_prefix=spm --vocab_size="$SPM_VOCAB" \
     --model_type=unigram --character_coverage=0.9999 --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3 \
     --input_sentence_size=2000000 --shuffle_input_sentence=true --num_threads=1 \
     --seed_sentencepiece_size=1000000 >spm.log 2>&1)
-  cp "$OUT/spm/spm.model" "$ROOT/examples/translation/spm.model"
+  cp "$OUT/spm/spm.model" "$SPM_OUT"
 fi
 echo "corpus in $OUT (counts: $OUT/counts.json)"

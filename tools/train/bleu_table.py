@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""The demo model's BLEU table: PyTorch and tern fp32 / fp16 / int8 / int4 on the held-out test
-set, greedy, with the same maximum length, and how often tern's greedy ids equal PyTorch's.
+"""The demo model's quality table: PyTorch and tern fp32 / fp16 / int8 / int4 on each held-out
+test set, greedy, with the same maximum length: BLEU, chrF, how often tern's greedy ids equal
+PyTorch's, and how many outputs hold a repeated-word loop (tools/data/quality.py).
 
 Usage (after `make build`):
   /usr/bin/python3 tools/train/bleu_table.py [--model examples/translation/model.safetensors]
+      [--sets ding,everyday,technical] [--dtypes fp32,fp16,int8,int4] [--no-tern]
       [--tern build/x86_64/tools/tern] [--work build/bleu] [--limit N] [--max-length 128]
+Test sets: ding = testset/test.{de,en} (Ding example sentences, v1's set), everyday =
+testset/test_everyday.* (game dialogue and descriptions, GNOME help), technical =
+testset/test_technical.* (package descriptions, Debian handbook); NAME=SRC:REF adds another.
+--no-tern: PyTorch rows only (no tern build needed).
 
 Steps: the test sources are encoded with the shipped SentencePiece model (+ EOS) once; the
 PyTorch reference (tools/model/tern_torch.py, the checkpoint's weights widened to fp32) decodes
 them greedily; `tern convert --dtype D` and `tern translate --ids` (one thread, XNNPACK backend
 as built) decode the same ids for each D. Hypotheses are the decoded SentencePiece pieces; BLEU
 is tools/data/bleu.py (sacreBLEU's defaults: 13a, exp smoothing, case-sensitive).
-Prints a Markdown table and writes it, with every hypothesis file, under --work.
+Prints Markdown tables and writes them (bleu_table.md, results.json), with every hypothesis
+file, under --work.
 """
 import argparse
 import json
@@ -28,9 +35,12 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "model"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "data"))
 import tern_torch  # noqa: E402
 from bleu import corpus_bleu  # noqa: E402
+from quality import corpus_chrf, repeat_loops  # noqa: E402
 
 EX = os.path.join(ROOT, "examples", "translation")
 DTYPES = ["fp32", "fp16", "int8", "int4"]
+SETS = {"ding": ("test.de", "test.en"), "everyday": ("test_everyday.de", "test_everyday.en"),
+        "technical": ("test_technical.de", "test_technical.en")}
 
 
 def pytorch_greedy(model_path, src_ids, max_len, batch=64):
@@ -52,10 +62,14 @@ def pytorch_greedy(model_path, src_ids, max_len, batch=64):
     return out
 
 
-def tern_greedy(tern, model_path, spm_path, dtype, src_file, work, max_len):
+def tern_convert(tern, model_path, spm_path, dtype, work):
     tern_file = os.path.join(work, f"de-en.{dtype}.tern")
     subprocess.run([tern, "convert", model_path, "-o", tern_file, "--dtype", dtype,
                     "--tokenizer", spm_path, "--force", "--quiet"], check=True)
+    return tern_file
+
+
+def tern_greedy(tern, tern_file, src_file, max_len):
     t0 = time.time()
     with open(src_file, "rb") as f:
         res = subprocess.run([tern, "translate", "-m", tern_file, "--ids", "--max-length",
@@ -70,8 +84,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(EX, "model.safetensors"))
     ap.add_argument("--spm", default=os.path.join(EX, "spm.model"))
-    ap.add_argument("--src", default=os.path.join(EX, "testset", "test.de"))
-    ap.add_argument("--ref", default=os.path.join(EX, "testset", "test.en"))
+    ap.add_argument("--sets", default="ding,everyday,technical")
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--no-tern", action="store_true")
     ap.add_argument("--tern", default=os.path.join(ROOT, "build", "x86_64", "tools", "tern"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bleu"))
     ap.add_argument("--max-length", type=int, default=128)
@@ -82,52 +97,70 @@ def main():
 
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=args.spm)
-    src = open(args.src, encoding="utf-8").read().splitlines()
-    ref = open(args.ref, encoding="utf-8").read().splitlines()
-    if args.limit:
-        src, ref = src[:args.limit], ref[:args.limit]
+    dtypes = [] if args.no_tern else [d for d in args.dtypes.split(",") if d]
+    tern_files = {d: tern_convert(args.tern, args.model, args.spm, d, args.work) for d in dtypes}
     eos = 2
-    src_ids = [sp.encode(s) + [eos] for s in src]
-    src_file = os.path.join(args.work, "test.de.ids")
-    with open(src_file, "w") as f:
-        f.write("".join(" ".join(map(str, ids)) + "\n" for ids in src_ids))
+    results, lines = {}, []
+    for name in args.sets.split(","):
+        if "=" in name:
+            name, paths = name.split("=", 1)
+            src_path, ref_path = paths.split(":", 1)
+        else:
+            src_path, ref_path = (os.path.join(EX, "testset", f) for f in SETS[name])
+        src = open(src_path, encoding="utf-8").read().splitlines()
+        ref = open(ref_path, encoding="utf-8").read().splitlines()
+        if args.limit:
+            src, ref = src[:args.limit], ref[:args.limit]
+        src_ids = [sp.encode(s) + [eos] for s in src]
+        src_file = os.path.join(args.work, f"{name}.de.ids")
+        with open(src_file, "w") as f:
+            f.write("".join(" ".join(map(str, ids)) + "\n" for ids in src_ids))
 
-    rows = []
-    t0 = time.time()
-    ref_ids = pytorch_greedy(args.model, src_ids, args.max_length)
-    seconds = time.time() - t0
-    hyps = [sp.decode(ids) for ids in ref_ids]
-    with open(os.path.join(args.work, "hyp.pytorch.en"), "w", encoding="utf-8") as f:
-        f.write("\n".join(hyps) + "\n")
-    bleu = corpus_bleu(hyps, [ref])
-    rows.append(("PyTorch fp32 (reference)", bleu, "-", f"{seconds:.0f} s (batch 64)", "-"))
-    print(f"pytorch: {bleu}", flush=True)
-    for dtype in DTYPES:
-        ids, seconds, size = tern_greedy(args.tern, args.model, args.spm, dtype, src_file,
-                                         args.work, args.max_length)
-        assert len(ids) == len(src_ids), (dtype, len(ids))
-        hyps = [sp.decode(x) for x in ids]
-        with open(os.path.join(args.work, f"hyp.{dtype}.en"), "w", encoding="utf-8") as f:
-            f.write("\n".join(hyps) + "\n")
-        bleu = corpus_bleu(hyps, [ref])
-        same = sum(a == b for a, b in zip(ids, ref_ids))
-        rows.append((f"tern {dtype}", bleu, f"{same}/{len(ids)} ({100.0 * same / len(ids):.1f}%)",
-                     f"{seconds:.0f} s (batch 1)", f"{size / 1e6:.1f} MB"))
-        print(f"{dtype}: {bleu}; identical to PyTorch {same}/{len(ids)}", flush=True)
+        rows = []
 
-    lines = [f"Test set: {os.path.relpath(args.src, ROOT)} ({len(src)} sentences), greedy, "
-             f"max length {args.max_length}, one thread.", "",
-             "| model | BLEU | greedy ids identical to PyTorch | time | .tern size |",
-             "|---|---|---|---|---|"]
-    for name, bleu, same, secs, size in rows:
-        lines.append(f"| {name} | {bleu.score:.2f} | {same} | {secs} | {size} |")
-    lines.append("")
-    lines.append("sacreBLEU-style signatures:")
-    for name, bleu, *_ in rows:
-        lines.append(f"- {name}: `{bleu}`")
-    table = "\n".join(lines) + "\n"
+        def row(label, hyps, same, secs, size):
+            engine, dtype = label.split()
+            with open(os.path.join(args.work, f"hyp.{name}.{engine.lower()}-{dtype}.en"), "w",
+                      encoding="utf-8") as f:
+                f.write("\n".join(hyps) + "\n")
+            bleu = corpus_bleu(hyps, [ref])
+            chrf = corpus_chrf(hyps, ref)
+            loops = sum(repeat_loops(h) for h in hyps)
+            rows.append({"model": label, "bleu": bleu.score, "chrf": chrf, "loops": loops,
+                         "identical": same, "n": len(hyps), "seconds": secs, "size": size,
+                         "signature": str(bleu)})
+            print(f"{name} {label}: {bleu}; chrF {chrf:.2f}; loops {loops}; identical {same}",
+                  flush=True)
+
+        t0 = time.time()
+        ref_ids = pytorch_greedy(args.model, src_ids, args.max_length)
+        row("PyTorch fp32", [sp.decode(x) for x in ref_ids], None, time.time() - t0, None)
+        for dtype in dtypes:
+            ids, seconds, size = tern_greedy(args.tern, tern_files[dtype], src_file, args.max_length)
+            assert len(ids) == len(src_ids), (dtype, len(ids))
+            same = sum(a == b for a, b in zip(ids, ref_ids))
+            row(f"tern {dtype}", [sp.decode(x) for x in ids], same, seconds, size)
+        results[name] = {"src": os.path.relpath(src_path, ROOT), "n": len(src), "rows": rows}
+
+        lines += [f"Test set {name}: {os.path.relpath(src_path, ROOT)} ({len(src)} sentences), "
+                  f"greedy, max length {args.max_length}, one thread.", "",
+                  "| model | BLEU | chrF | greedy ids identical to PyTorch | outputs with a loop "
+                  "| time | .tern size |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            same = "-" if r["identical"] is None else \
+                f"{r['identical']}/{r['n']} ({100.0 * r['identical'] / r['n']:.1f}%)"
+            batch = "batch 64" if r["identical"] is None else "batch 1"
+            size = "-" if r["size"] is None else f"{r['size'] / 1e6:.1f} MB"
+            lines.append(f"| {r['model']} | {r['bleu']:.2f} | {r['chrf']:.2f} | {same} | "
+                         f"{r['loops']} | {r['seconds']:.0f} s ({batch}) | {size} |")
+        lines += ["", "sacreBLEU-style signatures:"]
+        lines += [f"- {r['model']}: `{r['signature']}`" for r in rows]
+        lines.append("")
+    table = "\n".join(lines)
     with open(os.path.join(args.work, "bleu_table.md"), "w") as f:
         f.write(table)
+    with open(os.path.join(args.work, "results.json"), "w") as f:
+        json.dump({"model": args.model, "sets": results}, f, indent=1)
     print(table)
 
 

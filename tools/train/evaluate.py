@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Greedy-decode the held-out test set with the PyTorch model and report corpus BLEU
-(tools/data/bleu.py = sacreBLEU defaults: 13a, exp smoothing, case-sensitive).
+(tools/data/bleu.py = sacreBLEU defaults: 13a, exp smoothing, case-sensitive), chrF and the
+number of outputs with a repeated-word loop (tools/data/quality.py).
 
 Usage:
   evaluate.py [--model examples/translation/model.safetensors]    # the shipped checkpoint
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "data"))
 sys.path.insert(0, HERE)
 import tern_torch  # noqa: E402
 from bleu import corpus_bleu  # noqa: E402
+from quality import corpus_chrf, repeat_loops  # noqa: E402
 
 EX = os.path.join(ROOT, "examples", "translation")
 
@@ -96,6 +98,8 @@ def main():
     for i in range(min(5, len(src))):
         print(f"  DE: {src[i]}\n  EN: {hyps[i]}\n  REF: {ref[i]}")
     print(b)
+    print(f"chrF = {corpus_chrf(hyps, ref):.2f}; outputs with a repeated-word loop: "
+          f"{sum(repeat_loops(h) for h in hyps)}/{len(hyps)}")
 
 
 if __name__ == "__main__":

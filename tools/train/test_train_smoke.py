@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Smoke test of the training tools on a tiny model (one CPU thread, ~20 s):
 train 4 steps, resume to 6 (step continues) with sentences weighted 3x, export (F16 safetensors with config metadata,
-canonical names), evaluate the export on 5 test sentences.
+canonical names), evaluate the export on 5 test sentences, start a new run from the export
+(--init-from) and train 2 more steps.
 Run: /usr/bin/python3 tools/train/test_train_smoke.py
 """
 import json
@@ -72,6 +73,23 @@ class TrainSmoke(unittest.TestCase):
             res = run(os.path.join(HERE, "evaluate.py"), "--model",
                       os.path.join(out, "model.safetensors"), "--limit", "5")
             self.assertIn("BLEU = ", res)
+            # continue from the exported weights in a new run: step counter from the file's
+            # averaged_steps, hours carried over, fresh optimizer with a re-warm-up
+            run2 = os.path.join(tmp, "run2")
+            run(os.path.join(HERE, "train.py"), "--run", run2, "--data", data, "--max-tokens", "400",
+                "--log-every", "1", "--init-from", os.path.join(out, "model.safetensors"),
+                "--rewarm", "4", "--max-steps", "8")
+            with open(os.path.join(run2, "train.log")) as f:
+                log2 = f.read()
+            self.assertIn("step counter 6, fresh optimizer, re-warm-up 4 steps", log2)
+            self.assertIn("valid step 6 nll", log2)  # the initial weights are validated first
+            self.assertIn("step 8 ", log2)
+            self.assertNotIn("step 9 ", log2)
+            sys.path.insert(0, HERE)
+            import train
+            a = train.argparse.Namespace(lr_scale=1.0, warmup=4000, init_step=100, rewarm=10)
+            self.assertAlmostEqual(train.lr_at(105, a, 256), 0.5 * train.lr_at(
+                105, train.argparse.Namespace(lr_scale=1.0, warmup=4000), 256))
 
 
 class SentencePairs(unittest.TestCase):

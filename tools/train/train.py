@@ -9,6 +9,13 @@ kept (--keep newest) for checkpoint averaging by tools/train/export.py.
 Usage (see tools/train/run.sh):
   /usr/bin/python3 tools/train/train.py --run /var/cache/tern/train/base
 
+Continuing from shipped weights (a new machine, or a new corpus): --init-from
+examples/translation/model.safetensors starts a new run from those weights (the model config
+is the file's; optimizer state starts fresh), with the step counter at --init-step (default:
+the last step in the file's "averaged_steps" metadata), so the inverse-square-root schedule
+continues where it left off, and a linear re-warm-up over --rewarm steps (default 200) for the
+fresh Adam moments; the training hours already in the file ("train_hours") are carried over.
+
 Batching: pairs are sorted by (source length, target length) and cut into batches of at most
 --max-tokens padded tokens per side (fairseq style: batch_size * max_len <= max_tokens); the
 order of the batches is shuffled per epoch with a seed derived from (--seed, epoch), so the data
@@ -180,7 +187,12 @@ def init_weights(model, cfg):
 
 def lr_at(step, args, d_model):
     step = max(step, 1)
-    return args.lr_scale * d_model ** -0.5 * min(step ** -0.5, step * args.warmup ** -1.5)
+    lr = args.lr_scale * d_model ** -0.5 * min(step ** -0.5, step * args.warmup ** -1.5)
+    init = getattr(args, "init_step", 0) or 0
+    rewarm = getattr(args, "rewarm", 0) or 0
+    if init and rewarm and step - init < rewarm:
+        lr *= max(step - init, 1) / rewarm
+    return lr
 
 
 def loss_fn(logits, tout, pad_id, eps):
@@ -227,10 +239,22 @@ def main():
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--keep", type=int, default=10, help="weight snapshots kept for averaging")
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--max-hours", type=float, default=0.0,
+                    help="stop (with a checkpoint) once the run's training time (train_seconds, "
+                         "which includes hours carried over by --init-from) reaches this: for "
+                         "comparisons on equal training time")
     ap.add_argument("--sentence-weight", type=int, default=1,
                     help="each epoch holds the sentence pairs (sentence_pairs) this many times; "
                          "may change when a run resumes (logged)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init-from", default="",
+                    help="new run: start from these weights (.safetensors with config metadata)")
+    ap.add_argument("--init-step", type=int, default=-1,
+                    help="step counter of an --init-from run (default: its averaged_steps' last)")
+    ap.add_argument("--rewarm", type=int, default=200,
+                    help="linear lr warm-up steps after --init-from (fresh optimizer state)")
+    ap.add_argument("--extra-valid", default="everyday,technical",
+                    help="comma list: also report NLL on DATA/valid_NAME.* when present")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.sentence_weight < 1:
@@ -245,8 +269,17 @@ def main():
         # the run's settings are fixed by its first start (except operational knobs)
         saved = ckpt["args"]
         for k in ("src", "tgt", "model_json", "dropout", "label_smoothing", "max_tokens", "warmup",
-                  "lr_scale", "max_len", "seed"):
-            setattr(args, k, saved[k])
+                  "lr_scale", "max_len", "seed", "init_from", "init_step", "rewarm"):
+            if k in saved:
+                setattr(args, k, saved[k])
+    init_tensors = init_meta = None
+    if ckpt is None and args.init_from:
+        init_tensors, init_meta = tern_torch.load_safetensors(args.init_from)
+        args.model_json = init_meta["config"]
+        if args.init_step < 0:
+            args.init_step = int(init_meta.get("averaged_steps", "0").split(",")[-1] or 0)
+    if args.init_step < 0:
+        args.init_step = 0
 
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=args.spm)
@@ -271,6 +304,13 @@ def main():
     if args.sentence_weight > 1:
         extra = make_batches(train[1], train[3], args.max_tokens, subset=sentences)
         batches += extra * (args.sentence_weight - 1)
+    extra_valid = []
+    for name in filter(None, args.extra_valid.split(",")):
+        vs, vt = f"{args.data}/valid_{name}.{args.src}", f"{args.data}/valid_{name}.{args.tgt}"
+        if os.path.exists(vs) and os.path.exists(vt):
+            vd = encode_corpus(sp, vs, vt, f"{cache_dir}/valid_{name}.{args.src}-{args.tgt}.{tag}.npz",
+                               10 ** 6)
+            extra_valid.append((name, make_batches(vd[1], vd[3], args.max_tokens), vd))
     log(logf, f"data: {ntrain} train pairs ({len(sentences)} sentences, weight "
               f"{args.sentence_weight}), {len(batches)} batches/epoch "
               f"({time.time() - t0:.0f}s to load)")
@@ -299,6 +339,14 @@ def main():
             log(logf, f"sentence weight {before} -> {args.sentence_weight} from step {step}: "
                       f"epoch {epoch} begins")
     else:
+        if init_tensors is not None:
+            model.load_state_dict({k: v.float() for k, v in init_tensors.items()
+                                   if not k.startswith("expected.")})
+            step = args.init_step
+            train_seconds = float(init_meta.get("train_hours", "0")) * 3600
+            log(logf, f"initialised from {args.init_from} (steps {init_meta.get('averaged_steps')}, "
+                      f"{train_seconds / 3600:.2f} h trained): step counter {step}, fresh optimizer, "
+                      f"re-warm-up {args.rewarm} steps")
         log(logf, f"new run {args.run}: {nparams} parameters; config {cfg.to_json(None)}")
         with open(os.path.join(args.run, "config.json"), "w") as f:
             f.write(cfg.to_json() + "\n")
@@ -336,12 +384,27 @@ def main():
 
     order = epoch_order(epoch)
     model.train()
+    def validate():
+        vl = evaluate(model, vbatches, valid, cfg)
+        history.append({"step": step, "valid_nll": vl, "hours": train_seconds / 3600})
+        msg = f"valid step {step} nll {vl:.3f} ppl {math.exp(vl):.2f}"
+        for name, vb, vd in extra_valid:
+            x = evaluate(model, vb, vd, cfg)
+            history[-1][f"valid_{name}_nll"] = x
+            msg += f"; {name} nll {x:.3f}"
+        log(logf, msg)
+
+    if init_tensors is not None:
+        validate()  # the initial weights: the baseline of the continued run
     last_ckpt = last_valid = time.time()
     win_loss = win_nll = 0.0
     win_tok = win_src = 0
     win_t0 = time.time()
     while not stop["flag"]:
         if args.max_steps and step >= args.max_steps:
+            break
+        if args.max_hours and train_seconds >= args.max_hours * 3600:
+            log(logf, f"--max-hours {args.max_hours} reached")
             break
         if pos >= len(order):
             epoch, pos = epoch + 1, 0
@@ -381,9 +444,7 @@ def main():
             win_t0 = time.time()
         now = time.time()
         if now - last_valid >= args.valid_minutes * 60:
-            vl = evaluate(model, vbatches, valid, cfg)
-            history.append({"step": step, "valid_nll": vl, "hours": train_seconds / 3600})
-            log(logf, f"valid step {step} nll {vl:.3f} ppl {math.exp(vl):.2f}")
+            validate()
             last_valid = time.time()
             win_t0 += last_valid - now
         if time.time() - last_ckpt >= args.ckpt_minutes * 60:

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Tests for the v2 data tools: sentence splitting, Gale-Church alignment, the lexical score,
+description units, the documentation block pairing and the repeated-word loop count
+(run: python3 tools/data/test_align.py, or pytest; no torch, well under a second)."""
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import align  # noqa: E402
+import descriptions  # noqa: E402
+import docs  # noqa: E402
+from quality import corpus_chrf, repeat_loops  # noqa: E402
+
+
+class Split(unittest.TestCase):
+    def test_sentences_and_abbreviations(self):
+        self.assertEqual(align.split_sentences("Das ist gut. Es geht z. B. so. Version 2. Ende!"),
+                         ["Das ist gut.", "Es geht z. B. so.", "Version 2. Ende!"])
+        self.assertEqual(align.split_sentences('He said "No." Then he left. e.g. This stays.'),
+                         ['He said "No."', "Then he left. e.g. This stays."])
+        self.assertEqual(align.split_sentences("one"), ["one"])
+
+
+class GaleChurch(unittest.TestCase):
+    def test_one_to_one(self):
+        de = ["Das ist ein kurzer Satz.", "Hier folgt ein deutlich längerer zweiter Satz mit mehr Wörtern."]
+        en = ["This is a short sentence.", "Here follows a clearly longer second sentence with more words."]
+        self.assertEqual([b[2] for b in align.gale_church(de, en)], [(1, 1), (1, 1)])
+
+    def test_two_to_one(self):
+        # the German text says in two sentences what the English says in one
+        de = ["Das Programm ist schnell.", "Es ist auch klein.",
+              "Es läuft auf allen Rechnern, die Debian unterstützt, ohne weitere Pakete."]
+        en = ["The program is fast and small.",
+              "It runs on all computers that Debian supports, without further packages."]
+        beads = align.gale_church(de, en)
+        self.assertEqual([b[2] for b in beads], [(2, 1), (1, 1)])
+        self.assertEqual(beads[0][0], "Das Programm ist schnell. Es ist auch klein.")
+        self.assertEqual(align.align_paragraph(" ".join(de), " ".join(en))[0][1],
+                         "The program is fast and small.")
+
+    def test_empty(self):
+        self.assertEqual(align.gale_church([], ["x"]), [])
+
+
+class Score(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False, encoding="utf-8")
+        self.tmp.write("Haus\thouse\tword\t1\nrot\tred\tword\t1\nKatze\tcat\tword\t1\n"
+                       "Das Haus ist rot.\tThe house is red.\tsent\t1\n")
+        self.tmp.close()
+        self.lex = align.Lexicon.from_ding(self.tmp.name)
+
+    def tearDown(self):
+        os.unlink(self.tmp.name)
+
+    def test_share_of_translated_words(self):
+        self.assertEqual(self.lex.score("Das Haus ist rot", "The house is red"), 1.0)
+        self.assertEqual(self.lex.score("Das Haus ist blau", "The house is blue"), 0.5)
+        # suffix strip on the German side (Häuser would not match: no umlaut handling)
+        self.assertEqual(self.lex.score("Die Katzen", "the cat"), 1.0)
+        # identical words (names, numbers) count; stop words only: None
+        self.assertEqual(self.lex.score("Debian Haus", "Debian house"), 1.0)
+        self.assertIsNone(self.lex.score("und der die", "and the"))
+        self.assertEqual(self.lex.score("Das Haus ist rot", "Completely unrelated words"), 0.0)
+
+    def test_sentences_are_not_lexicon_entries(self):
+        self.assertNotIn("das", self.lex.map)
+        self.assertEqual(self.lex.map["haus"], {"house"})
+
+
+class Descriptions(unittest.TestCase):
+    def test_units(self):
+        desc = ["Kurz", " Erster Absatz,", " zweite Zeile.", " .", " * Punkt eins", " * Punkt zwei",
+                "  verbatim line", " Schluss."]
+        self.assertEqual(descriptions.units(desc),
+                         ("Kurz", ["Erster Absatz, zweite Zeile.", "Punkt eins", "Punkt zwei",
+                                   "Schluss."]))
+
+
+class Docs(unittest.TestCase):
+    def test_mallard_blocks_and_pairing(self):
+        ns = 'xmlns="http://projectmallard.org/1.0/"'
+        page_c = (f'<page {ns}><info><desc>Info desc</desc></info><title>Open a file</title>'
+                  '<p>Click <gui>Open</gui>. Then choose the file.</p>'
+                  '<p>See <link xref="other"/>.</p><list><item><p>One item.</p></item></list></page>')
+        page_de = (f'<page {ns}><info><desc>Info</desc></info><title>Eine Datei öffnen</title>'
+                   '<p>Klicken Sie auf <gui>Öffnen</gui>. Wählen Sie dann die Datei.</p>'
+                   '<p>Siehe <link xref="other"/>.</p><list><item><p>Ein Eintrag.</p></item></list></page>')
+        with tempfile.TemporaryDirectory() as d:
+            for sub, text in (("C", page_c), ("de", page_de)):
+                os.makedirs(os.path.join(d, sub))
+                with open(os.path.join(d, sub, "a.page"), "w", encoding="utf-8") as f:
+                    f.write(text)
+            c = docs.mallard_blocks(os.path.join(d, "C", "a.page"))
+            de = docs.mallard_blocks(os.path.join(d, "de", "a.page"))
+        self.assertEqual([t for t, _ in c], ["title", "p", "p", "p"])  # info skipped
+        self.assertIsNone(c[2][1])  # empty cross-reference: dropped
+        self.assertEqual(list(docs.pair_blocks(de, c)),
+                         [("Eine Datei öffnen", "Open a file"),
+                          ("Klicken Sie auf Öffnen. Wählen Sie dann die Datei.",
+                           "Click Open. Then choose the file."),
+                          ("Ein Eintrag.", "One item.")])
+
+    def test_html_blocks(self):
+        html = ('<html><head><title>x</title></head><body><h2>Title</h2>'
+                '<div class="para">First <code>code</code> para.</div><ul><li><p>Item</p></li></ul>'
+                '<pre>verbatim</pre><div class="note"><div class="para">Note.</div></div></body></html>')
+        with tempfile.NamedTemporaryFile("w", suffix=".html", delete=False) as f:
+            f.write(html)
+        try:
+            blocks = docs.html_blocks(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(blocks, [("h2", "Title"), ("para", "First para."), ("p", "Item"),
+                                  ("para", "Note.")])
+
+
+class ChrF(unittest.TestCase):
+    def test_hand_derived(self):
+        self.assertAlmostEqual(corpus_chrf(["a b c"], ["abc"]), 100.0)  # whitespace removed
+        # "ab" vs "abc": 1-grams P 2/2 R 2/3, 2-grams P 1/1 R 1/2, 3-grams absent from the
+        # hypothesis (order not counted): P 1, R 7/12, F2 = 5PR / (4P + R) = 35/55
+        self.assertAlmostEqual(corpus_chrf(["ab"], ["abc"]), 100.0 * 35 / 55)
+        # statistics are summed over the corpus before the averages
+        # 1-grams P 3/3 R 3/4, 2-grams P 1/1 R 1/2: P 1, R 5/8, F2 = 25/37
+        self.assertAlmostEqual(corpus_chrf(["ab", "x"], ["abc", "x"]), 100.0 * 25 / 37)
+        self.assertEqual(corpus_chrf(["xyz"], ["abc"]), 0.0)
+
+
+class Loops(unittest.TestCase):
+    def test_repeat_loops(self):
+        self.assertEqual(repeat_loops("the the the the house"), 1)
+        self.assertEqual(repeat_loops("the house, the house, the house, the house"), 1)
+        self.assertEqual(repeat_loops("very very good"), 0)
+        self.assertEqual(repeat_loops("Yes, yes, yes."), 0)
+        self.assertEqual(repeat_loops(""), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
