@@ -3,8 +3,9 @@
 //    built with TERN_WITH_XNNPACK and chosen per session by Limits::backend), else the portable
 //    reference kernel. A call XNNPACK cannot run is answered by the reference kernel too.
 //  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
-//    (attention through batch_matrix_multiply for many queries and vectorizable loops for one;
-//    LayerNorm and activations as vectorizable float loops), per the session's Kernels.
+//    choice (attention through batch_matrix_multiply for many queries and the vectorizable
+//    loops of kernels/vectorized/ for one; LayerNorm and activations as those loops), per the
+//    session's Kernels.
 //  - Embedding, positions, rotary rotations and SwiGLU's product: the reference kernels (row
 //    copies and one multiply-add per element, the same on both backends).
 #pragma once
@@ -20,11 +21,11 @@
 #include "runtime/kernels/reference/relative_position.h"
 #include "runtime/kernels/reference/rotary.h"
 #include "runtime/kernels/reference/softmax.h"
+#include "runtime/kernels/vectorized/activations.h"
+#include "runtime/kernels/vectorized/layer_norm.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-#include "runtime/kernels/xnnpack/activations.h"
 #include "runtime/kernels/xnnpack/attention.h"
-#include "runtime/kernels/xnnpack/layer_norm.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #define TERN_OPS_XNNPACK 1
 #else
@@ -93,27 +94,19 @@ inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t l
 inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t d,
                       const float* gamma, const float* beta, float eps, ref::NormKind kind,
                       float* y) {
-#if TERN_OPS_XNNPACK
   if (kernels.vectorized) {
-    xnn::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
+    vec::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
     return;
   }
-#else
-  (void)kernels;
-#endif
   ref::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
 }
 
 // See ref::Activate.
 inline void Activate(const Kernels& kernels, ref::Activation act, float* x, int64_t n) {
-#if TERN_OPS_XNNPACK
   if (kernels.vectorized) {
-    xnn::Activate(act, x, n);
+    vec::Activate(act, x, n);
     return;
   }
-#else
-  (void)kernels;
-#endif
   ref::Activate(act, x, n);
 }
 

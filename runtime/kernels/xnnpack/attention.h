@@ -33,6 +33,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/kernels/reference/attention.h"
+#include "runtime/kernels/vectorized/attention.h"
 
 struct xnn_operator;
 struct pthreadpool;
@@ -85,12 +86,5 @@ void MultiHeadAttention(Attention& attention, const float* q, int64_t ldq, const
                         int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
                         float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel = nullptr, int64_t kv_heads = 0);
-
-// The loops alone (tests compare both ways against the reference).
-void MultiHeadAttentionLoops(const float* q, int64_t ldq, const float* k, int64_t ldk,
-                             const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
-                             int64_t d_head, const ref::AttentionMask& mask, float* scores,
-                             float* out, int64_t ldo, const ref::RelativePositions* rel = nullptr,
-                             int64_t kv_heads = 0);
 
 }  // namespace tern::xnn

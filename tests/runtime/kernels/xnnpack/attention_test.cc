@@ -75,8 +75,8 @@ void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::Att
     const bool expect_batched = tq > 1 && !mask.causal && mask.key_length > 0 && !shaw;
     CHECK((a.reshaped[0] == tq) == expect_batched);
   } else {
-    xnn::MultiHeadAttentionLoops(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
-                                 mask, scores.data(), got.data(), ldo, rel);
+    vec::MultiHeadAttention(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head,
+                            mask, scores.data(), got.data(), ldo, rel);
   }
   ref::MultiHeadAttention(q.data(), ldq, k.data(), ldk, v.data(), ldv, tq, tk, heads, d_head, mask,
                           scores.data(), want.data(), ldo, rel);

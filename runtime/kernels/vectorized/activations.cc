@@ -1,8 +1,8 @@
-#include "runtime/kernels/xnnpack/activations.h"
+#include "runtime/kernels/vectorized/activations.h"
 
-#include "runtime/kernels/xnnpack/vector_math.h"
+#include "runtime/kernels/vectorized/vector_math.h"
 
-namespace tern::xnn {
+namespace tern::vec {
 
 namespace {
 
@@ -47,4 +47,4 @@ void Activate(ref::Activation act, float* x, int64_t n) {
   }
 }
 
-}  // namespace tern::xnn
+}  // namespace tern::vec

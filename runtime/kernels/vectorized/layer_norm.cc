@@ -1,10 +1,10 @@
-#include "runtime/kernels/xnnpack/layer_norm.h"
+#include "runtime/kernels/vectorized/layer_norm.h"
 
 #include <cmath>
 
-#include "runtime/kernels/xnnpack/vector_math.h"
+#include "runtime/kernels/vectorized/vector_math.h"
 
-namespace tern::xnn {
+namespace tern::vec {
 
 namespace {
 
@@ -58,4 +58,4 @@ void LayerNorm(const float* x, int64_t m, int64_t d, const float* gamma, const f
   }
 }
 
-}  // namespace tern::xnn
+}  // namespace tern::vec

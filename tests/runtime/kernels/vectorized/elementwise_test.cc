@@ -1,18 +1,16 @@
-// The XNNPACK backend's LayerNorm and activations against the reference kernels, with the
-// tolerances their float arithmetic and approximations allow (stated per check).
+// The vectorizable LayerNorm and activations (kernels/vectorized/, run by the XNNPACK backend)
+// against the reference kernels, with the tolerances their float arithmetic and approximations
+// allow (stated per check).
 #include <catch2/catch_test_macros.hpp>
-
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/layer_norm.h"
-#include "runtime/kernels/xnnpack/activations.h"
-#include "runtime/kernels/xnnpack/layer_norm.h"
-#include "runtime/kernels/xnnpack/vector_math.h"
+#include "runtime/kernels/vectorized/activations.h"
+#include "runtime/kernels/vectorized/layer_norm.h"
+#include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern {
 namespace {
@@ -33,10 +31,10 @@ TEST_CASE("xnnpack LayerNorm matches the reference", "[xnnpack][layer_norm]") {
         const float* b = kind == ref::NormKind::kRMSNorm ? nullptr : beta.data();
         std::vector<float> want(x.size()), got(x.size());
         ref::LayerNorm(x.data(), m, d, gamma.data(), b, 1e-5f, kind, want.data());
-        xnn::LayerNorm(x.data(), m, d, gamma.data(), b, 1e-5f, kind, got.data());
+        vec::LayerNorm(x.data(), m, d, gamma.data(), b, 1e-5f, kind, got.data());
         // In place gives the same.
         std::vector<float> in_place = x;
-        xnn::LayerNorm(in_place.data(), m, d, gamma.data(), b, 1e-5f, kind, in_place.data());
+        vec::LayerNorm(in_place.data(), m, d, gamma.data(), b, 1e-5f, kind, in_place.data());
         // Float sums instead of double: a few float roundings of the normalized value, which
         // for rows with mean/std ~ 30 lose about log2(30) more bits.
         for (size_t i = 0; i < x.size(); ++i) {
@@ -54,16 +52,16 @@ TEST_CASE("xnnpack exp and erf approximations", "[xnnpack][activations]") {
   double worst_exp = 0.0, worst_erf = 0.0;
   for (float y = -87.0f; y <= 88.0f; y += 0.0137f) {
     worst_exp =
-        std::fmax(worst_exp, std::fabs(xnn::Exp(y) / std::exp(static_cast<double>(y)) - 1.0));
+        std::fmax(worst_exp, std::fabs(vec::Exp(y) / std::exp(static_cast<double>(y)) - 1.0));
   }
   for (float x = -6.0f; x <= 6.0f; x += 0.00071f) {
-    worst_erf = std::fmax(worst_erf, std::fabs(xnn::Erf(x) - std::erf(static_cast<double>(x))));
+    worst_erf = std::fmax(worst_erf, std::fabs(vec::Erf(x) - std::erf(static_cast<double>(x))));
   }
   INFO("exp relative error " << worst_exp << ", erf absolute error " << worst_erf);
   CHECK(worst_exp < 3e-7);
   CHECK(worst_erf < 1e-6);
-  CHECK(xnn::Exp(-200.0f) > 0.0f);  // clamped, finite
-  CHECK(std::isfinite(xnn::Exp(200.0f)));
+  CHECK(vec::Exp(-200.0f) > 0.0f);  // clamped, finite
+  CHECK(std::isfinite(vec::Exp(200.0f)));
 }
 
 TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
@@ -77,7 +75,7 @@ TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
         ref::Activation::kGELUTanh, ref::Activation::kSwiGLU}) {
     std::vector<float> want = x, got = x;
     ref::Activate(act, want.data(), static_cast<int64_t>(want.size()));
-    xnn::Activate(act, got.data(), static_cast<int64_t>(got.size()));
+    vec::Activate(act, got.data(), static_cast<int64_t>(got.size()));
     for (size_t i = 0; i < x.size(); ++i) {
       INFO("activation " << static_cast<int>(act) << " x " << x[i] << " got " << got[i] << " want "
                          << want[i]);
@@ -91,4 +89,4 @@ TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
 }  // namespace
 }  // namespace tern
 
-#endif  // TERN_WITH_XNNPACK
+// TERN_WITH_XNNPACK

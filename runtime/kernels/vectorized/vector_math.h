@@ -1,5 +1,5 @@
-// Branch-free float math the XNNPACK backend's own loops use, written so compilers vectorize
-// the loops that call it (no library calls, no data-dependent branches).
+// Branch-free float math of the vectorizable loops (kernels/vectorized/), written so compilers
+// vectorize the loops that call it (no library calls, no data-dependent branches).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #define TERN_VECTOR_CLONES
 #endif
 
-namespace tern::xnn {
+namespace tern::vec {
 
 // e^y, relative error about 1e-7 (Cephes' expf polynomial after y = n ln2 + r, |r| <= ln2/2).
 // y is clamped to [-87, 88], so the result is a finite normal float (e^-87 ~ 1.6e-38 stands in
@@ -58,4 +58,4 @@ inline float Erf(float x) {
   return p / q;
 }
 
-}  // namespace tern::xnn
+}  // namespace tern::vec
