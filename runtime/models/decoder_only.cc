@@ -42,31 +42,13 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
                          "this model is not decoder-only (use tern::Session, C: "
                          "tern_session_create, to translate with it)");
   }
-  TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
-  if (limits.max_batch < 1 || limits.max_batch > 4096) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
-                         limits.max_batch);
-  }
   if (limits.beam_size != 1) {
     return Status::Error(
         StatusCode::kNotSupported,
         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
         limits.beam_size);
   }
-  if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "limits.max_source_length (longest prompt) = %d; 1 to the model's "
-                         "max_positions (%d) allowed",
-                         limits.max_source_length, c.max_positions);
-  }
-  if (limits.max_target_length < 1 || limits.max_target_length > c.max_positions) {
-    return Status::Error(
-        StatusCode::kInvalidArgument,
-        "limits.max_target_length (prompt + generated tokens) = %d; 1 to the model's "
-        "max_positions (%d) allowed",
-        limits.max_target_length, c.max_positions);
-  }
-  return Status::Ok();
+  return CheckSharedLimits(c, limits, " (longest prompt)", " (prompt + generated tokens)");
 }
 
 ModelCalls DecoderOnly::Calls(const ModelConfig& c, const Limits& l) {
@@ -249,21 +231,8 @@ Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* l
     return Status::Error(StatusCode::kInvalidArgument,
                          "prompt ids, lengths or logits pointer is null");
   }
-  const int32_t most = prompt_capacity();
-  for (int32_t b = 0; b < batch; ++b) {
-    if (lengths[b] < 1 || lengths[b] > most || lengths[b] > stride) {
-      return Status::Error(StatusCode::kOutOfRange, "prompt %d has %d tokens; 1 to %d allowed", b,
-                           lengths[b], most);
-    }
-    for (int32_t i = 0; i < lengths[b]; ++i) {
-      const int32_t id = ids[b * stride + i];
-      if (id < 0 || id >= config_.tgt_vocab_size) {
-        return Status::Error(StatusCode::kOutOfRange,
-                             "prompt %d: token id %d at %d is outside the vocabulary [0, %d)", b,
-                             id, i, config_.tgt_vocab_size);
-      }
-    }
-  }
+  TERN_RETURN_IF_ERROR(CheckSequences(ids, stride, lengths, batch, prompt_capacity(),
+                                      config_.tgt_vocab_size, "prompt", "token"));
   const int64_t d = config_.d_model;
   const int32_t vocab = config_.tgt_vocab_size;
   // One prompt at a time: all its tokens go through each layer together (the rows of every

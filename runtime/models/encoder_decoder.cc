@@ -37,28 +37,11 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
                          "this model is decoder-only (use tern::Generator, C: "
                          "tern_generator_create, to generate with it)");
   }
-  TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
-  if (limits.max_batch < 1 || limits.max_batch > 4096) {
-    return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
-                         limits.max_batch);
-  }
   if (limits.beam_size < 1 || limits.beam_size > 256) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.beam_size = %d; 1 to 256 allowed",
                          limits.beam_size);
   }
-  if (limits.max_source_length < 1 || limits.max_source_length > c.max_positions) {
-    return Status::Error(
-        StatusCode::kInvalidArgument,
-        "limits.max_source_length = %d; 1 to the model's max_positions (%d) allowed",
-        limits.max_source_length, c.max_positions);
-  }
-  if (limits.max_target_length < 1 || limits.max_target_length > c.max_positions) {
-    return Status::Error(
-        StatusCode::kInvalidArgument,
-        "limits.max_target_length = %d; 1 to the model's max_positions (%d) allowed",
-        limits.max_target_length, c.max_positions);
-  }
-  return Status::Ok();
+  return CheckSharedLimits(c, limits, "", "");
 }
 
 ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
@@ -285,24 +268,11 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
   if (src_ids == nullptr || lengths == nullptr) {
     return Status::Error(StatusCode::kInvalidArgument, "source ids or lengths are null");
   }
+  TERN_RETURN_IF_ERROR(CheckSequences(src_ids, src_stride, lengths, batch,
+                                      limits_.max_source_length, config_.src_vocab_size, "sentence",
+                                      "source token"));
   int64_t seq = 0;
-  for (int32_t b = 0; b < batch; ++b) {
-    if (lengths[b] < 1 || lengths[b] > limits_.max_source_length || lengths[b] > src_stride) {
-      return Status::Error(StatusCode::kOutOfRange,
-                           "sentence %d has %d source tokens; 1 to %d allowed", b, lengths[b],
-                           limits_.max_source_length);
-    }
-    for (int32_t i = 0; i < lengths[b]; ++i) {
-      const int32_t id = src_ids[b * src_stride + i];
-      if (id < 0 || id >= config_.src_vocab_size) {
-        return Status::Error(
-            StatusCode::kOutOfRange,
-            "sentence %d: source token id %d at %d is outside the vocabulary [0, %d)", b, id, i,
-            config_.src_vocab_size);
-      }
-    }
-    seq = lengths[b] > seq ? lengths[b] : seq;
-  }
+  for (int32_t b = 0; b < batch; ++b) seq = lengths[b] > seq ? lengths[b] : seq;
   const int64_t d = config_.d_model;
   batch_ = batch;
   src_seq_ = seq;

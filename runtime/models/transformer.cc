@@ -30,6 +30,46 @@ class Create final : public LinearHook {
 
 }  // namespace
 
+Status TransformerModel::CheckSharedLimits(const ModelConfig& c, const Limits& limits,
+                                           const char* source, const char* target) {
+  TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
+  if (limits.max_batch < 1 || limits.max_batch > 4096) {
+    return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
+                         limits.max_batch);
+  }
+  const int32_t lengths[2] = {limits.max_source_length, limits.max_target_length};
+  const char* names[2] = {"max_source_length", "max_target_length"};
+  const char* meanings[2] = {source, target};
+  for (int i = 0; i < 2; ++i) {
+    if (lengths[i] < 1 || lengths[i] > c.max_positions) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "limits.%s%s = %d; 1 to the model's max_positions (%d) allowed",
+                           names[i], meanings[i], lengths[i], c.max_positions);
+    }
+  }
+  return Status::Ok();
+}
+
+Status TransformerModel::CheckSequences(const int32_t* ids, int64_t stride, const int32_t* lengths,
+                                        int32_t batch, int32_t most, int32_t vocab,
+                                        const char* what, const char* tokens) {
+  for (int32_t b = 0; b < batch; ++b) {
+    if (lengths[b] < 1 || lengths[b] > most || lengths[b] > stride) {
+      return Status::Error(StatusCode::kOutOfRange, "%s %d has %d %ss; 1 to %d allowed", what, b,
+                           lengths[b], tokens, most);
+    }
+    for (int32_t i = 0; i < lengths[b]; ++i) {
+      const int32_t id = ids[b * stride + i];
+      if (id < 0 || id >= vocab) {
+        return Status::Error(StatusCode::kOutOfRange,
+                             "%s %d: %s id %d at %d is outside the vocabulary [0, %d)", what, b,
+                             tokens, id, i, vocab);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status TransformerModel::PlanBackend(const Model& model, const Limits& limits,
                                      const ModelCalls& calls, const AttentionCall& attention,
                                      BackendPlan* plan) {

@@ -40,6 +40,15 @@ class TransformerModel {
   TransformerModel() = default;
   ~TransformerModel() = default;  // BackendSession destroys the thread pool, if any
 
+  // The limits both models check: the backend's, 1 to 4096 sequences, and both lengths within
+  // the model's max_positions; source / target say what the two lengths mean for the model.
+  static Status CheckSharedLimits(const ModelConfig& c, const Limits& limits, const char* source,
+                                  const char* target);
+  // `batch` sequences ids[b * stride + i], i < lengths[b]: 1 to `most` tokens each, every id in
+  // [0, vocab). what / tokens name them in messages ("sentence", "source token").
+  static Status CheckSequences(const int32_t* ids, int64_t stride, const int32_t* lengths,
+                               int32_t batch, int32_t most, int32_t vocab, const char* what,
+                               const char* tokens);
   static Status PlanBackend(const Model& model, const Limits& limits, const ModelCalls& calls,
                             const AttentionCall& attention, BackendPlan* plan);
   // Places the plan in the caller's arena (*base: the aligned start) and records config, limits
