@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/api/c_api_internal.h"
+#include "runtime/api/session_internal.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tern/tern.h"
 
@@ -233,7 +234,7 @@ tern_status tern_translate_text(tern_session* session, const char* text,
   std::vector<int32_t> ids;
   tern::Status s = session->source_tokenizer.Encode(text, true, model.config().eos_id, &ids);
   if (!s.ok()) return Report(s);
-  const tern::Limits& limits = session->session.encoder_decoder().limits();
+  const tern::Limits& limits = tern::internal::encoder_decoder(session->session).limits();
   std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
   size_t produced = 0;
   if (options && options->n_best > 1) {

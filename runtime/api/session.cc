@@ -1,3 +1,6 @@
+#include "runtime/api/session_internal.h"
+#include "runtime/decoding/beam_search.h"
+#include "runtime/decoding/greedy.h"
 #include "tern/tern.hpp"
 
 namespace tern {
@@ -19,6 +22,21 @@ Status CheckTranslationModel(const Model& model) {
 
 }  // namespace
 
+using internal::SessionAccess;
+
+// tern.hpp reserves the storage without seeing the class: this is where a model class that grew
+// past it is caught (raise Session::kStorageBytes).
+static_assert(sizeof(EncoderDecoder) <= Session::kStorageBytes,
+              "EncoderDecoder does not fit in Session::kStorageBytes");
+static_assert(alignof(EncoderDecoder) <= 16, "EncoderDecoder needs more than Session's alignment");
+
+Session::Session() { new (SessionAccess::Storage(*this)) EncoderDecoder(); }
+Session::~Session() { SessionAccess::Model(*this).~EncoderDecoder(); }
+
+size_t Session::arena_used_bytes() const { return SessionAccess::Model(*this).arena_used_bytes(); }
+Backend Session::backend() const { return SessionAccess::Model(*this).backend(); }
+const char* Session::backend_report() const { return SessionAccess::Model(*this).backend_report(); }
+
 Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& limits) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   return EncoderDecoder::RequiredArenaBytes(model, limits);
@@ -26,20 +44,21 @@ Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& lim
 
 Status Session::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
-  return model_.Prepare(model, limits, arena, arena_bytes);
+  return SessionAccess::Model(*this).Prepare(model, limits, arena, arena_bytes);
 }
 
 Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
                              int32_t batch, const DecodingOptions& options, int32_t* out_ids,
                              int64_t out_stride, int32_t* out_lengths, float* out_scores) {
-  TERN_RETURN_IF_ERROR(model_.Encode(src_ids, src_stride, src_lengths, batch));
+  EncoderDecoder& ed = SessionAccess::Model(*this);
+  TERN_RETURN_IF_ERROR(ed.Encode(src_ids, src_stride, src_lengths, batch));
   if (options.beam_size > 1)
-    return BeamSearch(model_, options, out_ids, out_stride, out_lengths, out_scores);
+    return BeamSearch(ed, options, out_ids, out_stride, out_lengths, out_scores);
   if (options.n_best != 1) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "n_best = %d needs beam search (beam_size > 1)", options.n_best);
   }
-  return GreedyDecode(model_, options, out_ids, out_stride, out_lengths, out_scores);
+  return GreedyDecode(ed, options, out_ids, out_stride, out_lengths, out_scores);
 }
 
 Status Session::TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,

@@ -27,6 +27,25 @@ struct DecodingOptions {
   void* user = nullptr;
 };
 
+// Sampling for language models (runtime/decoding/sampling.h has the procedure).
+struct SamplingOptions {
+  float temperature = 0.0f;  // 0: greedy
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off; in (0, 1]
+  uint64_t seed = 0;
+};
+
+struct GenerationOptions {
+  // New tokens per sequence, EOS included when it is generated. 0: until the session is full.
+  int32_t max_new_tokens = 0;
+  bool stop_at_eos = true;  // false: EOS is a token like any other
+  // temperature 0 (the default): greedy, lowest id on ties. Sequence r of a batch draws from
+  // PCG32 stream r of `seed`, so a prompt gives the same tokens alone or in row r of a batch.
+  SamplingOptions sampling;
+  TokenCallback on_token = nullptr;  // per new token of each sequence; false cancels
+  void* user = nullptr;
+};
+
 // Greedy search is decoding with beam_size 1; the old name stays for callers.
 using GreedyOptions = DecodingOptions;
 

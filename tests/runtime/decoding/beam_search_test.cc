@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -105,7 +106,7 @@ TEST_CASE("beam search with an unpruned beam equals exhaustive search", "[beam]"
                 .ok());
     for (int b = 0; b < 2; ++b) {
       const std::vector<Hypothesis> all =
-          Exhaustive(session.encoder_decoder(), src[b], src_lengths[b], max_length);
+          Exhaustive(tern::internal::encoder_decoder(session), src[b], src_lengths[b], max_length);
       REQUIRE(all.size() == 1 + 7 + 49 + 7 * 7 * 7);
       for (int n = 0; n < 5; ++n) {
         const int k = b * 5 + n;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "converter/writer.h"
+#include "runtime/api/session_internal.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -101,7 +102,7 @@ TEST_CASE("int8 conversions of the universal fixtures load and run", "[universal
       Session session;
       REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
       INFO(session.backend_report());
-      EncoderDecoder& ed = session.encoder_decoder();
+      EncoderDecoder& ed = tern::internal::encoder_decoder(session);
       REQUIRE(ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(),
                         static_cast<int32_t>(f.batch))
                   .ok());
