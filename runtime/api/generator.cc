@@ -1,5 +1,6 @@
 #include "runtime/api/session_internal.h"
 #include "runtime/decoding/generate.h"
+#include "runtime/models/architectures.h"
 #include "tern/tern.hpp"
 
 namespace tern {
@@ -22,12 +23,16 @@ const char* Generator::backend_report() const {
   return SessionAccess::Model(*this).backend_report();
 }
 
+// Model::Load checked the file format only: the architecture's tensors and shapes are checked
+// here, before anything is sized from them, as Session does.
 Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits) {
+  TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   return DecoderOnly::RequiredArenaBytes(model, limits);
 }
 
 Status Generator::Prepare(const Model& model, const Limits& limits, void* arena,
                           size_t arena_bytes) {
+  TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   return SessionAccess::Model(*this).Prepare(model, limits, arena, arena_bytes);
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/api/session_internal.h"
 #include "runtime/decoding/beam_search.h"
 #include "runtime/decoding/greedy.h"
+#include "runtime/models/architectures.h"
 #include "tern/tern.hpp"
 
 namespace tern {
@@ -9,7 +10,8 @@ const char* Version() { return "0.1.0"; }
 
 namespace {
 
-// A Session translates; a decoder-only model generates through tern::Generator.
+// A Session translates; a decoder-only model generates through tern::Generator. Then the
+// architecture's tensors and shapes: Model::Load checked the file format only.
 Status CheckTranslationModel(const Model& model) {
   if (model.config().architecture == Architecture::kDecoderOnly) {
     return Status::Error(StatusCode::kFailedPrecondition,
@@ -17,7 +19,7 @@ Status CheckTranslationModel(const Model& model) {
                          "tern_generator_create), not a "
                          "translation session");
   }
-  return Status::Ok();
+  return ValidateArchitecture(model);
 }
 
 }  // namespace

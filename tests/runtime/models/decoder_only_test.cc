@@ -13,6 +13,7 @@
 
 #include "runtime/api/session_internal.h"
 #include "tests/support/generator_fixture.h"
+#include "tests/support/prepare_status.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -266,9 +267,9 @@ TEST_CASE(
   auto load_error = [](const ModelConfig& c) {
     convert::TernContents contents = testing::RandomContents(GptConfig(), 1);
     contents.config = c;
-    testing::AlignedBytes bytes(convert::SerializeModel(contents));
-    auto model = Model::Load(bytes.data(), bytes.size());
-    return model.ok() ? std::string() : std::string(model.status().message());
+    // Load, then the architecture check of Generator::Prepare (tests/support/prepare_status.h).
+    const Status s = testing::PrepareStatus(convert::SerializeModel(contents));
+    return s.ok() ? std::string() : std::string(s.message());
   };
   ModelConfig c = GptConfig();
   c.src_vocab_size = 40;
