@@ -1,5 +1,6 @@
 # Installation: `cmake --install <build> --prefix P` (or `make install PREFIX=P`) installs
-#   P/lib/libtern.so        the C API with the runtime, tokenizer and POSIX glue inside; only
+#   P/lib/libtern.so        the C API with the runtime, tokenizer and the TERN_PLATFORM file hook
+#                           (platforms/) inside; only
 #                           tern_* symbols are exported
 #   P/include/tern/tern.h   the C API
 #   P/include/tern/tern.hpp the C++ API's declarations (Model, Session, Generator, Limits,
@@ -21,7 +22,7 @@ set_target_properties(tern_shared PROPERTIES
   SOVERSION ${PROJECT_VERSION_MAJOR}
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
-target_link_libraries(tern_shared PRIVATE tern_runtime tern_tokenizer tern_platform_posix)
+target_link_libraries(tern_shared PRIVATE tern_runtime tern_tokenizer tern_platform_${TERN_PLATFORM})
 target_link_options(tern_shared PRIVATE -Wl,--exclude-libs,ALL)
 # P/include for <tern/tern.h>; P/include/tern for the "runtime/..." paths tern.hpp includes.
 target_include_directories(tern_shared INTERFACE
