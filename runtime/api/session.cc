@@ -22,6 +22,25 @@ Status CheckTranslationModel(const Model& model) {
   return ValidateArchitecture(model);
 }
 
+// Beam size is one setting with a bound: limits.beam_size is the widest beam the arena is
+// planned for (fixed at Prepare), options.beam_size the beam of one call, 1 (greedy) up to it.
+// The messages name both, so a caller sees which one to change.
+Status CheckBeam(const DecodingOptions& options, const Limits& limits) {
+  if (options.beam_size < 1 || options.beam_size > limits.beam_size) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "options.beam_size = %d; this session allows 1 (greedy) to %d, the "
+                         "limits.beam_size its arena was planned for at Prepare",
+                         options.beam_size, limits.beam_size);
+  }
+  if (options.n_best < 1 || options.n_best > options.beam_size) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "options.n_best = %d; 1 to options.beam_size (%d) allowed (more than one "
+                         "hypothesis needs beam search)",
+                         options.n_best, options.beam_size);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 using internal::SessionAccess;
@@ -53,13 +72,11 @@ Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const i
                              int32_t batch, const DecodingOptions& options, int32_t* out_ids,
                              int64_t out_stride, int32_t* out_lengths, float* out_scores) {
   EncoderDecoder& ed = SessionAccess::Model(*this);
+  // Checked before encoding (an unprepared session is left to Encode's own message).
+  if (ed.arena_used_bytes() > 0) TERN_RETURN_IF_ERROR(CheckBeam(options, ed.limits()));
   TERN_RETURN_IF_ERROR(ed.Encode(src_ids, src_stride, src_lengths, batch));
   if (options.beam_size > 1)
     return BeamSearch(ed, options, out_ids, out_stride, out_lengths, out_scores);
-  if (options.n_best != 1) {
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "n_best = %d needs beam search (beam_size > 1)", options.n_best);
-  }
   return GreedyDecode(ed, options, out_ids, out_stride, out_lengths, out_scores);
 }
 

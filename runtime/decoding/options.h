@@ -12,7 +12,10 @@ namespace tern {
 using TokenCallback = bool (*)(void* user, int32_t sentence, int32_t step, int32_t token);
 
 struct DecodingOptions {
-  int32_t beam_size = 1;  // 1: greedy
+  // The beam of this call: 1 (greedy) up to the session's Limits::beam_size, which fixes the
+  // widest beam the arena is planned for. One setting with a bound, not two settings: the
+  // bound is chosen once at Prepare, each call picks a width within it (docs/api.md).
+  int32_t beam_size = 1;
   // Generated tokens per sentence incl. EOS. 0: the session's max_target_length. With
   // max_length_ratio > 0 a sentence also stops at ceil(ratio * source_length) + max_length_extra.
   int32_t max_length = 0;

@@ -55,7 +55,8 @@ class Session {
 
   // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
   // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
-  // options.beam_size > 1 runs beam search (the session's Limits::beam_size must allow it) and
+  // options.beam_size > 1 runs beam search, with any width from 1 (greedy) up to the
+  // Limits::beam_size the session was prepared for (one setting with a bound: docs/api.md), and
   // writes options.n_best hypotheses per sentence (rows b * n_best + j, best first).
   // out_scores (optional): greedy: sum of log-probabilities; beam: that sum / length^penalty.
   Status TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
