@@ -42,7 +42,8 @@ class Session {
  public:
   Session();
   ~Session();
-  // The session's state points into its own storage and the arena: it cannot be copied or moved.
+  // The model object in storage_ holds pointers into the arena and, with threads > 1, a thread
+  // pool: a copy would share or release them twice, so a Session is neither copied nor moved.
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
