@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "converter/error.h"
+#include "runtime/api/session_internal.h"
 #include "tern/tern.hpp"
 
 namespace tern::convert {
@@ -41,7 +42,7 @@ class Runner {
     if (!s.ok()) throw Error("quality report: " + what + ": " + s.message());
   }
 
-  EncoderDecoder& ed() { return session_.encoder_decoder(); }
+  EncoderDecoder& ed() { return tern::internal::encoder_decoder(session_); }
 
   void Encode(const IdSequence& src, size_t line) {
     const int32_t length = static_cast<int32_t>(src.size());

@@ -6,6 +6,7 @@
 #include "converter/output_file.h"
 #include "flatbuffers/flatbuffers.h"
 #include "runtime/model/model.h"
+#include "runtime/models/architectures.h"
 #include "tern_generated.h"
 
 namespace tern::convert {
@@ -134,6 +135,12 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
   auto loaded = Model::Load(aligned.data() + shift, bytes.size());
   if (!loaded.ok())
     throw Error(std::string("the converted model does not load: ") + loaded.status().message());
+  // Load checks the format only; a session would refuse missing or misshaped tensors at
+  // Prepare, which is too late to catch the converter's own mistakes.
+  const Status architecture = ValidateArchitecture(loaded.value());
+  if (!architecture.ok()) {
+    throw Error(std::string("the converted model does not load: ") + architecture.message());
+  }
   std::vector<uint8_t>().swap(aligned);
   // Never in place: a temporary file beside the target, fsynced, then moved onto it.
   TempFile temp(target);

@@ -28,7 +28,8 @@ struct TernContents {
 
 std::vector<uint8_t> SerializeModel(const TernContents& contents);
 
-// Serializes, verifies with tern::Model::Load, writes atomically by rename (never in place) under
+// Serializes, verifies with tern::Model::Load and tern::ValidateArchitecture (what a session
+// checks at Prepare), writes atomically by rename (never in place) under
 // the rules of converter/output_file.h. Refuses to replace an existing file unless overwrite.
 void WriteModelFile(const std::string& path, const TernContents& contents, bool overwrite);
 

@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
   std::printf("model        %s (d_model %d, %d+%d layers, vocab %d/%d), arena %zu bytes\n",
               args.model.empty() ? "built-in small random model" : args.model.c_str(), c.d_model,
               c.encoder_layers, c.decoder_layers, c.src_vocab_size, c.tgt_vocab_size, arena.size());
-  std::printf("backend      %s\n", session.encoder_decoder().backend_report());
+  std::printf("backend      %s\n", session.backend_report());
   std::printf("path         %s, beam %d, %d threads\n",
               args.text ? "text (tern_translate_text)" : "ids (Session::TranslateIds)", args.beam,
               args.threads);

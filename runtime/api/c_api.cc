@@ -1,6 +1,7 @@
 // The C API over the C++ API: models, errors and translation (generation with decoder-only
 // models: c_generate.cc). Handles own only what the C++ objects need besides the caller's
-// memory: a tern_model may own a file mapping, a tern_session its tokenizers.
+// memory: a tern_model may own a file from the platform hook (runtime/api/platform.h), a
+// tern_session its tokenizers.
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "runtime/api/c_api_internal.h"
+#include "runtime/api/session_internal.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tern/tern.h"
 
@@ -139,14 +141,20 @@ tern_status tern_model_load_from_file(const char* path, tern_model** out) {
   if (out == nullptr || path == nullptr)
     return Fail(tern::StatusCode::kInvalidArgument, "path or out is null");
   *out = nullptr;
-  auto file = tern::posix::MappedFile::Open(path);
-  if (!file.ok()) return Report(file.status());
-  auto model = tern::Model::Load(file->data(), file->size());
-  if (!model.ok()) return Report(model.status());
+  // The platform linked in (runtime/api/platform.h) turns the path into bytes.
   tern_model* handle = new (std::nothrow) tern_model();
   if (handle == nullptr)
     return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the model handle");
-  handle->file = std::move(file.value());
+  const tern::Status opened = tern::platform::OpenModelFile(path, &handle->file);
+  if (!opened.ok()) {
+    delete handle;
+    return Report(opened);
+  }
+  auto model = tern::Model::Load(handle->file.data, handle->file.size);
+  if (!model.ok()) {
+    delete handle;  // releases the file
+    return Report(model.status());
+  }
   handle->model = model.value();
   *out = handle;
   return TERN_OK;
@@ -233,7 +241,7 @@ tern_status tern_translate_text(tern_session* session, const char* text,
   std::vector<int32_t> ids;
   tern::Status s = session->source_tokenizer.Encode(text, true, model.config().eos_id, &ids);
   if (!s.ok()) return Report(s);
-  const tern::Limits& limits = session->session.encoder_decoder().limits();
+  const tern::Limits& limits = tern::internal::encoder_decoder(session->session).limits();
   std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
   size_t produced = 0;
   if (options && options->n_best > 1) {

@@ -2,12 +2,17 @@
 // model handle, the thread's last error, and the C -> C++ conversions. Internal to libtern.
 #pragma once
 
-#include "platforms/posix/mapped_file.h"
+#include "runtime/api/platform.h"
 #include "tern/tern.h"
 #include "tern/tern.hpp"
 
 struct tern_model {
-  tern::posix::MappedFile file;  // empty when loaded from memory
+  tern_model() = default;
+  ~tern_model() { tern::platform::ReleaseModelFile(&file); }
+  tern_model(const tern_model&) = delete;
+  tern_model& operator=(const tern_model&) = delete;
+
+  tern::platform::ModelFile file;  // empty when loaded from memory
   tern::Model model;
 };
 

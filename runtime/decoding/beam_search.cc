@@ -110,12 +110,17 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
   const Limits& limits = model.limits();
   const int32_t beam = options.beam_size;
   if (beam < 2 || beam > limits.beam_size) {
+    // Session::TranslateIds checks the same bound first (session.cc, CheckBeam); this is for
+    // callers of BeamSearch itself.
     return Status::Error(StatusCode::kInvalidArgument,
-                         "beam_size = %d; this session allows 2 to %d", beam, limits.beam_size);
+                         "options.beam_size = %d; beam search takes 2 to %d, the limits.beam_size "
+                         "the arena was planned for at Prepare",
+                         beam, limits.beam_size);
   }
   if (options.n_best < 1 || options.n_best > beam) {
-    return Status::Error(StatusCode::kInvalidArgument, "n_best = %d; 1 to beam_size (%d) allowed",
-                         options.n_best, beam);
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "options.n_best = %d; 1 to options.beam_size (%d) allowed", options.n_best,
+                         beam);
   }
   if (options.max_length < 0 || options.max_length > limits.max_target_length ||
       options.min_length < 0 || options.no_repeat_ngram_size < 0 ||

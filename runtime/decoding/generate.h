@@ -7,23 +7,12 @@
 #include <cstdint>
 
 #include "runtime/core/status.h"
-#include "runtime/decoding/options.h"
+#include "runtime/decoding/options.h"  // GenerationOptions
 #include "runtime/decoding/sampling.h"
 
 namespace tern {
 
 class DecoderOnly;
-
-struct GenerationOptions {
-  // New tokens per sequence, EOS included when it is generated. 0: until the session is full.
-  int32_t max_new_tokens = 0;
-  bool stop_at_eos = true;  // false: EOS is a token like any other
-  // temperature 0 (the default): greedy, lowest id on ties. Sequence r of a batch draws from
-  // PCG32 stream r of `seed`, so a prompt gives the same tokens alone or in row r of a batch.
-  SamplingOptions sampling;
-  TokenCallback on_token = nullptr;  // per new token of each sequence; false cancels
-  void* user = nullptr;
-};
 
 // Sequence b's prompt is prompts[b * prompt_stride + i], i < prompt_lengths[b]. Writes its new
 // tokens (without the prompt, without EOS) to out_ids[b * out_stride ...] and their count to

@@ -28,7 +28,9 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
                          limit);
   }
   if (options.beam_size != 1) {
-    return Status::Error(StatusCode::kInvalidArgument, "greedy decoding with beam_size %d",
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "greedy decoding with options.beam_size = %d (greedy is 1; wider beams "
+                         "run BeamSearch)",
                          options.beam_size);
   }
   if (options.min_length < 0 || options.no_repeat_ngram_size < 0 ||

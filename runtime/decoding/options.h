@@ -12,7 +12,10 @@ namespace tern {
 using TokenCallback = bool (*)(void* user, int32_t sentence, int32_t step, int32_t token);
 
 struct DecodingOptions {
-  int32_t beam_size = 1;  // 1: greedy
+  // The beam of this call: 1 (greedy) up to the session's Limits::beam_size, which fixes the
+  // widest beam the arena is planned for. One setting with a bound, not two settings: the
+  // bound is chosen once at Prepare, each call picks a width within it (docs/api.md).
+  int32_t beam_size = 1;
   // Generated tokens per sentence incl. EOS. 0: the session's max_target_length. With
   // max_length_ratio > 0 a sentence also stops at ceil(ratio * source_length) + max_length_extra.
   int32_t max_length = 0;
@@ -24,6 +27,25 @@ struct DecodingOptions {
   int32_t no_repeat_ngram_size = 0;  // > 0: never generate an n-gram twice
   int32_t n_best = 1;                // beam: hypotheses returned per sentence (<= beam_size)
   TokenCallback on_token = nullptr;
+  void* user = nullptr;
+};
+
+// Sampling for language models (runtime/decoding/sampling.h has the procedure).
+struct SamplingOptions {
+  float temperature = 0.0f;  // 0: greedy
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off; in (0, 1]
+  uint64_t seed = 0;
+};
+
+struct GenerationOptions {
+  // New tokens per sequence, EOS included when it is generated. 0: until the session is full.
+  int32_t max_new_tokens = 0;
+  bool stop_at_eos = true;  // false: EOS is a token like any other
+  // temperature 0 (the default): greedy, lowest id on ties. Sequence r of a batch draws from
+  // PCG32 stream r of `seed`, so a prompt gives the same tokens alone or in row r of a batch.
+  SamplingOptions sampling;
+  TokenCallback on_token = nullptr;  // per new token of each sequence; false cancels
   void* user = nullptr;
 };
 

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "runtime/core/status.h"
+#include "runtime/decoding/options.h"  // SamplingOptions
 
 namespace tern {
 
@@ -39,13 +40,6 @@ struct Pcg32 {
   void Seed(uint64_t seed, uint64_t stream);
   uint32_t Next();
   double NextDouble();  // uniform in [0, 1), 53 bits
-};
-
-struct SamplingOptions {
-  float temperature = 0.0f;  // 0: greedy
-  int32_t top_k = 0;         // 0: off
-  float top_p = 1.0f;        // 1: off; in (0, 1]
-  uint64_t seed = 0;
 };
 
 // Checks the options (temperature >= 0 and finite, top_k >= 0, top_p in (0, 1]).

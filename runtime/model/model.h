@@ -52,8 +52,10 @@ class Model {
   Model() = default;
 
   // Verifies the FlatBuffer, the format version, the config and every tensor record (bounds,
-  // alignment, sizes, quantization parameters), then the architecture's required tensors and
-  // their shapes. Any problem is an error naming it; nothing here can crash on bad bytes.
+  // alignment, sizes, quantization parameters): the file format. Any problem is an error naming
+  // it; nothing here can crash on bad bytes. Whether the architecture's tensors are all there
+  // with the right shapes is checked by Session / Generator RequiredArenaBytes and Prepare
+  // (ValidateArchitecture, runtime/models/architectures.h), which refuse the model by name.
   static Result<Model> Load(const void* data, size_t size);
 
   const ModelConfig& config() const { return config_; }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tern/tern.h"
 #include "tests/allocation/counting_allocator.h"
 #include "tests/runtime/models/backend_models.h"
@@ -143,7 +144,7 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   CHECK(second.ok());
   CHECK(error.code() == StatusCode::kOutOfRange);
   CHECK(allocations == 0);
-  CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+  CHECK(tern::internal::encoder_decoder(session).kernel_fallback_calls() == 0);
 }
 
 // Every backend, weight dtype and XNNPACK path (fallbacks included), a thread pool, and beam
@@ -321,7 +322,7 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
       CHECK(out_lengths[0] == 6);
       CHECK(error.code() == StatusCode::kOutOfRange);
       CHECK(allocations == 0);
-      CHECK(generator.decoder_only().kernel_fallback_calls() == 0);
+      CHECK(tern::internal::decoder_only(generator).kernel_fallback_calls() == 0);
     }
 }
 
@@ -423,7 +424,7 @@ TEST_CASE("universal transformer translate allocates nothing after prepare",
           CHECK(first.ok());
           CHECK(second.ok());
           CHECK(allocations == 0);
-          CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+          CHECK(tern::internal::encoder_decoder(session).kernel_fallback_calls() == 0);
         }
       }
     }

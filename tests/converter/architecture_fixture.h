@@ -13,6 +13,7 @@
 #include "converter/convert.h"
 #include "converter/error.h"
 #include "converter/readers/safetensors.h"
+#include "runtime/api/session_internal.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern::testing {
@@ -89,7 +90,7 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   if (!s.ok()) throw std::runtime_error(s.message());
   const ModelConfig& c = model->config();
   const int64_t d = c.d_model, vocab = c.tgt_vocab_size;
-  EncoderDecoder& ed = session.encoder_decoder();
+  EncoderDecoder& ed = tern::internal::encoder_decoder(session);
   ParityResult r;
   s = ed.Encode(e.src_ids.data(), e.src_seq, e.src_lengths.data(), static_cast<int32_t>(e.batch));
   if (!s.ok()) throw std::runtime_error(s.message());

@@ -166,6 +166,19 @@ TEST_CASE("a model that does not load is never written", "[convert]") {
   REQUIRE_THROWS_WITH(WriteModelFile(out, contents, false), ContainsSubstring("does not load"));
   std::ifstream probe(out);
   CHECK_FALSE(probe.good());
+  // A well-formed file missing a tensor: Model::Load accepts it (it checks the format only),
+  // the converter's explicit architecture check (what Prepare runs) refuses it by name.
+  TernContents missing = testing::RandomContents(config, 3);
+  missing.tensors.erase(std::remove_if(missing.tensors.begin(), missing.tensors.end(),
+                                       [](const EncodedTensor& t) {
+                                         return t.name == "decoder.layers.0.fc1.weight";
+                                       }),
+                        missing.tensors.end());
+  REQUIRE_THROWS_WITH(
+      WriteModelFile(out, missing, false),
+      ContainsSubstring("does not load") && ContainsSubstring("decoder.layers.0.fc1.weight"));
+  std::ifstream probe_missing(out);
+  CHECK_FALSE(probe_missing.good());
   // And an existing file is kept unless overwrite is asked.
   TernContents good = testing::RandomContents(testing::TinyConfig(), 4);
   WriteModelFile(out, good, false);

@@ -13,6 +13,7 @@
 
 #include "converter/convert.h"
 #include "converter/readers/safetensors.h"
+#include "runtime/api/session_internal.h"
 #include "tests/converter/architecture_fixture.h"
 #include "tests/support/generator_fixture.h"
 
@@ -137,7 +138,7 @@ inline void CheckGreedy(Generator& g, const LmExpected& e) {
 // A quantized conversion (g prepared for one sequence): the first prompt's logits differ from
 // PyTorch's f32 ones, by less than max_error, and sampling from it gives 8 tokens.
 inline void CheckQuantized(Generator& g, const LmExpected& e, float max_error) {
-  const float error = LogitError(g.decoder_only(), e.Row(0));
+  const float error = LogitError(tern::internal::decoder_only(g), e.Row(0));
   CHECK(error > 0.0f);  // really quantized
   CHECK(error < max_error);
   std::vector<int32_t> out(8);

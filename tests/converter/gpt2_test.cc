@@ -11,6 +11,7 @@
 
 #include "converter/convert.h"
 #include "converter/readers/checkpoint.h"
+#include "runtime/api/session_internal.h"
 #include "tests/converter/checkpoint_files.h"
 #include "tests/converter/decoder_only_fixture.h"
 #include "tests/converter/fixture_copy.h"
@@ -38,7 +39,7 @@ TEST_CASE("GPT-2 matches its PyTorch forward at every step, both backends",
     testing::PreparedGenerator p;
     testing::PrepareConverted(&p, Gpt2(), backend, static_cast<int32_t>(e.batch), e);
     INFO(p.generator.backend_report());
-    CHECK(testing::LogitError(p.generator.decoder_only(), e) <= 1e-4f);
+    CHECK(testing::LogitError(tern::internal::decoder_only(p.generator), e) <= 1e-4f);
     testing::CheckGreedy(p.generator, e);
   }
 }

@@ -12,6 +12,7 @@
 
 #include "converter/convert.h"
 #include "converter/readers/checkpoint.h"
+#include "runtime/api/session_internal.h"
 #include "tests/converter/checkpoint_files.h"
 #include "tests/converter/decoder_only_fixture.h"
 #include "tests/converter/fixture_copy.h"
@@ -48,7 +49,7 @@ TEST_CASE("LLaMA matches its PyTorch forward at every step, alone and batched, b
     testing::PreparedGenerator p;
     Prepare(&p, Llama(), backend, static_cast<int32_t>(e.batch), e);
     INFO(p.generator.backend_report());
-    DecoderOnly& m = p.generator.decoder_only();
+    DecoderOnly& m = tern::internal::decoder_only(p.generator);
     CHECK(testing::LogitError(m, e) <= 1e-4f);
     for (int64_t b = 0; b < e.batch; ++b) {
       INFO("prompt " << b << " alone");
@@ -68,7 +69,7 @@ TEST_CASE("LLaMA with grouped-query attention matches its PyTorch forward, both 
     testing::PreparedGenerator p;
     Prepare(&p, Llama(DType::kF32, "llama_gqa"), backend, static_cast<int32_t>(e.batch), e);
     INFO(p.generator.backend_report());
-    DecoderOnly& m = p.generator.decoder_only();
+    DecoderOnly& m = tern::internal::decoder_only(p.generator);
     REQUIRE(m.config().kv_heads == 2);
     REQUIRE(m.config().heads == 4);
     CHECK(testing::LogitError(m, e) <= 1e-4f);

@@ -1,14 +1,17 @@
 // Fuzz target: the .tern loader and everything a loaded model feeds.
 //
 // Input: the bytes of a .tern file. Model::Load must either refuse them with a status or accept
-// a model every later step can use: accessors, tokenizer bytes, RequiredArenaBytes, Prepare
-// (reference and XNNPACK backends, small limits) and a short greedy and beam translation.
+// a model every later step can use: accessors, tokenizer bytes, the architecture check that
+// RequiredArenaBytes / Prepare run first (a refusal there must be what a session says), then
+// RequiredArenaBytes, Prepare (reference and XNNPACK backends, small limits) and a short greedy
+// and beam translation.
 // Nothing here may crash, read outside the input or the arena, or hit undefined behaviour.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "runtime/models/architectures.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tern/tern.hpp"
 #include "tests/fuzz/fuzz_util.h"
@@ -137,6 +140,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!src_tok.empty()) {
     tern::Tokenizer tokenizer;  // SentencePiece parses untrusted bytes here (tern_translate_text)
     (void)tokenizer.Load(src_tok);
+  }
+
+  // Load checked the format only; a prepare checks the architecture first, and so does this.
+  const tern::Status architecture = tern::ValidateArchitecture(model);
+  if (!architecture.ok()) {
+    tern::fuzz::Refused(architecture.message());
+    if (architecture.message()[0] == '\0') Die("a refusal without a message");
+    // The session (or generator) for this model must refuse it with the very same message.
+    tern::Limits limits;
+    limits.backend = tern::Backend::kReference;
+    const auto need = model.config().architecture == tern::Architecture::kDecoderOnly
+                          ? tern::Generator::RequiredArenaBytes(model, limits)
+                          : tern::Session::RequiredArenaBytes(model, limits);
+    if (need.ok()) Die("RequiredArenaBytes accepted a model the architecture check refused");
+    if (std::strcmp(need.status().message(), architecture.message()) != 0)
+      Die("RequiredArenaBytes refused with another message", need.status().message());
+    return 0;
   }
 
   RunSession(model, tern::Backend::kReference, 1);

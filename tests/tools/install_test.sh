@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds a consumer against it twice: with
-# find_package(tern) and with pkg-config, and runs both.
+# find_package(tern) and with pkg-config, and runs both; both also compile the C++ header.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR TOOLCHAIN_FILE C_COMPILER [EMULATOR;ARGS]
 set -euo pipefail
 build=$1 source=$2 toolchain=$3
@@ -9,6 +9,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/tern/tern.h"
+test -f "$work/prefix/include/tern/tern.hpp"
+# The public C++ header needs no internal model class (the consumer compiles it, api_header.cc).
+if find "$work/prefix/include" -path '*runtime/models*' | grep -q .; then
+  echo "runtime/models/ headers were installed" >&2
+  exit 1
+fi
 pcdir=$(dirname "$(find "$work/prefix" -name tern.pc)")
 cmake -S "$source/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
   -Dtern_DIR="$(dirname "$(find "$work/prefix" -name ternConfig.cmake)")" -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
+#include "runtime/decoding/greedy.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
@@ -206,7 +208,7 @@ int Bench(int argc, char** argv) {
   Check(session.Prepare(loaded.model, limits, arena.data(), arena.size()), "prepare");
   const double load_prepare_ms = Ms(t_load, Clock::now());
 
-  EncoderDecoder& model = session.encoder_decoder();
+  EncoderDecoder& model = tern::internal::encoder_decoder(session);
   auto encode_ms = [&](int32_t length) {
     const std::vector<int32_t> src = BenchSource(length, config);
     std::vector<double> times;

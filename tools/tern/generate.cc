@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/decoding/sampling.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"

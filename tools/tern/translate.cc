@@ -140,6 +140,8 @@ int Translate(int argc, char** argv) {
   // Every decoding option is checked once here, each with its own message; the runtime's
   // per-call checks then never fire line by line.
   DecodingOptions options;
+  // --beam is the one beam setting: it plans the arena (ParseLimits: limits.beam_size) and is
+  // the beam of every call.
   options.beam_size = static_cast<int32_t>(args.get_int("beam", 1, 1, kMaxBeam));
   options.n_best = static_cast<int32_t>(args.get_int("n-best", 1, 1, options.beam_size));
   options.min_length = static_cast<int32_t>(args.get_int("min-length", 0, 0, INT32_MAX));

@@ -18,6 +18,9 @@ struct Limits {
   int32_t max_batch = 1;            // sentences translated together
   int32_t max_source_length = 128;  // tokens per source sentence, EOS included
   int32_t max_target_length = 128;  // decoder steps (generated tokens, EOS included)
+  // The widest beam the arena is planned for (its K/V caches and beam state grow with it). Each
+  // translation picks its beam with DecodingOptions::beam_size, 1 (greedy) up to this; a
+  // decoder-only model (Generator) has no beam search and needs 1.
   int32_t beam_size = 1;
   Backend backend = Backend::kAuto;
   // Intra-op threads (XNNPACK's pthreadpool; 1: run on the calling thread, no pool). The pool

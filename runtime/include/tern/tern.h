@@ -70,7 +70,8 @@ typedef struct tern_limits {
   int32_t max_batch;         /* sentences translated together (default 1) */
   int32_t max_source_length; /* tokens per source sentence, EOS included (default 128) */
   int32_t max_target_length; /* generated tokens incl. EOS (default 128) */
-  int32_t beam_size;         /* default 1 */
+  int32_t beam_size;         /* widest beam the arena is planned for (default 1); each call
+                                picks 1..this in tern_translate_options.beam_size */
   tern_backend backend;      /* default TERN_BACKEND_AUTO */
   int32_t threads;           /* intra-op threads (default 1); the pool is made at session create */
 } tern_limits;
@@ -85,7 +86,7 @@ typedef struct tern_translate_options {
   float max_length_ratio; /* > 0: also stop at ceil(ratio * source length) + max_length_extra */
   int32_t max_length_extra;
   int32_t min_length;           /* no EOS before this many tokens */
-  int32_t beam_size;            /* 1: greedy; <= the session's limits.beam_size */
+  int32_t beam_size;            /* this call's beam: 1 (greedy) to the session's limits.beam_size */
   int32_t n_best;               /* hypotheses per sentence (beam search), rows b * n_best + j */
   float length_penalty;         /* beam: score / length^penalty */
   float repetition_penalty;     /* > 1 discourages repeated tokens */

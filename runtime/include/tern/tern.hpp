@@ -7,6 +7,10 @@
 // Thread-safety: a Model is read-only and may be shared by any number of Sessions on any
 // threads; a Session is used by one thread at a time.
 //
+// This header names only the API's own types (Model, Session, Generator, Limits, the options,
+// Status / Result / Span): the model classes behind a Session live in runtime/models/ and are
+// reached, by tests and tools only, through runtime/api/session_internal.h.
+//
 //   auto model = tern::Model::Load(bytes, size);
 //   tern::Limits limits;  // batch 1, 128 source / target tokens
 //   size_t need = tern::Session::RequiredArenaBytes(*model, limits).value();
@@ -22,20 +26,27 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/core/status.h"
-#include "runtime/decoding/beam_search.h"
-#include "runtime/decoding/generate.h"
-#include "runtime/decoding/greedy.h"
+#include "runtime/decoding/options.h"
 #include "runtime/model/model.h"
-#include "runtime/models/decoder_only.h"
-#include "runtime/models/encoder_decoder.h"
 #include "tern/limits.h"
 
 namespace tern {
+
+namespace internal {
+struct SessionAccess;  // runtime/api/session_internal.h
+}  // namespace internal
 
 const char* Version();
 
 class Session {
  public:
+  Session();
+  ~Session();
+  // The model object in storage_ holds pointers into the arena and, with threads > 1, a thread
+  // pool: a copy would share or release them twice, so a Session is neither copied nor moved.
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
   // Arena bytes Prepare needs for this model and these limits (alignment slack included).
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
 
@@ -45,7 +56,8 @@ class Session {
 
   // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
   // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
-  // options.beam_size > 1 runs beam search (the session's Limits::beam_size must allow it) and
+  // options.beam_size > 1 runs beam search, with any width from 1 (greedy) up to the
+  // Limits::beam_size the session was prepared for (one setting with a bound: docs/api.md), and
   // writes options.n_best hypotheses per sentence (rows b * n_best + j, best first).
   // out_scores (optional): greedy: sum of log-probabilities; beam: that sum / length^penalty.
   Status TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
@@ -55,16 +67,20 @@ class Session {
   Status TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,
                       const DecodingOptions& options = DecodingOptions());
 
-  // Lower-level access (scoring, custom decoders, tests).
-  EncoderDecoder& encoder_decoder() { return model_; }
-  size_t arena_used_bytes() const { return model_.arena_used_bytes(); }
+  size_t arena_used_bytes() const;
   // Which kernels run (Limits::backend) and every fallback Prepare took, in one line, e.g.
   // "xnnpack, 1 thread: 97 linear layers: 97 fully_connected_nc_qd8_f32_qc8w; attention: ...".
-  Backend backend() const { return model_.backend(); }
-  const char* backend_report() const { return model_.backend_report(); }
+  Backend backend() const;
+  const char* backend_report() const;
+
+  // Bytes reserved in the object for the model class behind it (session.cc checks that it
+  // fits). In-object storage instead of a pointer: a Session allocates nothing, and this header
+  // needs no internal class.
+  static constexpr size_t kStorageBytes = 4096;
 
  private:
-  EncoderDecoder model_;
+  friend struct internal::SessionAccess;
+  alignas(16) unsigned char storage_[kStorageBytes];
 };
 
 // Text generation with a decoder-only model (GPT-2 style; docs/api.md): the Session of a
@@ -80,10 +96,18 @@ class Session {
 //   generator.Generate(prompt, out, &out_length, options);
 class Generator {
  public:
+  Generator();
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
   Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
 
-  // A batch of prompts (see tern::Generate in runtime/decoding/generate.h).
+  // Sequence b's prompt is prompts[b * prompt_stride + i], i < prompt_lengths[b]. Writes its new
+  // tokens (without the prompt, without EOS) to out_ids[b * out_stride ...] and their count to
+  // out_lengths[b]. out_stride must hold the most tokens a sequence may get: max_new_tokens, or
+  // the session's capacity minus the shortest prompt when that is smaller (or max_new_tokens is 0).
   Status Generate(const int32_t* prompts, int64_t prompt_stride, const int32_t* prompt_lengths,
                   int32_t batch, const GenerationOptions& options, int32_t* out_ids,
                   int64_t out_stride, int32_t* out_lengths);
@@ -91,14 +115,15 @@ class Generator {
   Status Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t* out_length,
                   const GenerationOptions& options = GenerationOptions());
 
-  // Lower level: Prefill / DecodeStep for custom loops and scoring.
-  DecoderOnly& decoder_only() { return model_; }
-  size_t arena_used_bytes() const { return model_.arena_used_bytes(); }
-  Backend backend() const { return model_.backend(); }
-  const char* backend_report() const { return model_.backend_report(); }
+  size_t arena_used_bytes() const;
+  Backend backend() const;
+  const char* backend_report() const;
+
+  static constexpr size_t kStorageBytes = 4096;  // as Session's (generator.cc checks it fits)
 
  private:
-  DecoderOnly model_;
+  friend struct internal::SessionAccess;
+  alignas(16) unsigned char storage_[kStorageBytes];
 };
 
 }  // namespace tern

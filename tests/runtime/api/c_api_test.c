@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
   options = tern_default_translate_options();
   options.beam_size = 3;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);
+  /* One setting with a bound: the message names the call's beam and the session's limit. */
+  CHECK(strstr(tern_last_error(), "options.beam_size = 3") != NULL);
+  CHECK(strstr(tern_last_error(), "limits.beam_size") != NULL);
   tern_limits beam_limits = limits;
   beam_limits.beam_size = 3;
   size_t beam_need = 0;

@@ -1,13 +1,17 @@
 // Beam search against brute force: with beam_size >= vocab^(max_length - 1) nothing is ever
 // pruned, so beam search must return exactly the best hypotheses of an exhaustive search over
 // every token sequence (scored independently by teacher forcing).
+#include "runtime/decoding/beam_search.h"
+
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -105,7 +109,7 @@ TEST_CASE("beam search with an unpruned beam equals exhaustive search", "[beam]"
                 .ok());
     for (int b = 0; b < 2; ++b) {
       const std::vector<Hypothesis> all =
-          Exhaustive(session.encoder_decoder(), src[b], src_lengths[b], max_length);
+          Exhaustive(tern::internal::encoder_decoder(session), src[b], src_lengths[b], max_length);
       REQUIRE(all.size() == 1 + 7 + 49 + 7 * 7 * 7);
       for (int n = 0; n < 5; ++n) {
         const int k = b * 5 + n;
@@ -195,16 +199,48 @@ TEST_CASE("beam options are validated", "[beam]") {
   const int32_t src[] = {4, 5, 2};
   const int32_t length = 3;
   std::vector<int32_t> out(4 * 8), lengths(4);
+  auto translate = [&](const DecodingOptions& o) {
+    return session.TranslateIds(src, 3, &length, 1, o, out.data(), 8, lengths.data());
+  };
+  // Beam size is one setting with a bound (docs/api.md): limits.beam_size (2 here) is the widest
+  // beam the arena is planned for, options.beam_size picks 1 (greedy) to it per call, and a
+  // refusal names both.
   DecodingOptions options;
   options.beam_size = 4;  // more than the session planned for
-  CHECK(session.TranslateIds(src, 3, &length, 1, options, out.data(), 8, lengths.data()).code() ==
-        StatusCode::kInvalidArgument);
+  Status s = translate(options);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()) ==
+        "options.beam_size = 4; this session allows 1 (greedy) to 2, the limits.beam_size its "
+        "arena was planned for at Prepare");
+  options.beam_size = 0;
+  s = translate(options);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(
+      std::string(s.message()).find("options.beam_size = 0; this session allows 1 (greedy) to 2") ==
+      0);
   options.beam_size = 2;
   options.n_best = 3;
-  CHECK(session.TranslateIds(src, 3, &length, 1, options, out.data(), 8, lengths.data()).code() ==
-        StatusCode::kInvalidArgument);
+  s = translate(options);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("options.n_best = 3; 1 to options.beam_size (2)") == 0);
+  options.beam_size = 1;  // greedy asks for one hypothesis
   options.n_best = 2;
-  CHECK(session.TranslateIds(src, 3, &length, 1, options, out.data(), 8, lengths.data()).ok());
+  s = translate(options);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("options.n_best = 2; 1 to options.beam_size (1)") == 0);
+  // Every width within the bound runs on the same arena: greedy and beam 2.
+  options.n_best = 1;
+  CHECK(translate(options).ok());
+  options.beam_size = 2;
+  options.n_best = 2;
+  CHECK(translate(options).ok());
+  // BeamSearch called directly (below the session) keeps its own check, naming the same bound.
+  options.beam_size = 3;
+  EncoderDecoder& ed = tern::internal::encoder_decoder(session);
+  REQUIRE(ed.Encode(src, 3, &length, 1).ok());
+  s = BeamSearch(ed, options, out.data(), 8, lengths.data(), nullptr);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("limits.beam_size") != std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "runtime/decoding/logits_processing.h"
 #include "tests/support/tiny_model.h"
 
@@ -131,7 +132,7 @@ TEST_CASE("greedy scores are the sum of the chosen tokens' log-probabilities", "
   float score = 0.0f;
   const std::vector<int32_t> out = fx.Translate(0, DecodingOptions(), nullptr, &score);
   // Teacher-force the same tokens (plus EOS) and add their log-probabilities independently.
-  EncoderDecoder& ed = fx.session.encoder_decoder();
+  EncoderDecoder& ed = tern::internal::encoder_decoder(fx.session);
   const int32_t length = fx.f.src_lengths[0];
   REQUIRE(ed.Encode(fx.f.src_ids.data(), fx.f.src_seq, &length, 1).ok());
   double expected = 0.0;

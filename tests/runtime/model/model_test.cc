@@ -9,6 +9,7 @@
 #include <string>
 
 #include "converter/writer.h"
+#include "tests/support/prepare_status.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -25,6 +26,8 @@ Status LoadStatus(const std::vector<uint8_t>& bytes) {
 std::vector<uint8_t> Serialize(const convert::TernContents& c) {
   return convert::SerializeModel(c);
 }
+
+using testing::PrepareStatus;
 
 TEST_CASE("a well-formed model loads and exposes its config and tensors", "[loader]") {
   const ModelConfig config = testing::TinyConfig();
@@ -96,9 +99,34 @@ TEST_CASE("a missing tensor is named", "[loader]") {
                                    return t.name == "decoder.layers.1.encoder_attn.k_proj.weight";
                                  }),
                   c.tensors.end());
-  const Status s = LoadStatus(Serialize(c));
+  const Status s = PrepareStatus(Serialize(c));
   CHECK(s.code() == StatusCode::kMissingTensor);
   CHECK_THAT(s.message(), ContainsSubstring("decoder.layers.1.encoder_attn.k_proj.weight"));
+}
+
+TEST_CASE("Load checks the file format only; a missing tensor is refused by the session",
+          "[loader]") {
+  convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 6);
+  c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
+                                 [](const convert::EncodedTensor& t) {
+                                   return t.name == "encoder.layers.0.fc2.weight";
+                                 }),
+                  c.tensors.end());
+  testing::AlignedBytes bytes(Serialize(c));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());  // the loader depends on no architecture (runtime/models/)
+  const Status check = ValidateArchitecture(model.value());
+  CHECK(check.code() == StatusCode::kMissingTensor);
+  CHECK_THAT(check.message(), ContainsSubstring("encoder.layers.0.fc2.weight"));
+  Limits limits;
+  auto need = Session::RequiredArenaBytes(model.value(), limits);
+  REQUIRE_FALSE(need.ok());
+  CHECK(std::string(need.status().message()) == check.message());
+  std::vector<uint8_t> arena(1 << 20);
+  Session session;
+  const Status prepared = session.Prepare(model.value(), limits, arena.data(), arena.size());
+  CHECK(prepared.code() == StatusCode::kMissingTensor);
+  CHECK(std::string(prepared.message()) == check.message());
 }
 
 TEST_CASE("a tensor whose shape disagrees with the config is named with both shapes", "[loader]") {
@@ -108,7 +136,7 @@ TEST_CASE("a tensor whose shape disagrees with the config is named with both sha
       t.shape = {12, 32};  // same bytes, wrong shape
     }
   }
-  const Status s = LoadStatus(Serialize(c));
+  const Status s = PrepareStatus(Serialize(c));
   CHECK(s.code() == StatusCode::kShapeMismatch);
   CHECK_THAT(s.message(), ContainsSubstring("encoder.layers.0.fc1.weight"));
   CHECK_THAT(s.message(), ContainsSubstring("[12,32]"));
@@ -166,14 +194,14 @@ TEST_CASE("position variants and SwiGLU load, and each new tensor missing is nam
   for (const Case& k : cases) {
     INFO(k.tensor);
     convert::TernContents c = testing::RandomContents(k.config, 13);
-    CHECK(LoadStatus(Serialize(c)).ok());
+    CHECK(PrepareStatus(Serialize(c)).ok());
     const auto before = c.tensors.size();
     c.tensors.erase(
         std::remove_if(c.tensors.begin(), c.tensors.end(),
                        [&](const convert::EncodedTensor& t) { return t.name == k.tensor; }),
         c.tensors.end());
     REQUIRE(c.tensors.size() + 1 == before);
-    const Status s = LoadStatus(Serialize(c));
+    const Status s = PrepareStatus(Serialize(c));
     CHECK(s.code() == StatusCode::kMissingTensor);
     CHECK_THAT(s.message(), ContainsSubstring(k.tensor));
   }
@@ -203,7 +231,7 @@ TEST_CASE("misshaped position tensors are named with both shapes", "[loader][pos
     for (auto& t : c.tensors) {
       if (t.name == k.tensor) t.shape = k.shape;
     }
-    const Status s = LoadStatus(Serialize(c));
+    const Status s = PrepareStatus(Serialize(c));
     CHECK(s.code() == StatusCode::kShapeMismatch);
     CHECK_THAT(s.message(), ContainsSubstring(k.tensor));
     CHECK_THAT(s.message(), ContainsSubstring(k.got));
@@ -238,7 +266,7 @@ TEST_CASE("bad position settings are refused", "[loader][positions]") {
     valid.relative_max_distance = 6;
     convert::TernContents c = testing::RandomContents(valid, 16);  // tensors of a valid config
     c.config = k.config;
-    const Status s = LoadStatus(Serialize(c));
+    const Status s = PrepareStatus(Serialize(c));
     INFO(k.what << ": " << s.message());
     CHECK(s.code() == StatusCode::kInvalidConfig);
     CHECK_THAT(s.message(), ContainsSubstring(k.message));
@@ -264,7 +292,7 @@ TEST_CASE("a bias with the wrong dtype is rejected", "[loader]") {
       t = convert::Encode(h, DType::kF16);
     }
   }
-  const Status s = LoadStatus(Serialize(c));
+  const Status s = PrepareStatus(Serialize(c));
   CHECK(s.code() == StatusCode::kDTypeMismatch);
   CHECK_THAT(s.message(), ContainsSubstring("encoder.layers.0.fc1.bias"));
 }
@@ -298,7 +326,7 @@ TEST_CASE("unsupported architectures and versions say so", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 11);
   // An encoder-decoder config marked decoder-only: its encoder fields are named as wrong.
   c.config.architecture = Architecture::kDecoderOnly;
-  Status s = LoadStatus(Serialize(c));
+  Status s = PrepareStatus(Serialize(c));
   CHECK(s.code() == StatusCode::kInvalidConfig);
   CHECK_THAT(s.message(), ContainsSubstring("a decoder-only model has no encoder"));
 }

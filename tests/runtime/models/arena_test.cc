@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tests/runtime/models/backend_models.h"
 #include "tests/support/tiny_model.h"
 
@@ -190,7 +191,7 @@ void CheckExactArena(const Model& model, const Limits& limits, Backend expect_ba
   size_t produced = 0;
   REQUIRE(
       session.TranslateIds(Span<const int32_t>(src, 9), Span<int32_t>(out, 16), &produced).ok());
-  CHECK(session.encoder_decoder().kernel_fallback_calls() == 0);
+  CHECK(tern::internal::encoder_decoder(session).kernel_fallback_calls() == 0);
   for (size_t i = 0; i < 128; ++i) {
     CHECK(arena[i] == 0xAB);
     CHECK(arena[128 + need + i] == 0xAB);

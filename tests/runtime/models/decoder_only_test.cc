@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tests/support/generator_fixture.h"
+#include "tests/support/prepare_status.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -74,7 +76,7 @@ void CheckGenerates8(Generator& g) {
 
 // Logits after prefilling kPrompt, then after one more token.
 std::vector<float> PrefillThenStep(Lm* lm) {
-  DecoderOnly& m = lm->generator.decoder_only();
+  DecoderOnly& m = tern::internal::decoder_only(lm->generator);
   const int32_t n = static_cast<int32_t>(kPrompt.size());
   const float* logits = nullptr;
   REQUIRE(m.Prefill(kPrompt.data(), n, &n, 1, &logits).ok());
@@ -91,7 +93,7 @@ TEST_CASE("decoder-only: a prefilled prompt equals the same tokens step by step"
     Lm lm;
     Prepare(&lm, GptConfig(), backend);
     INFO(lm.generator.backend_report());
-    DecoderOnly& m = lm.generator.decoder_only();
+    DecoderOnly& m = tern::internal::decoder_only(lm.generator);
     const int32_t vocab = m.vocab_size();
     const int32_t n = static_cast<int32_t>(kPrompt.size());
     const float* logits = nullptr;
@@ -253,7 +255,7 @@ TEST_CASE("decoder-only: arena size, sinusoidal positions, untied output, int8",
     CheckGenerates8(lm.generator);
     // One byte short of the requirement is refused.
     Generator small;
-    Limits limits = lm.generator.decoder_only().limits();
+    Limits limits = tern::internal::decoder_only(lm.generator).limits();
     const Status s = small.Prepare(lm.model, limits, lm.arena.data(), lm.arena.size() - 1);
     CHECK(s.code() == StatusCode::kArenaTooSmall);
   }
@@ -265,9 +267,9 @@ TEST_CASE(
   auto load_error = [](const ModelConfig& c) {
     convert::TernContents contents = testing::RandomContents(GptConfig(), 1);
     contents.config = c;
-    testing::AlignedBytes bytes(convert::SerializeModel(contents));
-    auto model = Model::Load(bytes.data(), bytes.size());
-    return model.ok() ? std::string() : std::string(model.status().message());
+    // Load, then the architecture check of Generator::Prepare (tests/support/prepare_status.h).
+    const Status s = testing::PrepareStatus(convert::SerializeModel(contents));
+    return s.ok() ? std::string() : std::string(s.message());
   };
   ModelConfig c = GptConfig();
   c.src_vocab_size = 40;
@@ -344,7 +346,7 @@ TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, b
       Lm lm;
       Prepare(&lm, v.config, backend, 3);
       INFO(lm.generator.backend_report());
-      DecoderOnly& m = lm.generator.decoder_only();
+      DecoderOnly& m = tern::internal::decoder_only(lm.generator);
       const int32_t vocab = m.vocab_size();
       // A whole prompt at once equals the same tokens one step at a time.
       const int32_t n = static_cast<int32_t>(kPrompt.size());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/session_internal.h"
 #include "tests/support/tiny_model.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
@@ -61,7 +62,7 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
   const auto& f = p.fixture;
   const int64_t d = f.config.d_model;
   const int64_t vocab = f.config.tgt_vocab_size;
-  EncoderDecoder& ed = p.session.encoder_decoder();
+  EncoderDecoder& ed = tern::internal::encoder_decoder(p.session);
 
   // Encoder output, batched with padding: compare real rows only.
   Status s =
@@ -205,7 +206,7 @@ std::vector<float> ReducedPrecisionLogits(const testing::ParityFixture& f, Backe
   REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
   REQUIRE(session.backend() == backend);
   *report = session.backend_report();
-  EncoderDecoder& ed = session.encoder_decoder();
+  EncoderDecoder& ed = tern::internal::encoder_decoder(session);
   REQUIRE(
       ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(), static_cast<int32_t>(f.batch))
           .ok());

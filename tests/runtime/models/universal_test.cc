@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "converter/writer.h"
+#include "runtime/api/session_internal.h"
+#include "tests/support/prepare_status.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -101,7 +103,7 @@ TEST_CASE("int8 conversions of the universal fixtures load and run", "[universal
       Session session;
       REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
       INFO(session.backend_report());
-      EncoderDecoder& ed = session.encoder_decoder();
+      EncoderDecoder& ed = tern::internal::encoder_decoder(session);
       REQUIRE(ed.Encode(f.src_ids.data(), f.src_seq, f.src_lengths.data(),
                         static_cast<int32_t>(f.batch))
                   .ok());
@@ -198,9 +200,9 @@ TEST_CASE("beam search over a universal transformer: batch equals one by one",
   }
 }
 
+// Load, then the architecture check a session's prepare runs (tests/support/prepare_status.h).
 Status LoadStatus(const convert::TernContents& c) {
-  testing::AlignedBytes bytes(convert::SerializeModel(c));
-  return Model::Load(bytes.data(), bytes.size()).status();
+  return testing::PrepareStatus(convert::SerializeModel(c));
 }
 
 void Remove(convert::TernContents* c, const std::string& name) {
@@ -211,7 +213,8 @@ void Remove(convert::TernContents* c, const std::string& name) {
   REQUIRE(c->tensors.size() + 1 == before);
 }
 
-TEST_CASE("the loader names what is wrong with a universal transformer", "[universal][loader]") {
+TEST_CASE("load or prepare names what is wrong with a universal transformer",
+          "[universal][loader]") {
   SECTION("a valid one loads") {
     CHECK(LoadStatus(testing::RandomContents(UniversalConfig(3, 0.9f), 1)).ok());
   }
