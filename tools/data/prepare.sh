@@ -35,6 +35,7 @@ SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where th
 mkdir -p "$OUT/raw"
 
 if [ "$(id -u)" = 0 ]; then
+  apt-get -q update >/dev/null  # a fresh machine has no package lists (apt-get download needs them too)
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     trans-de-en libreoffice-help-de libreoffice-help-en-us libopenblas0-serial \
     python3-torch python3-sentencepiece python3-numpy sentencepiece >/dev/null
