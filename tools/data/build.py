@@ -38,7 +38,8 @@ from common import clean, is_sentence, key  # noqa: E402
 SOURCES = [("ding", "ding.tsv"), ("lohelp", "lohelp.tsv"), ("gettext", "gettext.tsv"),
            ("descriptions", "descriptions.tsv"), ("cataclysm", "cataclysm.tsv"),
            ("widelands", "widelands.tsv"), ("wesnoth", "wesnoth.tsv"),
-           ("gnome_help", "gnome_help.tsv"), ("handbook", "handbook.tsv")]
+           ("gnome_help", "gnome_help.tsv"), ("handbook", "handbook.tsv"),
+           ("manpages", "manpages.tsv")]
 # held-out quotas per source: (test, valid)
 EVERYDAY = {"cataclysm": (400, 200), "widelands": (300, 150), "gnome_help": (300, 150)}
 TECHNICAL = {"descriptions": (700, 350), "handbook": (300, 150)}

@@ -13,7 +13,9 @@
 #                                                 -> raw/{cataclysm,widelands,wesnoth}.tsv
 #   6. GNOME help (gnome-user-docs, Mallard C/ vs de/)                  -> raw/gnome_help.tsv
 #   7. Debian Administrator's Handbook (debian-handbook, HTML en-US vs de-DE) -> raw/handbook.tsv
-#   (5-7: the .debs are fetched with `apt-get download` into OUT/debs and only the needed files
+#   8. manpages-de vs the English man pages installed on the machine (groff-rendered, paragraph
+#      shapes aligned with difflib, then sentences)                     -> raw/manpages.tsv
+#   (5-8: the .debs are fetched with `apt-get download` into OUT/debs and only the needed files
 #   are unpacked with dpkg-deb into OUT/pkgroot; nothing is installed. ~600 MB of downloads,
 #   widelands-data alone 381 MB.)
 # then clean/dedupe/filter/split (build.py, fixed seed: Ding test/valid as before, plus the
@@ -35,6 +37,7 @@ SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where th
 mkdir -p "$OUT/raw"
 
 if [ "$(id -u)" = 0 ]; then
+  apt-get -q update >/dev/null  # a fresh machine has no package lists (apt-get download needs them too)
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     trans-de-en libreoffice-help-de libreoffice-help-en-us libopenblas0-serial \
     python3-torch python3-sentencepiece python3-numpy sentencepiece >/dev/null
@@ -58,7 +61,7 @@ ls "$APTD/lists" | grep Translation >>"$OUT/raw/package_versions.txt"
 nice "$PY" "$HERE/descriptions.py" "$APTD/lists" >"$OUT/raw/descriptions.tsv"
 
 # 5-7. download and unpack (not install) the game data and documentation packages
-DEBS="cataclysm-dda-data widelands-data wesnoth-1.16-data gnome-user-docs debian-handbook"
+DEBS="cataclysm-dda-data widelands-data wesnoth-1.16-data gnome-user-docs debian-handbook manpages-de"
 mkdir -p "$OUT/debs" "$OUT/pkgroot"
 (cd "$OUT/debs" && apt-get -q download $DEBS >"$OUT/raw/apt-download.log" 2>&1)
 unpack() {  # unpack NAME PACKAGE PATTERN...
@@ -77,6 +80,7 @@ unpack widelands widelands-data '*/locale/de/*'
 unpack gnome-user-docs gnome-user-docs './usr/share/help/C/*.page' './usr/share/help/de/*.page'
 unpack debian-handbook debian-handbook './usr/share/doc/debian-handbook/html/de-DE/*.html' \
   './usr/share/doc/debian-handbook/html/en-US/*.html'
+unpack manpages-de manpages-de './usr/share/man/de/*'
 R=$OUT/pkgroot
 nice "$PY" "$HERE/gettext_mo.py" "$R/cataclysm/usr/share/locale/de/LC_MESSAGES" /dev/null \
   cataclysm-dda-data >"$OUT/raw/cataclysm.tsv"
@@ -87,6 +91,8 @@ nice "$PY" "$HERE/gettext_mo.py" "$R/wesnoth/usr/share/games/wesnoth/1.16/locale
 nice "$PY" "$HERE/docs.py" mallard "$R/gnome-user-docs/usr/share/help" >"$OUT/raw/gnome_help.tsv"
 nice "$PY" "$HERE/docs.py" html "$R/debian-handbook/usr/share/doc/debian-handbook/html/en-US" \
   "$R/debian-handbook/usr/share/doc/debian-handbook/html/de-DE" >"$OUT/raw/handbook.tsv"
+# German man pages vs the English pages installed here (which ones exist depends on the machine)
+nice "$PY" "$HERE/manpages.py" "$R/manpages-de/usr/share/man/de" /usr/share/man >"$OUT/raw/manpages.tsv"
 
 nice "$PY" "$HERE/build.py" "$OUT/raw" "$OUT"
 

@@ -119,6 +119,25 @@ class Docs(unittest.TestCase):
                                   ("para", "Note.")])
 
 
+class ManPages(unittest.TestCase):
+    def test_pairs_by_shape(self):
+        import manpages
+        en = [((0, ""), "DESCRIPTION"), ((7, ""), "Copy SOURCE to DEST. It is fast."),
+              ((7, "-a, --archive"), "-a, --archive same as -dR"),
+              ((14, ""), "Make a backup of each existing destination file."),
+              ((7, ""), "This paragraph is not translated at all here.")]
+        de = [((0, ""), "BESCHREIBUNG"), ((7, ""), "QUELLE nach ZIEL kopieren. Es ist schnell."),
+              ((7, "-a, --archive"), "-a, --archive genau wie -dR"),
+              ((14, ""), "Eine Sicherungskopie jeder vorhandenen Zieldatei erstellen."),
+              ((7, ""), "This paragraph is not translated at all here, too.")]
+        self.assertEqual(list(manpages.pairs(de, en)), [
+            ("QUELLE nach ZIEL kopieren.", "Copy SOURCE to DEST."),
+            ("Es ist schnell.", "It is fast."),
+            ("genau wie -dR", "same as -dR"),
+            ("Eine Sicherungskopie jeder vorhandenen Zieldatei erstellen.",
+             "Make a backup of each existing destination file.")])
+
+
 class ChrF(unittest.TestCase):
     def test_hand_derived(self):
         self.assertAlmostEqual(corpus_chrf(["a b c"], ["abc"]), 100.0)  # whitespace removed

@@ -321,12 +321,16 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     nparams = sum(p.numel() for p in model.parameters())
     step, epoch, pos, train_seconds, tokens_seen = 0, 0, 0, 0.0, 0
+    # train_seconds is wall-clock time of the steps: on a shared machine it overstates the
+    # compute; cpu_seconds is this process's CPU time in the steps (since v2; 0 before)
+    cpu_seconds = 0.0
     history = []
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         step, epoch, pos = ckpt["step"], ckpt["epoch"], ckpt["pos"]
         train_seconds, tokens_seen = ckpt.get("train_seconds", 0.0), ckpt.get("tokens_seen", 0)
+        cpu_seconds = ckpt.get("cpu_seconds", 0.0)
         history = ckpt.get("history", [])
         torch.set_rng_state(ckpt["torch_rng"])
         random.setstate(ckpt["py_rng"])
@@ -365,6 +369,7 @@ def main():
         state = {
             "model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
             "epoch": epoch, "pos": pos, "train_seconds": train_seconds, "tokens_seen": tokens_seen,
+            "cpu_seconds": cpu_seconds,
             "torch_rng": torch.get_rng_state(), "py_rng": random.getstate(), "args": vars(args),
             "config": cfg.to_dict(), "history": history,
         }
@@ -412,6 +417,7 @@ def main():
             log(logf, f"epoch {epoch} begins")
         idx = batches[order[pos]]
         ts = time.time()
+        cs = time.process_time()
         src, tin, tout = collate(idx, *train, cfg)
         lr = lr_at(step + 1, args, cfg.d_model)
         for g in opt.param_groups:
@@ -425,6 +431,7 @@ def main():
         pos += 1
         dt = time.time() - ts
         train_seconds += dt
+        cpu_seconds += time.process_time() - cs
         nsrc = int((src != cfg.pad_id).sum())
         tokens_seen += ntok + nsrc
         win_loss += float(loss)
@@ -436,7 +443,7 @@ def main():
             log(logf, f"step {step} epoch {epoch} batch {pos}/{len(order)} lr {lr:.2e} "
                       f"loss {win_loss / win_tok:.3f} nll {win_nll / win_tok:.3f} "
                       f"tok/s {(win_tok + win_src) / el:.0f} (tgt {win_tok / el:.0f}) "
-                      f"trained {train_seconds / 3600:.2f} h")
+                      f"trained {train_seconds / 3600:.2f} h (cpu {cpu_seconds / 3600:.2f} h)")
             history.append({"step": step, "loss": win_loss / win_tok, "nll": win_nll / win_tok,
                             "hours": train_seconds / 3600})
             win_loss = win_nll = 0.0
