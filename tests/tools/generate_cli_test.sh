@@ -33,6 +33,9 @@ check "tern generate --help describes sampling" grep -q -- '--top-p' <<<"$(tern 
 first="34 34 34 14 29 41 41 39 29 29 38 32"
 second="34 26 26 26 40 40 21 26 26 7 26 7"
 out=$(tern generate -m "$work/gpt2.tern" --ids "25 33 29 30 34" --max-new-tokens 12)
+# --no-mmap reads the model into memory: the same continuation.
+check "generate --no-mmap gives the same ids" \
+  test "$(tern generate -m "$work/gpt2.tern" --ids "25 33 29 30 34" --max-new-tokens 12 --no-mmap)" == "$out"
 check "generate --ids gives PyTorch's greedy continuation" test "$out" == "$first"
 out=$(tern generate -m "$work/gpt2.tern" --ids "25 33 29 30 34" --max-new-tokens 12 --backend reference)
 check "the reference backend too" test "$out" == "$first"

@@ -32,6 +32,7 @@
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
+#include "tools/tern/session_flags.h"
 
 namespace tern::cli {
 
@@ -54,7 +55,8 @@ const char kHelp[] =
     "  --tokens N            generated tokens per translation (default 32)\n"
     "  --repeat R            timed runs per measurement (default 5)\n"
     "  --warmup W            untimed runs first (default 1)\n"
-    "  --json                one JSON object instead of the table\n";
+    "  --json                one JSON object instead of the table\n"
+    "  --no-mmap             read MODEL into memory instead of mapping it\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -159,7 +161,7 @@ void Check(const Status& s, const char* what) {
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "source-length", "tokens", "repeat", "warmup"},
-            {"json", "help"}, {{"-m", "--model"}});
+            {"json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -187,7 +189,7 @@ int Bench(int argc, char** argv) {
 
   // Load + prepare, timed as one user-visible step.
   const Clock::time_point t_load = Clock::now();
-  LoadedModel loaded = LoadModel(path);
+  LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   constexpr int32_t kLongSource = 128;
   const int32_t max_positions = static_cast<int32_t>(config.max_positions);
@@ -203,6 +205,7 @@ int Bench(int argc, char** argv) {
   limits.threads = threads;
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   Check(need.status(), "arena size");
+  CheckArenaFits(need.value());  // refused before allocating, as translate and generate do
   std::vector<uint8_t> arena(need.value());
   Session session;
   Check(session.Prepare(loaded.model, limits, arena.data(), arena.size()), "prepare");

@@ -42,6 +42,8 @@ const char kHelp[] =
     "  --json                one JSON object per prompt: prompt and ids\n"
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
+    "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
+    "                        change while it runs: docs/security.md)\n"
     "\n"
     "Order of the sampling filters: temperature, top-k, top-p, renormalize, draw\n"
     "(runtime/decoding/sampling.h). exit status: 0 when every prompt was continued; 1 when any\n"
@@ -75,7 +77,7 @@ int Generate(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "ids", "max-new-tokens", "max-length", "temperature", "top-k", "top-p",
              "seed", "threads", "backend"},
-            {"ignore-eos", "json", "help"}, {{"-m", "--model"}});
+            {"ignore-eos", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -104,7 +106,7 @@ int Generate(int argc, char** argv) {
   const Status checked = CheckSamplingOptions(options.sampling);
   if (!checked.ok()) throw UsageError(checked.message());
 
-  LoadedModel loaded = LoadModel(args.get("model"));
+  LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const Model& model = loaded.model;
   if (model.config().architecture != Architecture::kDecoderOnly) {
     throw std::runtime_error(
