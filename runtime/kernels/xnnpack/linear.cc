@@ -9,17 +9,13 @@
 
 #include "runtime/core/fp16.h"
 #include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/linear_paths.h"
 
 namespace tern::xnn {
 
 namespace {
 
 std::atomic<uint32_t> g_unsupported_for_testing{0};
-
-constexpr float kNoMin = -INFINITY;
-constexpr float kNoMax = INFINITY;
-
-size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // XNNPACK 2024-11's f32_qc4w GEMM on ARM (aarch64 and armv7) computes garbage for rows with an
 // odd number of input channels (measured under qemu: errors 10^5..10^8 times the int4 tolerance,
@@ -66,170 +62,6 @@ int Chain(const WeightView& w, LinearPath* out) {
       return 0;
   }
   return 0;
-}
-
-// How a path's operator takes its activations: decides what RunLinear does around it, the
-// strides it is created with and what the per-session context must hold (ContextNeeds::Add).
-enum class Activations : uint8_t {
-  kNone,  // kReference: no operator
-  kF32,   // the caller's x and y, at the strides of the spec
-  kQd8,   // x quantized per row into the context's int8 buffer (convert_nc_f32_qd8) first
-  kF16,   // x converted to f16 into the context's buffer, the f16 result converted back into y
-};
-
-// The small part of a path's scratch: what it hands XNNPACK besides the kernel.
-enum class Small : uint8_t {
-  kNothing,
-  kF16Bias,     // the bias in f16: XNNPACK takes it so next to f16 weights
-  kRowScales,   // an f32 scale per row
-  kBlockScales  // a bf16 scale per block, as XNNPACK's blockwise int4 takes them
-};
-
-// Whether the file's int4 nibbles (two's complement, a padding nibble ending odd rows) are
-// repacked into scratch for the operator.
-enum class Repack : uint8_t {
-  kNever,
-  // Zero point 0, the file's signed nibbles; only odd K is repacked: the padding nibble, which
-  // XNNPACK reads as a weight, cleared.
-  kClearPadding,
-  // The operator reads nibbles as unsigned with zero point 8: always repacked, each nibble's top
-  // bit flipped (a cleared padding nibble becomes 8, a zero weight).
-  kToUnsigned,
-};
-
-// Who adds the bias. XNNPACK 2024-11's f32_qc8w / f32_qc4w operators multiply the bias by the
-// channel's weight scale (measured: y = x W^T + scale * b): those paths get no bias from XNNPACK;
-// RunLinear adds it.
-enum class BiasBy : uint8_t { kOperator, kRunLinear };
-
-// What CreateOperator hands XNNPACK, in its units.
-struct Operands {
-  size_t k = 0, n = 0;
-  size_t input_stride = 0, output_stride = 0;
-  size_t block_size = 0;  // kQd8Qb4w
-  uint8_t zero_point = 0;
-  const void* kernel = nullptr;
-  const void* scales = nullptr;  // f32 per row, or bf16 per block
-  const void* bias = nullptr;    // f32, or f16 next to f16 weights
-};
-
-const float* F32(const void* p) { return static_cast<const float*>(p); }
-
-// Everything that differs between the paths, one row per LinearPath in its order: the path, its
-// XNNPACK operator, the enums above, then the operator's create and reshape and the setup of its
-// activations (one of f32, qd8, f16; the others null).
-struct PathTraits {
-  LinearPath path;
-  const char* name;  // the XNNPACK operator, for reports
-  Activations activations;
-  Small small;
-  Repack repack;
-  BiasBy bias_by;
-  xnn_status (*create)(const Operands& o, xnn_operator_t* op);
-  xnn_status (*reshape)(xnn_operator_t op, size_t rows, pthreadpool_t pool);
-  xnn_status (*setup_f32)(xnn_operator_t op, const float* x, float* y);
-  xnn_status (*setup_qd8)(xnn_operator_t op, const int8_t* x, float* y,
-                          const xnn_quantization_params* params);
-  xnn_status (*setup_f16)(xnn_operator_t op, const void* x, void* y);
-};
-
-constexpr PathTraits kPaths[] = {
-    {LinearPath::kReference, "reference", Activations::kNone, Small::kNothing, Repack::kNever,
-     BiasBy::kOperator, nullptr, nullptr, nullptr, nullptr, nullptr},
-    {LinearPath::kF32, "fully_connected_nc_f32", Activations::kF32, Small::kNothing, Repack::kNever,
-     BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_f32(o.k, o.n, o.input_stride, o.output_stride,
-                                                F32(o.kernel), F32(o.bias), kNoMin, kNoMax, 0,
-                                                nullptr, nullptr, op);
-     },
-     xnn_reshape_fully_connected_nc_f32, xnn_setup_fully_connected_nc_f32, nullptr, nullptr},
-    {LinearPath::kF16, "fully_connected_nc_f16", Activations::kF16, Small::kF16Bias, Repack::kNever,
-     BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_f16(o.k, o.n, o.input_stride, o.output_stride, o.kernel,
-                                                o.bias, kNoMin, kNoMax, 0, nullptr, nullptr, op);
-     },
-     xnn_reshape_fully_connected_nc_f16, nullptr, nullptr, xnn_setup_fully_connected_nc_f16},
-    {LinearPath::kF16AsF32, "fully_connected_nc_f32_f16", Activations::kF32, Small::kF16Bias,
-     Repack::kNever, BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_f32_f16(o.k, o.n, o.input_stride, o.output_stride,
-                                                    o.kernel, o.bias, kNoMin, kNoMax, 0, nullptr,
-                                                    nullptr, op);
-     },
-     xnn_reshape_fully_connected_nc_f32_f16, xnn_setup_fully_connected_nc_f32_f16, nullptr,
-     nullptr},
-    {LinearPath::kQd8Qc8w, "fully_connected_nc_qd8_f32_qc8w", Activations::kQd8, Small::kRowScales,
-     Repack::kNever, BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_qd8_f32_qc8w(
-           o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
-           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
-           op);
-     },
-     xnn_reshape_fully_connected_nc_qd8_f32_qc8w, nullptr,
-     xnn_setup_fully_connected_nc_qd8_f32_qc8w, nullptr},
-    {LinearPath::kF32Qc8w, "fully_connected_nc_f32_qc8w", Activations::kF32, Small::kRowScales,
-     Repack::kNever, BiasBy::kRunLinear,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_f32_qc8w(
-           o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
-           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
-           op);
-     },
-     xnn_reshape_fully_connected_nc_f32_qc8w, xnn_setup_fully_connected_nc_f32_qc8w, nullptr,
-     nullptr},
-    {LinearPath::kQd8Qc4w, "fully_connected_nc_qd8_f32_qc4w", Activations::kQd8, Small::kRowScales,
-     Repack::kClearPadding, BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_qd8_f32_qc4w(
-           o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales), o.kernel,
-           F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr, op);
-     },
-     xnn_reshape_fully_connected_nc_qd8_f32_qc4w, nullptr,
-     xnn_setup_fully_connected_nc_qd8_f32_qc4w, nullptr},
-    {LinearPath::kF32Qc4w, "fully_connected_nc_f32_qc4w", Activations::kF32, Small::kRowScales,
-     Repack::kToUnsigned, BiasBy::kRunLinear,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_f32_qc4w(
-           o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales),
-           static_cast<const uint8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
-           op);
-     },
-     xnn_reshape_fully_connected_nc_f32_qc4w, xnn_setup_fully_connected_nc_f32_qc4w, nullptr,
-     nullptr},
-    {LinearPath::kQd8Qb4w, "fully_connected_nc_qd8_f32_qb4w", Activations::kQd8,
-     Small::kBlockScales, Repack::kToUnsigned, BiasBy::kOperator,
-     [](const Operands& o, xnn_operator_t* op) {
-       return xnn_create_fully_connected_nc_qd8_f32_qb4w(
-           o.k, o.n, o.input_stride, o.output_stride, o.block_size, o.zero_point,
-           static_cast<const uint16_t*>(o.scales), o.kernel, F32(o.bias), kNoMin, kNoMax, 0,
-           nullptr, nullptr, op);
-     },
-     xnn_reshape_fully_connected_nc_qd8_f32_qb4w, nullptr,
-     xnn_setup_fully_connected_nc_qd8_f32_qb4w, nullptr},
-};
-
-constexpr bool RowsInPathOrder() {
-  for (int i = 0; i < kLinearPathCount; ++i) {
-    if (static_cast<int>(kPaths[i].path) != i) return false;
-  }
-  return true;
-}
-static_assert(sizeof kPaths / sizeof kPaths[0] == kLinearPathCount, "a row per LinearPath");
-static_assert(RowsInPathOrder(), "kPaths[p] describes path p");
-
-const PathTraits& Traits(LinearPath path) { return kPaths[static_cast<size_t>(path)]; }
-
-// The context's activation buffers a call of `rows` rows needs (ContextNeeds::Add plans them,
-// RunLinear checks them).
-size_t Qd8InputBytes(size_t rows, size_t k) { return rows * k + XNN_EXTRA_BYTES; }
-size_t Qd8ParamsBytes(size_t rows) {
-  return (rows + XNN_EXTRA_QUANTIZATION_PARAMS) * sizeof(xnn_quantization_params);
-}
-size_t F16Bytes(size_t rows, size_t channels) {
-  return rows * channels * sizeof(uint16_t) + XNN_EXTRA_BYTES;
 }
 
 // Prepare-time inputs of a path that differ from the file's bytes. Scratch layout: the small
