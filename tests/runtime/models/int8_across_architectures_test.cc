@@ -20,9 +20,9 @@
 namespace tern {
 namespace {
 
-const char* const kFixtures[] = {"post_relu",       "pre_gelu",     "learned_pos",
-                                 "shaw_rel",        "t5_bias",      "rotary_rms_swiglu",
-                                 "universal_plain", "universal_act"};
+const char* const kFixtures[] = {"post_relu",       "pre_gelu",      "learned_pos",
+                                 "shaw_rel",        "t5_bias",       "rotary_rms_swiglu",
+                                 "universal_plain", "universal_act", "gqa_rotary"};
 
 std::string GoldenPath() { return std::string(TERN_FIXTURES) + "/parity/int8_greedy_ids.txt"; }
 
