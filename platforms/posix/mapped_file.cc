@@ -11,7 +11,11 @@
 
 namespace tern::posix {
 
-Result<MappedFile> MappedFile::Open(const char* path) {
+namespace {
+
+// Opens a regular, non-empty file for reading: its descriptor and size, or the error. verb names
+// what the caller does with it ("mapped", "read") in the message.
+Status OpenRegular(const char* path, const char* verb, int* fd_out, size_t* size) {
   // O_NONBLOCK: opening a fifo would otherwise wait for a writer forever; it is refused below
   // (for a regular file the flag changes nothing).
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -22,15 +26,24 @@ Result<MappedFile> MappedFile::Open(const char* path) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return Status::Error(StatusCode::kIoError,
-                         "%s is not a regular file (a fifo, device or directory cannot be mapped)",
-                         path);
+                         "%s is not a regular file (a fifo, device or directory cannot be %s)",
+                         path, verb);
   }
-  MappedFile file;
-  file.size_ = static_cast<size_t>(st.st_size);
-  if (file.size_ == 0) {
+  if (st.st_size == 0) {
     ::close(fd);
     return Status::Error(StatusCode::kInvalidModel, "%s is empty", path);
   }
+  *fd_out = fd;
+  *size = static_cast<size_t>(st.st_size);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::Open(const char* path) {
+  int fd = -1;
+  MappedFile file;
+  TERN_RETURN_IF_ERROR(OpenRegular(path, "mapped", &fd, &file.size_));
   void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) {
@@ -41,23 +54,9 @@ Result<MappedFile> MappedFile::Open(const char* path) {
 }
 
 Result<MappedFile> MappedFile::Read(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return Status::Error(StatusCode::kIoError, "cannot open %s: %s", path, std::strerror(errno));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Error(StatusCode::kIoError,
-                         "%s is not a regular file (a fifo, device or directory cannot be read)",
-                         path);
-  }
+  int fd = -1;
   MappedFile file;
-  file.size_ = static_cast<size_t>(st.st_size);
-  if (file.size_ == 0) {
-    ::close(fd);
-    return Status::Error(StatusCode::kInvalidModel, "%s is empty", path);
-  }
+  TERN_RETURN_IF_ERROR(OpenRegular(path, "read", &fd, &file.size_));
   // 64-byte aligned like the mapping's page alignment needs for tensor data.
   const size_t rounded = (file.size_ + 63) / 64 * 64;
   file.data_ = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));

@@ -129,9 +129,10 @@ Status ModelResolver::Table(const char* name, int64_t rows, int64_t cols, const 
   const int64_t dims[2] = {rows, cols};
   TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
   if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; %s must be f32", name,
-                         DTypeName(info.dtype),
-                         rows == 1 ? "the halting unit" : "relative-position tables");
+    return Status::Error(StatusCode::kDTypeMismatch,
+                         "tensor \"%s\" is %s; tables the kernels read directly (relative "
+                         "positions, halting units) must be f32",
+                         name, DTypeName(info.dtype));
   }
   *out = static_cast<const float*>(info.data);
   return Status::Ok();
