@@ -273,6 +273,23 @@ TEST_CASE("bad position settings are refused", "[loader][positions]") {
   }
 }
 
+TEST_CASE("kv_heads must divide heads", "[loader][gqa]") {
+  // Grouped-query attention: each K/V head serves heads / kv_heads query heads, so kv_heads that
+  // does not divide heads (or exceeds it) is refused at load, by name.
+  ModelConfig valid = testing::TinyConfig();  // 2 heads
+  for (int32_t kv_heads : {3, -1}) {
+    convert::TernContents c = testing::RandomContents(valid, 17);
+    c.config.kv_heads = kv_heads;
+    const Status s = LoadStatus(Serialize(c));
+    INFO(kv_heads);
+    CHECK(s.code() == StatusCode::kInvalidConfig);
+    CHECK(std::string(s.message()) ==
+          "config.kv_heads = " + std::to_string(kv_heads) +
+              " must divide config.heads = 2 (grouped-query attention: each K/V head serves "
+              "heads / kv_heads query heads)");
+  }
+}
+
 TEST_CASE("data sizes that do not match dtype and shape are rejected", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 8);
   c.tensors[3].data.resize(c.tensors[3].data.size() - 4);
