@@ -33,7 +33,8 @@ RATIOS = [
     ("tern int4 vs ONNX Runtime int8", "tern-int4", "ort-int8", None),
     ("tern fp16 vs ONNX Runtime fp32", "tern-fp16", "ort-fp32", None),
     ("ONNX Runtime int8 vs PyTorch fp32", "ort-int8", "pytorch-fp32", None),
-]
+] + [(f"tern {d} vs baseline tern {d} (TERN_BASELINE)", f"tern-{d}", f"tern-old-{d}", None)
+     for d in ("fp32", "fp16", "int8", "int4")]
 PARTS = [("encode 32", "encode_ms_32"), ("encode 128", "encode_ms_128"),
          ("decode/token", "decode_ms_per_token"), ("first step", "decode_first_step_ms"),
          ("step 32", "decode_last_step_ms"), ("total", "total_ms"), ("total CPU", "cpu_total_ms")]

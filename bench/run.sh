@@ -16,6 +16,10 @@
 #   TERN_BUILD_DIR=build/x86_64   where `tern` is built: `cmake --build DIR --target tern` when
 #                         configured, else `make DIR` (set-up, configure, build)
 #   NO_BUILD=1            use $TERN_BUILD_DIR/tools/tern as it is
+#   TERN_BASELINE=PATH    another tern binary (e.g. a build of an older commit) measured as the
+#                         engines tern-old-<dtype> on the same model files, interleaved with the
+#                         rest: before/after ratios of a change from one run (add tern-old-int8
+#                         etc. to ENGINES)
 #   NICE=-10              priority of the measured processes when run as root (all engines alike;
 #                         less interference from builds on a shared machine); empty: off. With
 #                         the kernel's autogroup scheduling, nice alone does not beat other
@@ -105,6 +109,8 @@ COMMON=(--source-length "$SOURCE" --tokens "$TOKENS" --repeat "$REPEAT" --warmup
 run_engine() {  # label engine -> one JSON line on stdout
   local label=$1 engine=$2 dir=$WORK/models/$1
   case $engine in
+    tern-old-*) "${PRIO[@]}" "${TERN_BASELINE:?tern-old-* engines need TERN_BASELINE}" bench \
+                  -m "$dir/model-${engine#tern-old-}.tern" --threads "$THREADS" --json "${COMMON[@]}" ;;
     tern-*) "${PRIO[@]}" "$TERN" bench -m "$dir/model-${engine#tern-}.tern" --threads "$THREADS" --json "${COMMON[@]}" ;;
     pytorch-*) "${PRIO[@]}" "$PY" bench/peers/torch_bench.py --checkpoint "$dir/model.safetensors" \
                  --config "$dir/config.json" --mode "${engine#pytorch-}" --threads "$THREADS" "${COMMON[@]}" \
