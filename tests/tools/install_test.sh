@@ -15,6 +15,18 @@ if find "$work/prefix/include" -path '*runtime/models*' | grep -q .; then
   echo "runtime/models/ headers were installed" >&2
   exit 1
 fi
+# libtern.so exports the C API and nothing else: every defined dynamic symbol is a tern_*
+# function declared in tern.h, and every function tern.h declares is exported. (readelf reads
+# any target's ELF, so this runs in the cross configurations too.)
+lib=$(find "$work/prefix" -name 'libtern.so.*' -type f | head -1)
+exported=$(readelf --dyn-syms -W "$lib" |
+  awk 'NR > 3 && $7 != "UND" && ($4 == "FUNC" || $4 == "OBJECT") { sub(/@.*/, "", $8); print $8 }' | sort -u)
+declared=$(grep -o 'tern_[a-z0-9_]* *(' "$work/prefix/include/tern/tern.h" | tr -d ' (' | sort -u)
+if [[ "$exported" != "$declared" ]]; then
+  echo "libtern.so exports differ from tern.h's functions (< exported only, > declared only):" >&2
+  diff <(echo "$exported") <(echo "$declared") >&2 || true
+  exit 1
+fi
 pcdir=$(dirname "$(find "$work/prefix" -name tern.pc)")
 cmake -S "$source/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
   -Dtern_DIR="$(dirname "$(find "$work/prefix" -name ternConfig.cmake)")" -DCMAKE_BUILD_TYPE=Release >/dev/null
