@@ -9,7 +9,11 @@ Buckets (share of samples inside Encode and DecodeStep, the timed work):
   decode: self/cross-attention projections, FFN linear, attention, LayerNorm, output projection
           (the [vocab, d_model] linear), other (embedding, argmax, residual adds...)
 
+  search: the decoding algorithm's own work between steps (GreedyDecode / BeamSearch outside
+          DecodeStep): log-softmax, top-k / argmax, beam reordering of the K/V caches
+
 Usage: profile.py --tern build/x86_64/tools/tern -m MODEL.tern [--repeat 10] [--json]
+       [--batch 16] [--beam 4]
        (any other arguments go to `tern bench`; needs perf)
 """
 import argparse
@@ -22,24 +26,37 @@ from collections import Counter
 
 
 def bucket(frames):
-    """frames: innermost first (symbol names)."""
+    """frames: innermost first (symbol names). Names of both the current layer code (nn/
+    transformer_layer: LayerForward, LayerStep, CrossKeysValues, FeedForwardBlock) and the
+    older per-stack functions, so a baseline binary profiles into the same buckets."""
     stack = " ".join(frames)
     if "tern::EncoderDecoder::Encode" in stack:
         phase = "encode"
     elif "tern::EncoderDecoder::DecodeStep" in stack:
         phase = "decode"
+    elif "tern::BeamSearch" in stack or "tern::GreedyDecode" in stack:
+        phase = "search"  # the decoding algorithm's own work (log-softmax, top-k, reordering)
     else:
         return None
-    if "MultiHeadAttention" in stack:
+    if phase == "search":
+        if "ReorderRows" in stack:
+            what = "beam reordering (K/V caches)"
+        elif "LogSoftmax" in stack or "log_softmax" in stack.lower():
+            what = "log-softmax"
+        else:
+            what = "top-k, argmax, bookkeeping"
+    elif "MultiHeadAttention" in stack:
         what = "attention (QK^T, softmax, AV)"
     elif "LayerNorm" in stack:
         what = "LayerNorm"
-    elif "ComputeCrossKeysValues" in stack:
+    elif "CrossKeysValues" in stack:
         what = "cross K/V projections"
     elif "FeedForward" in stack:
         what = "FFN linear (fc1, relu, fc2)"
-    elif "RunLinear" in stack or "ref::Linear" in stack or "xnn_run_operator" in stack:
-        if "DecoderLayerStep" in stack or "EncoderLayerForward" in stack:
+    elif "RunLinear" in stack or "ref::Linear" in stack or "xnn_run_operator" in stack \
+            or "Linear" in stack:
+        if any(f in stack for f in ("tern::LayerStep", "tern::LayerForward", "DecoderLayerStep",
+                                    "EncoderLayerForward")):
             what = "attention projections (linear)"
         else:
             what = "output projection"
@@ -91,7 +108,7 @@ def main():
     out = {"model": result["model"], "backend_report": result.get("backend_report"),
            "encode_ms_32": result["encode_ms_32"], "decode_ms_per_token": result["decode_ms_per_token"],
            "phases": {}}
-    for phase in ("encode", "decode"):
+    for phase in ("encode", "decode", "search"):
         total = sum(v for (p, _), v in counts.items() if p == phase)
         out["phases"][phase] = {"samples": total, "share": {w: v / total for (p, w), v in counts.most_common()
                                                              if p == phase and total}}

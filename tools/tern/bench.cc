@@ -1,17 +1,19 @@
-// tern bench: how fast one model translates on this machine (batch 1), and how much memory it
-// takes. Not a test: numbers depend on the CPU and on whatever else runs; bench/run.sh puts
+// tern bench: how fast one model translates on this machine (a batch of --batch sentences,
+// greedy or --beam K), and how much memory it takes. Not a test: numbers depend on the CPU and on whatever else runs; bench/run.sh puts
 // them beside PyTorch and ONNX Runtime measured in the same run (docs/benchmarks.md).
 //
 // What is timed (steady_clock, medians over --repeat runs after --warmup runs):
 //   load_prepare_ms   mmap + Model::Load + Session::RequiredArenaBytes + arena allocation +
 //                     Session::Prepare (packs the weights on the XNNPACK backend); measured once,
 //                     as a user's first load (the file is usually in the page cache).
-//   encode_ms_<n>     EncoderDecoder::Encode of an n-token source (encoder + cross K/V).
-//   decode_ms_per_token  GreedyDecode of exactly --tokens tokens (min_length = max_length =
-//                     tokens: EOS is masked, as every peer does), divided by the token count.
-//   total_ms          Encode + GreedyDecode: what Session::TranslateIds runs for a
-//                     --tokens translation of a --source-length source; tokens_per_s from it.
-// The source is deterministic (BenchSource below; bench/peers use the same formula), so every
+//   encode_ms_<n>     EncoderDecoder::Encode of --batch n-token sources (encoder + cross K/V).
+//   decode_ms_per_token  GreedyDecode (BeamSearch with --beam K > 1) of exactly --tokens tokens
+//                     per sentence (min_length = max_length = tokens: EOS is masked, as every
+//                     peer does), divided by the token count: one step of the whole batch.
+//   total_ms          Encode + decode: what Session::TranslateIds runs for a batch of --tokens
+//                     translations of --source-length sources; tokens_per_s (generated tokens
+//                     of all sentences per second) from it.
+// The sources are deterministic (BenchSource below; bench/peers use the same formula), so every
 // engine translates the same ids and the generated ids can be compared.
 #include <sys/resource.h>
 #include <time.h>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "runtime/api/session_internal.h"
+#include "runtime/decoding/beam_search.h"
 #include "runtime/decoding/greedy.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
@@ -41,11 +44,12 @@ namespace {
 const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
     "\n"
-    "Measures one model, batch 1: load + prepare, encode (a --source-length and a 128-token\n"
-    "source), greedy decoding of exactly --tokens tokens (EOS masked until then), the whole\n"
-    "translation, arena bytes and peak RSS. Times are medians over --repeat runs after\n"
-    "--warmup runs. Sources are deterministic: id[i] = 4 + (i * 7919 + 17) mod (vocab - 4),\n"
-    "last id EOS (bench/peers use the same).\n"
+    "Measures one model on a batch of --batch sentences: load + prepare, encode (--source-length\n"
+    "and 128-token sources), greedy (or --beam K) decoding of exactly --tokens tokens per\n"
+    "sentence (EOS masked until then), the whole translation, arena bytes and peak RSS. Times\n"
+    "are medians over --repeat runs after --warmup runs. Sources are deterministic: sentence b's\n"
+    "id[i] = 4 + ((b * length + i) * 7919 + 17) mod (vocab - 4), last id EOS (bench/peers use\n"
+    "the same).\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model\n"
@@ -53,6 +57,8 @@ const char kHelp[] =
     "  --backend NAME        auto (default), xnnpack or reference\n"
     "  --source-length N     source tokens incl. EOS for the translation (default 32)\n"
     "  --tokens N            generated tokens per translation (default 32)\n"
+    "  --batch B             sentences translated together (default 1)\n"
+    "  --beam K              beam search with K beams (default 1: greedy)\n"
     "  --repeat R            timed runs per measurement (default 5)\n"
     "  --warmup W            untimed runs first (default 1)\n"
     "  --json                one JSON object instead of the table\n"
@@ -79,14 +85,18 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::vector<int32_t> BenchSource(int32_t length, const ModelConfig& config) {
-  std::vector<int32_t> ids(static_cast<size_t>(length));
+// `batch` sources of `length` ids each, row after row (sentence 0 is the batch-1 source).
+std::vector<int32_t> BenchSource(int32_t length, int32_t batch, const ModelConfig& config) {
+  std::vector<int32_t> ids(static_cast<size_t>(length) * batch);
   const int64_t span = config.src_vocab_size - 4;
-  for (int32_t i = 0; i + 1 < length; ++i) {
-    ids[static_cast<size_t>(i)] =
-        static_cast<int32_t>(4 + (static_cast<int64_t>(i) * 7919 + 17) % span);
+  for (int32_t b = 0; b < batch; ++b) {
+    int32_t* row = ids.data() + static_cast<size_t>(b) * length;
+    for (int32_t i = 0; i + 1 < length; ++i) {
+      const int64_t n = static_cast<int64_t>(b) * length + i;
+      row[i] = static_cast<int32_t>(4 + (n * 7919 + 17) % span);
+    }
+    row[length - 1] = config.eos_id;
   }
-  ids[static_cast<size_t>(length - 1)] = config.eos_id;
   return ids;
 }
 
@@ -113,14 +123,15 @@ Memory ReadMemory() {
   return m;
 }
 
-// on_token callback: stamps the time of every generated token (one sentence).
+// on_token callback: stamps the time of every generated token of sentence 0 (greedy streams
+// each step's tokens; beam search reports a sentence's tokens only when it finishes).
 struct StepClock {
   std::vector<Clock::time_point>* stamps;
 };
 
-bool StampToken(void* user, int32_t, int32_t, int32_t) {
+bool StampToken(void* user, int32_t sentence, int32_t, int32_t) {
   auto* clock = static_cast<StepClock*>(user);
-  clock->stamps->push_back(Clock::now());
+  if (sentence == 0) clock->stamps->push_back(Clock::now());
   return true;
 }
 
@@ -160,7 +171,8 @@ void Check(const Status& s, const char* what) {
 
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "threads", "backend", "source-length", "tokens", "repeat", "warmup"},
+            {"model", "threads", "backend", "source-length", "tokens", "batch", "beam", "repeat",
+             "warmup"},
             {"json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -171,12 +183,15 @@ int Bench(int argc, char** argv) {
   const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));
   const int32_t source_length = static_cast<int32_t>(args.get_int("source-length", 32));
   const int32_t tokens = static_cast<int32_t>(args.get_int("tokens", 32));
+  const int32_t batch = static_cast<int32_t>(args.get_int("batch", 1));
+  const int32_t beam = static_cast<int32_t>(args.get_int("beam", 1));
   const int repeat = static_cast<int>(args.get_int("repeat", 5));
   const int warmup = static_cast<int>(args.get_int("warmup", 1));
   const std::string backend_name = args.get("backend", "auto");
   if (threads < 1) throw UsageError("--threads must be >= 1");
   if (source_length < 1 || tokens < 1)
     throw UsageError("--source-length and --tokens must be >= 1");
+  if (batch < 1 || beam < 1) throw UsageError("--batch and --beam must be >= 1");
   if (repeat < 1 || warmup < 0) throw UsageError("--repeat must be >= 1, --warmup >= 0");
   Backend backend = Backend::kAuto;
   if (backend_name == "xnnpack") {
@@ -198,7 +213,8 @@ int Bench(int argc, char** argv) {
                      std::to_string(max_positions) + ")");
   }
   Limits limits;
-  limits.max_batch = 1;
+  limits.max_batch = batch;
+  limits.beam_size = beam;
   limits.max_source_length = std::min(std::max(source_length, kLongSource), max_positions);
   limits.max_target_length = tokens;
   limits.backend = backend;
@@ -213,44 +229,57 @@ int Bench(int argc, char** argv) {
 
   EncoderDecoder& model = tern::internal::encoder_decoder(session);
   auto encode_ms = [&](int32_t length) {
-    const std::vector<int32_t> src = BenchSource(length, config);
+    const std::vector<int32_t> src = BenchSource(length, batch, config);
+    const std::vector<int32_t> lengths(static_cast<size_t>(batch), length);
     std::vector<double> times;
     for (int r = 0; r < warmup + repeat; ++r) {
       const Clock::time_point t0 = Clock::now();
-      Check(model.Encode(src.data(), length, &length, 1), "encode");
+      Check(model.Encode(src.data(), length, lengths.data(), batch), "encode");
       const Clock::time_point t1 = Clock::now();
       if (r >= warmup) times.push_back(Ms(t0, t1));
     }
     return Median(times);
   };
 
-  // The translation: Encode + GreedyDecode (= Session::TranslateIds) of exactly `tokens` tokens.
-  const std::vector<int32_t> src = BenchSource(source_length, config);
+  // The translation: Encode + GreedyDecode or BeamSearch (= Session::TranslateIds) of exactly
+  // `tokens` tokens per sentence.
+  const std::vector<int32_t> src = BenchSource(source_length, batch, config);
+  const std::vector<int32_t> src_lengths(static_cast<size_t>(batch), source_length);
   DecodingOptions options;
   options.min_length = tokens;
   options.max_length = tokens;
+  options.beam_size = beam;
   std::vector<Clock::time_point> stamps;
   stamps.reserve(static_cast<size_t>(tokens) + 1);
   StepClock step_clock{&stamps};
   options.on_token = StampToken;
   options.user = &step_clock;
-  std::vector<int32_t> out(static_cast<size_t>(tokens));
-  int32_t out_length = 0;
+  std::vector<int32_t> out(static_cast<size_t>(tokens) * batch);
+  std::vector<int32_t> out_lengths(static_cast<size_t>(batch));
+  std::vector<float> out_scores(static_cast<size_t>(batch));
+  auto decode = [&] {
+    return beam > 1 ? BeamSearch(model, options, out.data(), tokens, out_lengths.data(),
+                                 out_scores.data())
+                    : GreedyDecode(model, options, out.data(), tokens, out_lengths.data());
+  };
   std::vector<double> totals, encodes, per_token, first_step, last_step, cpu_totals, cpu_encodes,
       cpu_per_token;
   for (int r = 0; r < warmup + repeat; ++r) {
     stamps.clear();
     const double c0 = CpuMs();
     const Clock::time_point t0 = Clock::now();
-    Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
+    Check(model.Encode(src.data(), source_length, src_lengths.data(), batch), "encode");
     const Clock::time_point t1 = Clock::now();
     const double c1 = CpuMs();
-    Check(GreedyDecode(model, options, out.data(), tokens, &out_length), "decode");
+    Check(decode(), "decode");
     const Clock::time_point t2 = Clock::now();
     const double c2 = CpuMs();
-    if (out_length != tokens) {
-      throw std::runtime_error("generated " + std::to_string(out_length) + " tokens, expected " +
-                               std::to_string(tokens));
+    for (int32_t b = 0; b < batch; ++b) {
+      if (out_lengths[static_cast<size_t>(b)] != tokens) {
+        throw std::runtime_error("sentence " + std::to_string(b) + ": generated " +
+                                 std::to_string(out_lengths[static_cast<size_t>(b)]) +
+                                 " tokens, expected " + std::to_string(tokens));
+      }
     }
     if (r < warmup) continue;
     totals.push_back(Ms(t0, t2));
@@ -259,7 +288,7 @@ int Bench(int argc, char** argv) {
     cpu_encodes.push_back(c1 - c0);
     cpu_per_token.push_back((c2 - c1) / tokens);
     per_token.push_back(Ms(t1, t2) / tokens);
-    if (!stamps.empty()) {
+    if (beam == 1 && !stamps.empty()) {
       first_step.push_back(Ms(t1, stamps.front()));
       if (stamps.size() >= 2) last_step.push_back(Ms(stamps[stamps.size() - 2], stamps.back()));
     }
@@ -271,29 +300,35 @@ int Bench(int argc, char** argv) {
       source_length == 32 ? Median(encodes) : encode_ms(std::min(32, max_positions));
   const double total = Median(totals);
 
-  // Verification pass (untimed), driving DecodeStep directly: the top-5 logits of the first and
-  // last step, EOS masked, argmax with the lowest id on ties; must give GreedyDecode's ids.
+  // Verification pass (greedy; untimed), driving DecodeStep directly: sentence 0's top-5
+  // logits of the first and last step, EOS masked, argmax with the lowest id on ties; every
+  // sentence's argmax must give GreedyDecode's ids.
   std::vector<std::pair<int32_t, float>> top_first, top_last;
-  {
-    Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
+  if (beam == 1) {
+    Check(model.Encode(src.data(), source_length, src_lengths.data(), batch), "encode");
     int32_t* token = model.decode_tokens();
-    token[0] = config.decoder_start_id;
+    std::fill(token, token + batch, config.decoder_start_id);
     const int32_t vocab = static_cast<int32_t>(config.tgt_vocab_size);
     std::vector<float> row(static_cast<size_t>(vocab));
     for (int32_t t = 0; t < tokens; ++t) {
       const float* logits = nullptr;
       Check(model.DecodeStep(token, &logits), "decode step");
-      std::copy(logits, logits + vocab, row.begin());
-      row[static_cast<size_t>(config.eos_id)] = -std::numeric_limits<float>::infinity();
-      const auto top = Top5(row.data(), vocab);
-      if (t == 0) top_first = top;
-      if (t == tokens - 1) top_last = top;
-      if (top[0].first != out[static_cast<size_t>(t)]) {
-        throw std::runtime_error("step " + std::to_string(t) + ": DecodeStep's argmax " +
-                                 std::to_string(top[0].first) + " != GreedyDecode's " +
-                                 std::to_string(out[static_cast<size_t>(t)]));
+      for (int32_t b = 0; b < batch; ++b) {
+        const float* row_logits = logits + static_cast<size_t>(b) * vocab;
+        std::copy(row_logits, row_logits + vocab, row.begin());
+        row[static_cast<size_t>(config.eos_id)] = -std::numeric_limits<float>::infinity();
+        const auto top = Top5(row.data(), vocab);
+        if (b == 0 && t == 0) top_first = top;
+        if (b == 0 && t == tokens - 1) top_last = top;
+        const int32_t expected = out[static_cast<size_t>(b) * tokens + t];
+        if (top[0].first != expected) {
+          throw std::runtime_error("sentence " + std::to_string(b) + " step " +
+                                   std::to_string(t) + ": DecodeStep's argmax " +
+                                   std::to_string(top[0].first) + " != GreedyDecode's " +
+                                   std::to_string(expected));
+        }
+        token[b] = top[0].first;
       }
-      token[0] = top[0].first;
     }
   }
   const Memory memory = ReadMemory();
@@ -309,6 +344,8 @@ int Bench(int argc, char** argv) {
   j["threads"] = threads;
   j["source_length"] = source_length;
   j["tokens"] = tokens;
+  j["batch"] = batch;
+  j["beam"] = beam;
   j["repeat"] = repeat;
   j["warmup"] = warmup;
   j["load_prepare_ms"] = load_prepare_ms;
@@ -320,7 +357,7 @@ int Bench(int argc, char** argv) {
   j["decode_first_step_ms"] = Median(first_step);
   j["decode_last_step_ms"] = Median(last_step);
   j["total_ms"] = total;
-  j["tokens_per_s"] = total > 0.0 ? tokens * 1000.0 / total : 0.0;
+  j["tokens_per_s"] = total > 0.0 ? static_cast<double>(batch) * tokens * 1000.0 / total : 0.0;
   j["total_ms_runs"] = totals;
   j["cpu_encode_ms"] = Median(cpu_encodes);
   j["cpu_decode_ms_per_token"] = Median(cpu_per_token);
@@ -328,10 +365,13 @@ int Bench(int argc, char** argv) {
   j["peak_rss_bytes"] = memory.peak;
   j["rss_anon_bytes"] = memory.anon;
   j["rss_file_bytes"] = memory.file;
-  j["source_ids"] = src;
-  j["ids"] = std::vector<int32_t>(out.begin(), out.begin() + out_length);
-  j["top5_first"] = Top5Json(top_first);
-  j["top5_last"] = Top5Json(top_last);
+  j["source_ids"] = std::vector<int32_t>(src.begin(), src.begin() + source_length);
+  j["ids"] = std::vector<int32_t>(out.begin(), out.begin() + tokens);  // sentence 0
+  if (batch > 1) j["ids_batch"] = out;                                  // row after row
+  if (beam == 1) {
+    j["top5_first"] = Top5Json(top_first);
+    j["top5_last"] = Top5Json(top_last);
+  }
 
   if (args.has("json")) {
     std::printf("%s\n", j.dump().c_str());
@@ -345,15 +385,19 @@ int Bench(int argc, char** argv) {
   std::printf("threads          %d; medians of %d runs after %d warm-up\n", threads, repeat,
               warmup);
   std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
-  std::printf("arena            %.1f MiB (batch 1, source %d, target %d tokens)\n",
-              static_cast<double>(arena.size()) / mib, limits.max_source_length,
+  std::printf("arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens)\n",
+              static_cast<double>(arena.size()) / mib, batch, beam, limits.max_source_length,
               limits.max_target_length);
   std::printf("encode 32        %.2f ms\n", encode_32);
   if (encode_long >= 0.0) std::printf("encode 128       %.2f ms\n", encode_long);
-  std::printf("decode           %.2f ms/token (first step %.2f ms, last %.2f ms)\n",
-              Median(per_token), Median(first_step), Median(last_step));
-  std::printf("translate        %.1f ms for %d tokens from a %d-token source: %.1f tokens/s\n",
-              total, tokens, source_length, j["tokens_per_s"].get<double>());
+  if (beam == 1) {
+    std::printf("decode           %.2f ms/step (first step %.2f ms, last %.2f ms)\n",
+                Median(per_token), Median(first_step), Median(last_step));
+  } else {
+    std::printf("decode           %.2f ms/step (beam %d)\n", Median(per_token), beam);
+  }
+  std::printf("translate        %.1f ms for %d x %d tokens from %d-token sources: %.1f tokens/s\n",
+              total, batch, tokens, source_length, j["tokens_per_s"].get<double>());
   std::printf("peak RSS         %.1f MiB (now: %.1f anon + %.1f file)\n",
               static_cast<double>(memory.peak) / mib, static_cast<double>(memory.anon) / mib,
               static_cast<double>(memory.file) / mib);

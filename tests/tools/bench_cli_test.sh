@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# End-to-end test of `tern bench` (not a timing test: it checks what bench reports, not how
+# fast): batch 1, --batch 3 and --beam 2 on a parity fixture give a well-formed JSON report with
+# the generated ids of every sentence, sentence 0 of a batch equals the batch-1 translation
+# (batch invariance), the verification pass agrees with the decoder, and bad flags fail with
+# one line naming the flag.
+# usage: bench_cli_test.sh TERN_BINARY FIXTURES_DIR [EMULATOR...]
+set -uo pipefail
+tern_bin=$1
+fixtures=$2
+shift 2
+IFS=';' read -ra emulator <<<"${1:-}"
+tern() { "${emulator[@]}" "$tern_bin" "$@"; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+pass=0
+check() {
+  local name=$1
+  shift
+  if "$@"; then pass=$((pass + 1)); else echo "FAILED: $name"; failures=$((failures + 1)); fi
+}
+field() {  # field JSON EXPRESSION: a value of the report, computed in python
+  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+tern convert "$fixtures/parity/pre_gelu.safetensors" -o "$work/m.tern" --skip-prefix expected. --quiet
+common=(-m "$work/m.tern" --source-length 7 --tokens 6 --repeat 1 --warmup 0 --json)
+
+one=$(tern bench "${common[@]}")
+check "batch 1 reports batch 1, beam 1" test "$(field "$one" 'j["batch"], j["beam"]')" == "(1, 1)"
+check "batch 1 has 6 ids and the verification's top-5" \
+  test "$(field "$one" 'len(j["ids"]), len(j["top5_last"]), "ids_batch" in j')" == "(6, 5, False)"
+
+three=$(tern bench "${common[@]}" --batch 3)
+check "--batch 3 reports 3 x 6 ids" test "$(field "$three" 'j["batch"], len(j["ids_batch"])')" == "(3, 18)"
+check "sentence 0 of the batch is the batch-1 translation" \
+  test "$(field "$three" 'j["ids_batch"][:6]')" == "$(field "$one" 'j["ids"]')"
+check "the batch's sentences are different sources" \
+  test "$(field "$three" 'j["ids_batch"][:6] != j["ids_batch"][6:12] or j["ids_batch"][6:12] != j["ids_batch"][12:]')" == True
+check "tokens/s counts every sentence" \
+  test "$(field "$three" 'abs(j["tokens_per_s"] - 3 * 6 * 1000 / j["total_ms"]) < 1e-6 * j["tokens_per_s"]')" == True
+
+beam=$(tern bench "${common[@]}" --beam 2 --batch 2)
+check "--beam 2 --batch 2 reports both and 2 x 6 ids" \
+  test "$(field "$beam" 'j["batch"], j["beam"], len(j["ids_batch"])')" == "(2, 2, 12)"
+ref=$(tern bench "${common[@]}" --batch 3 --backend reference)
+check "the reference backend gives the same batch ids" \
+  test "$(field "$ref" 'j["ids_batch"]')" == "$(field "$three" 'j["ids_batch"]')"
+
+text=$(tern bench -m "$work/m.tern" --source-length 7 --tokens 6 --repeat 1 --warmup 0 --batch 2)
+check "the table names batch and tokens" grep -q 'for 2 x 6 tokens from 7-token sources' <<<"$text"
+
+err=$(tern bench -m "$work/m.tern" --batch 0 2>&1 >/dev/null)
+check "--batch 0 fails naming the flag" grep -q -- '--batch and --beam must be >= 1' <<<"$err"
+
+echo "$pass passed, $failures failed"
+test "$failures" -eq 0
