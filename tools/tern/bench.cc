@@ -1,6 +1,7 @@
 // tern bench: how fast one model translates on this machine (a batch of --batch sentences,
-// greedy or --beam K), and how much memory it takes. Not a test: numbers depend on the CPU and on whatever else runs; bench/run.sh puts
-// them beside PyTorch and ONNX Runtime measured in the same run (docs/benchmarks.md).
+// greedy or --beam K), and how much memory it takes. Not a test: numbers depend on the CPU and on
+// whatever else runs; bench/run.sh puts them beside PyTorch and ONNX Runtime measured in the same
+// run (docs/benchmarks.md).
 //
 // What is timed (steady_clock, medians over --repeat runs after --warmup runs):
 //   load_prepare_ms   mmap + Model::Load + Session::RequiredArenaBytes + arena allocation +
@@ -322,10 +323,9 @@ int Bench(int argc, char** argv) {
         if (b == 0 && t == tokens - 1) top_last = top;
         const int32_t expected = out[static_cast<size_t>(b) * tokens + t];
         if (top[0].first != expected) {
-          throw std::runtime_error("sentence " + std::to_string(b) + " step " +
-                                   std::to_string(t) + ": DecodeStep's argmax " +
-                                   std::to_string(top[0].first) + " != GreedyDecode's " +
-                                   std::to_string(expected));
+          throw std::runtime_error("sentence " + std::to_string(b) + " step " + std::to_string(t) +
+                                   ": DecodeStep's argmax " + std::to_string(top[0].first) +
+                                   " != GreedyDecode's " + std::to_string(expected));
         }
         token[b] = top[0].first;
       }
@@ -367,7 +367,7 @@ int Bench(int argc, char** argv) {
   j["rss_file_bytes"] = memory.file;
   j["source_ids"] = std::vector<int32_t>(src.begin(), src.begin() + source_length);
   j["ids"] = std::vector<int32_t>(out.begin(), out.begin() + tokens);  // sentence 0
-  if (batch > 1) j["ids_batch"] = out;                                  // row after row
+  if (batch > 1) j["ids_batch"] = out;                                 // row after row
   if (beam == 1) {
     j["top5_first"] = Top5Json(top_first);
     j["top5_last"] = Top5Json(top_last);
