@@ -6,6 +6,7 @@
 
 #include "runtime/decoding/greedy.h"
 #include "runtime/decoding/logits_processing.h"
+#include "runtime/kernels/vectorized/log_sum_exp.h"
 #include "runtime/memory/planner.h"
 #include "runtime/models/encoder_decoder.h"
 
@@ -184,21 +185,26 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
         float* row = logits + static_cast<int64_t>(r) * vocab;
         ProcessLogits(options, c.eos_id, s.history[cur] + static_cast<int64_t>(r) * t_cap,
                       s.length[cur][r], row, vocab);
-        float max = kNegInf;
-        for (int32_t v = 0; v < vocab; ++v) max = row[v] > max ? row[v] : max;
-        double sum = 0.0;
-        for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v] - max));
-        const float base = s.score[r] - max - static_cast<float>(std::log(sum));
-        for (int32_t v = 0; v < vocab; ++v) {
-          const float cand = base + row[v];
-          if (cand == kNegInf || (count == keep && !(cand > s.candidates[keep - 1].score)))
+        const float base = s.score[r] - vec::LogSumExp(row, vocab);  // + row[v]: log-softmax
+        // Blocks whose largest logit cannot enter the full list are skipped on a vectorized
+        // max; the rest are scanned in order, so the candidates and their tie order are those
+        // of the plain scan. (Once 2 * beam candidates are in, few blocks of a row pass.)
+        constexpr int32_t kBlock = 64;
+        for (int32_t v0 = 0; v0 < vocab; v0 += kBlock) {
+          const int32_t v1 = v0 + kBlock < vocab ? v0 + kBlock : vocab;
+          if (count == keep && !(base + vec::Max(row + v0, v1 - v0) > s.candidates[keep - 1].score))
             continue;
-          int32_t at = count < keep ? count++ : keep - 1;
-          while (at > 0 && cand > s.candidates[at - 1].score) {
-            s.candidates[at] = s.candidates[at - 1];
-            --at;
+          for (int32_t v = v0; v < v1; ++v) {
+            const float cand = base + row[v];
+            if (cand == kNegInf || (count == keep && !(cand > s.candidates[keep - 1].score)))
+              continue;
+            int32_t at = count < keep ? count++ : keep - 1;
+            while (at > 0 && cand > s.candidates[at - 1].score) {
+              s.candidates[at] = s.candidates[at - 1];
+              --at;
+            }
+            s.candidates[at] = Candidate{cand, r, v};
           }
-          s.candidates[at] = Candidate{cand, r, v};
         }
       }
       int32_t alive = 0;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/kernels/vectorized/log_sum_exp.h"
+
 namespace tern {
 
 void ProcessLogits(const DecodingOptions& options, int32_t eos_id, const int32_t* history,
@@ -33,11 +35,7 @@ void ProcessLogits(const DecodingOptions& options, int32_t eos_id, const int32_t
 }
 
 float LogProbability(const float* logits, int32_t vocab, int32_t token) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int32_t i = 0; i < vocab; ++i) max = logits[i] > max ? logits[i] : max;
-  double sum = 0.0;
-  for (int32_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-  return static_cast<float>(logits[token] - max - std::log(sum));
+  return logits[token] - vec::LogSumExp(logits, vocab);
 }
 
 int32_t ArgMax(const float* values, int32_t count) {
