@@ -186,6 +186,7 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
 
   xnn::Attention* attention = new (at(ids.attention)) xnn::Attention();
   attention->pool = pool_;
+  attention->pool_budget = &context->pool_budget;
   attention->shape = plan->attention_shape;
   const xnn::AttentionNeeds& a = plan->attention;
   if (ids.att_gather >= 0) {

@@ -2,6 +2,7 @@
 
 #include <xnnpack.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -107,18 +108,33 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
   GatherHeads(q, ldq, tq, s.heads, 1, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
   GatherHeads(k, ldk, n, s.heads, group, dh, 1.0f, kh);
   GatherHeads(v, ldv, n, s.heads, group, dh, 1.0f, vh);
+  // With a pool: the way measured faster for this session's attention (pool_governor.h; the
+  // operators were reshaped for the pool and walk the same tiles without it).
+  const float units = static_cast<float>(tq * n);
+  PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;
+  pthreadpool* pool = a.pool;
+  if (a.pool != nullptr && a.pool_budget != nullptr) {
+    run = a.pool_choice.Choose(units, *a.pool_budget);
+    pool = run == PoolGovernor::Run::kPooled ? a.pool : nullptr;
+  }
+  const auto start = std::chrono::steady_clock::now();
   if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
-      !Ok(xnn_run_operator(a.qk, a.pool))) {
+      !Ok(xnn_run_operator(a.qk, pool))) {
     a.reshaped[0] = -1;
     return false;
   }
   if (rel != nullptr && rel->bias != nullptr) AddBias(*rel, s.heads, tq, n, a.scores);
   if (!Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) ||
-      !Ok(xnn_run_operator(a.softmax, a.pool)) ||
+      !Ok(xnn_run_operator(a.softmax, pool)) ||
       !Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) ||
-      !Ok(xnn_run_operator(a.av, a.pool))) {
+      !Ok(xnn_run_operator(a.av, pool))) {
     a.reshaped[0] = -1;
     return false;
+  }
+  if (run != PoolGovernor::Run::kUnmeasured) {
+    const auto ns =
+        std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
+    a.pool_choice.Record(run, ns.count(), units, a.pool_budget);
   }
   for (int64_t h = 0; h < s.heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {

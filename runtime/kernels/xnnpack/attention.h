@@ -34,6 +34,7 @@
 #include "runtime/core/status.h"
 #include "runtime/kernels/reference/attention.h"
 #include "runtime/kernels/vectorized/attention.h"
+#include "runtime/kernels/xnnpack/pool_governor.h"
 
 struct xnn_operator;
 struct pthreadpool;
@@ -74,7 +75,9 @@ struct Attention {
   size_t qk_workspace_bytes = 0;
   void* av_workspace = nullptr;
   size_t av_workspace_bytes = 0;
-  int64_t reshaped[2] = {-1, -1};  // (queries, keys) the operators were last reshaped for
+  int64_t reshaped[2] = {-1, -1};     // (queries, keys) the operators were last reshaped for
+  PoolGovernor pool_choice;           // with a pool: whether the products and softmax use it
+  PoolBudget* pool_budget = nullptr;  // the session's (xnn::Context's); set with the pool
 };
 
 // Creates the operators inside an ArenaScope; the caller has set the buffers and the pool.

@@ -3,6 +3,7 @@
 #include <xnnpack.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -389,11 +390,36 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   return Status::Ok();
 }
 
+namespace {
+
+bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, int64_t ldx, float* y,
+             int64_t ldy);
+
+}  // namespace
+
 bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
-  Context& c = *kn.context;
   if (kn.op == nullptr || m < 1) return m == 0 && kn.op != nullptr;
+  pthreadpool_t pool = kn.context->pool;
+  if (pool == nullptr) return RunOnce(kn, nullptr, x, m, ldx, y, ldy);
+  // With a pool: run the way this layer has measured faster (pool_governor.h). The operators
+  // were reshaped for the pool's thread count; run without it, XNNPACK walks the same tiles on
+  // the calling thread.
+  const PoolGovernor::Run run = kn.pool.Choose(static_cast<float>(m), kn.context->pool_budget);
+  if (run == PoolGovernor::Run::kUnmeasured) return RunOnce(kn, nullptr, x, m, ldx, y, ldy);
+  const auto start = std::chrono::steady_clock::now();
+  const bool ok =
+      RunOnce(kn, run == PoolGovernor::Run::kPooled ? pool : nullptr, x, m, ldx, y, ldy);
+  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
+  if (ok) kn.pool.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget);
+  return ok;
+}
+
+namespace {
+
+bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, int64_t ldx, float* y,
+             int64_t ldy) {
+  Context& c = *kn.context;
   const PathTraits& t = Traits(kn.path);
-  pthreadpool_t pool = c.pool;
   const size_t rows = static_cast<size_t>(m);
   const size_t k = static_cast<size_t>(kn.k);
   const size_t n = static_cast<size_t>(kn.n);
@@ -452,5 +478,7 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   }
   return Fallback(c);
 }
+
+}  // namespace
 
 }  // namespace tern::xnn

@@ -22,6 +22,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/kernels/xnnpack/pool_governor.h"
 
 struct xnn_operator;
 struct pthreadpool;
@@ -120,6 +121,8 @@ struct Context {
   int64_t qd8_shape[4] = {-1, -1, -1, -1};
   int64_t to_f16_shape[4] = {-1, -1, -1, -1};
   int64_t from_f16_shape[4] = {-1, -1, -1, -1};
+  // What probes of the pool may cost, shared by every layer's governor and the attention's.
+  PoolBudget pool_budget;
   // Calls XNNPACK could not run, answered by the reference kernel instead (0 when all is well).
   uint64_t fallback_calls = 0;
 };
@@ -138,6 +141,7 @@ struct LinearKernel {
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
+  PoolGovernor pool;                      // with a thread pool: whether this layer uses it
 };
 
 // Creates the operator of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes

@@ -1,0 +1,55 @@
+#include "runtime/kernels/xnnpack/pool_governor.h"
+
+namespace tern::xnn {
+
+PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) const {
+  if (single_ns_ == 0.0f) return Run::kSingle;  // the calling thread is measured first
+  if (single_ns_ * units < kMinPooledNs) return Run::kUnmeasured;
+  if (!next_pooled_) return Run::kSingle;
+  // A probe of a pool that is not (yet) winning: only within the session's budget. (Run
+  // single instead; the probe stays due and comes once the budget allows.)
+  if (!prefer_pool_ && budget.lost_ns * kProbeBudget > budget.measured_ns) return Run::kSingle;
+  return Run::kPooled;
+}
+
+void PoolGovernor::Record(Run run, float ns, float units, PoolBudget* budget) {
+  if (run == Run::kUnmeasured || !(units > 0.0f)) return;
+  const bool pooled = run == Run::kPooled;
+  const float per_unit = ns / units;
+  budget->measured_ns += ns;
+  if (pooled && !prefer_pool_ && per_unit > single_ns_) {
+    budget->lost_ns += static_cast<double>(per_unit - single_ns_) * units;
+  }
+  if (single_ns_ == 0.0f) {  // the first measurement; the pool is probed next
+    single_ns_ = per_unit;
+    next_pooled_ = true;
+    return;
+  }
+  // A run of the preferred way moves its average a quarter of the way (smooths noise). A probe
+  // replaces the average of its way: the old one may date from another load on the machine,
+  // and a wrong switch is corrected by the next runs, which all measure the way switched to.
+  const bool probe = pooled != prefer_pool_;
+  float& average = pooled ? pooled_ns_ : single_ns_;
+  average = probe || average == 0.0f ? per_unit : average + 0.25f * (per_unit - average);
+  if (pooled_ns_ == 0.0f) return;
+  const bool pool_wins = pooled_ns_ < kMargin * single_ns_;
+  if (pool_wins != prefer_pool_ || probe) {
+    prefer_pool_ = pool_wins;
+    if (pool_wins) {  // probe the calling thread soon after a switch, then ever more rarely
+      interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : 2 * interval_)
+                                   : kFirstInterval;
+    } else {  // the pool loses: wait in proportion to what a probe of it costs
+      const float by_loss = kProbeBudget * pooled_ns_ / single_ns_;
+      const float twice = 2.0f * static_cast<float>(interval_);
+      const float wait = by_loss > twice ? by_loss : twice;
+      interval_ = wait >= static_cast<float>(kMaxLosingInterval) ? kMaxLosingInterval
+                                                                 : static_cast<uint32_t>(wait);
+    }
+    until_probe_ = interval_;
+  } else if (until_probe_ > 0) {
+    --until_probe_;
+  }
+  next_pooled_ = until_probe_ == 0 ? !prefer_pool_ : prefer_pool_;
+}
+
+}  // namespace tern::xnn

@@ -1,0 +1,67 @@
+// Whether one operator runs on the session's thread pool, decided by measuring it both ways.
+//
+// A fork-join over pthreadpool pays a dispatch and a join on every call, and the join waits for
+// every worker to have run: on a quiet machine that costs microseconds, which small layers (the
+// demo model's 256 x 256) do not win back; on a busy machine a worker that is not scheduled
+// holds the join for a scheduler time slice, and `--threads 2` ran 16x slower than one thread
+// (base model, load 6). No fixed size threshold is right on both machines, so each operator
+// keeps the time per unit of work of its runs with and without the pool (moving averages),
+// runs the faster way, and now and then probes the other:
+//   - A call that takes under kMinPooledNs on one thread never uses the pool (nothing to win
+//     that pays for a dispatch and a join), and is not measured.
+//   - While the pool wins, the calling thread is probed every 8 to 1024 runs (doubling after
+//     each probe that loses; such a probe costs at most about twice a pooled run).
+//   - While the pool loses, a probe of it can cost a thousand single runs (a ~5 ms time slice
+//     against a 5 us layer at load 9), so the next probe waits kProbeBudget times the loss
+//     ratio in runs (and at least twice the last wait): the probes then cost about
+//     1 / kProbeBudget of the time, however badly the pool loses.
+//   - A pool must win by kMargin to be used.
+//   - Across the session's operators (PoolBudget): a probe of a pool that is not winning runs
+//     only while the time such probes lost stays under 1 / kProbeBudget of the time measured,
+//     so on a busy machine a hundred layers do not each pay a time slice to learn what the
+//     first few learned.
+//
+// Results do not depend on the choice: XNNPACK computes every output the same way with or
+// without the pool (the pool only splits the output tiles), so outputs stay bit-identical.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::xnn {
+
+// Shared by the governors of one session: the time their calls took and the time that probes
+// of a pool lost against the calling thread.
+struct PoolBudget {
+  double measured_ns = 0.0;
+  double lost_ns = 0.0;
+};
+
+class PoolGovernor {
+ public:
+  static constexpr float kMinPooledNs = 20000.0f;
+  static constexpr uint32_t kFirstInterval = 8;
+  static constexpr uint32_t kMaxInterval = 1024;           // between probes while the pool wins
+  static constexpr uint32_t kMaxLosingInterval = 1 << 20;  // while it loses
+  static constexpr float kProbeBudget = 64.0f;
+  static constexpr float kMargin = 0.9f;  // pooled time must be below 0.9 x single-thread time
+
+  enum class Run : uint8_t { kSingle, kPooled, kUnmeasured };
+
+  // How to run the next call of `units` units of work (rows of a linear layer...).
+  Run Choose(float units, const PoolBudget& budget) const;
+  // Records the call just run as `run` (kUnmeasured: ignored) and its time.
+  void Record(Run run, float ns, float units, PoolBudget* budget);
+
+  float pooled_ns() const { return pooled_ns_; }  // ns per unit; 0: not measured yet
+  float single_ns() const { return single_ns_; }
+
+ private:
+  float pooled_ns_ = 0.0f;
+  float single_ns_ = 0.0f;
+  uint32_t interval_ = kFirstInterval;  // runs between probes of the other way
+  uint32_t until_probe_ = 0;
+  bool prefer_pool_ = false;
+  bool next_pooled_ = false;
+};
+
+}  // namespace tern::xnn

@@ -1,0 +1,122 @@
+// The per-operator thread-pool choice (kernels/xnnpack/pool_governor.h) on synthetic timings:
+// a pool that wins is kept, one that loses is dropped and probed ever more rarely (at a bounded
+// cost however badly it loses), tiny calls never use it, and a change of the machine's load is
+// followed both ways.
+#include <catch2/catch_test_macros.hpp>
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include "runtime/kernels/xnnpack/pool_governor.h"
+
+namespace tern::xnn {
+namespace {
+
+using Run = PoolGovernor::Run;
+
+struct Totals {
+  int pooled = 0;
+  double ns = 0.0;  // time of all calls
+};
+
+// `calls` calls of `units` units each at the given ns per unit with and without the pool.
+Totals Calls(PoolGovernor& g, PoolBudget& budget, int calls, float pooled_ns, float single_ns,
+             float units = 1.0f) {
+  Totals t;
+  for (int i = 0; i < calls; ++i) {
+    const Run run = g.Choose(units, budget);
+    const float ns = (run == Run::kPooled ? pooled_ns : single_ns) * units;
+    t.pooled += run == Run::kPooled;
+    t.ns += ns;
+    g.Record(run, ns, units, &budget);
+  }
+  return t;
+}
+
+Totals Calls(PoolGovernor& g, int calls, float pooled_ns, float single_ns, float units = 1.0f) {
+  PoolBudget own;
+  return Calls(g, own, calls, pooled_ns, single_ns, units);
+}
+
+TEST_CASE("a pool that wins is used, with rare probes of one thread", "[xnnpack][pool]") {
+  PoolGovernor g;
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kSingle);  // the calling thread is measured first
+  const Totals first = Calls(g, 4000, 30000.0f, 50000.0f);
+  CHECK(first.pooled >= 4000 - 4000 / static_cast<int>(PoolGovernor::kFirstInterval));
+  CHECK(first.pooled < 4000);  // the calling thread is measured now and then
+  // Probes back off to one per kMaxInterval calls.
+  CHECK(Calls(g, 4000, 30000.0f, 50000.0f).pooled >= 4000 - 8);
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kPooled);
+}
+
+TEST_CASE("a pool that loses costs about 1/kProbeBudget, however badly", "[xnnpack][pool]") {
+  for (float slowdown : {2.0f, 16.0f, 1000.0f}) {
+    // A busy machine: the pool's join waits for a descheduled worker (16x; 1000x: a 5 ms time
+    // slice against a layer of 5 us... here 50 us, above kMinPooledNs).
+    PoolGovernor g;
+    const int calls = 200000;
+    const float single = 50000.0f;
+    const Totals t = Calls(g, calls, slowdown * single, single);
+    INFO("slowdown " << slowdown << ": " << t.pooled << " pooled calls");
+    // Against never using the pool: the probes' cost over the run, plus the first probe.
+    CHECK(t.ns < (1.0 + 2.0 / PoolGovernor::kProbeBudget) * calls * single + slowdown * single);
+    CHECK(g.Choose(1.0f, PoolBudget()) == Run::kSingle);
+  }
+}
+
+TEST_CASE("a call too short to win anything never uses the pool", "[xnnpack][pool]") {
+  PoolGovernor g;
+  // 5 us on one thread (the demo model's 256 x 256 layers at one row).
+  const Totals t = Calls(g, 1000, 1000.0f, 5000.0f);
+  CHECK(t.pooled == 0);
+  CHECK(g.pooled_ns() == 0.0f);
+  // The same layer on a 32-row encoder call (160 us) is worth measuring.
+  CHECK(g.Choose(32.0f, PoolBudget()) == Run::kPooled);
+}
+
+TEST_CASE("the choice follows the machine's load both ways", "[xnnpack][pool]") {
+  PoolGovernor g;
+  Calls(g, 500, 30000.0f, 50000.0f);  // quiet: pooled
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kPooled);
+  // Busy: the pooled runs themselves show it; the switch comes within a few calls.
+  Calls(g, 20, 800000.0f, 50000.0f);
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kSingle);
+  Calls(g, 5000, 800000.0f, 50000.0f);  // a long busy spell: probes backed off
+  // Quiet again: a later probe switches back.
+  Calls(g, 200000, 30000.0f, 50000.0f);
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kPooled);
+  CHECK(Calls(g, 100, 30000.0f, 50000.0f).pooled >= 90);
+}
+
+TEST_CASE("the session's layers share one probe budget", "[xnnpack][pool]") {
+  // 100 layers on a busy machine (pool 1000x slower: a time slice per pooled call), called in
+  // turn like a decoder step's layers. Alone, each would pay its own first probe; sharing the
+  // budget, the probes lose at most about 1 / kProbeBudget of the time.
+  PoolBudget budget;
+  PoolGovernor layers[100];
+  const float single = 50000.0f;
+  double spent = 0.0;
+  int pooled = 0;
+  const int steps = 2000;
+  for (int step = 0; step < steps; ++step) {
+    for (PoolGovernor& g : layers) {
+      const Totals t = Calls(g, budget, 1, 1000.0f * single, single);
+      spent += t.ns;
+      pooled += t.pooled;
+    }
+  }
+  const double never = 100.0 * steps * single;
+  INFO(pooled << " pooled calls");
+  CHECK(spent < (1.0 + 2.0 / PoolGovernor::kProbeBudget) * never + 1000.0 * single);
+  CHECK(pooled < 10);
+}
+
+TEST_CASE("a pool within the margin of one thread is not used", "[xnnpack][pool]") {
+  PoolGovernor g;
+  // 5% faster with the pool is not worth a core that another process could use.
+  CHECK(Calls(g, 1000, 47500.0f, 50000.0f).pooled <= 1000 / 16);
+}
+
+}  // namespace
+}  // namespace tern::xnn
+
+#endif  // TERN_WITH_XNNPACK
