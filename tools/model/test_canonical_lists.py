@@ -3,6 +3,7 @@
 fields (runtime/model/config_fields.h) and one description of the tensors (DescribeModel), both
 printed by the canonical_lists test tool (tests/converter/canonical_lists.cc).
 
+  - The field list names schema/tern.fbs's Config fields, in order.
   - tern_torch.Config has exactly the runtime's config.json keys, with matching types; a field
     Config.to_dict() leaves out at its default has the default the runtime gives an absent key.
   - For several configs (post- and pre-LN, shared / separate / tied embeddings, an output bias,
@@ -17,6 +18,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -28,6 +30,7 @@ TOOL = sys.argv[1] if len(sys.argv) > 1 else "build/x86_64/tests/canonical_lists
 # A cross build's tool runs through its emulator (CMAKE_CROSSCOMPILING_EMULATOR), if any.
 EMULATOR = sys.argv[2:]
 
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schema", "tern.fbs")
 PY_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "enum"}
 
 
@@ -50,10 +53,23 @@ def same_value(a, b):
     return a == b
 
 
+def schema_fields():
+    """The field names of schema/tern.fbs's `table Config`, in order."""
+    text = open(SCHEMA, encoding="utf-8").read()
+    body = re.search(r"^table Config \{(.*?)^\}", text, re.S | re.M).group(1)
+    return re.findall(r"^\s*(\w+)\s*:", re.sub(r"//[^\n]*", "", body), re.M)
+
+
 def check_fields():
-    """Returns a list of mismatches between tern_torch.Config and the runtime's field list."""
+    """Returns a list of mismatches between the runtime's field list and schema/tern.fbs (a
+    schema field the list lacks would be silently dropped by the writer) and tern_torch.Config."""
     errors = []
-    runtime = {f["key"]: f for f in run_tool("fields")}
+    fields = run_tool("fields")
+    names = [f["name"] for f in fields]
+    if names != schema_fields():
+        errors.append(f"runtime/model/config_fields.h lists {names}; {SCHEMA}'s table Config has "
+                      f"{schema_fields()} (same names, same order)")
+    runtime = {f["key"]: f for f in fields}
     py = {f.name: f for f in dataclasses.fields(tt.Config) if f.name != "extra"}
     for key in runtime.keys() - py.keys():
         errors.append(f"runtime field {key!r} is missing from tern_torch.Config")
