@@ -37,6 +37,13 @@ const char* NameOf(E value, const Choice<E> (&choices)[N]) {
   return "?";
 }
 
+template <typename E, size_t N>
+nlohmann::ordered_json NamesOf(const Choice<E> (&choices)[N]) {
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  for (const auto& c : choices) names.push_back(c.name);
+  return names;
+}
+
 const Choice<Architecture> kArchitectures[] = {{"encoder_decoder", Architecture::kEncoderDecoder},
                                                {"decoder_only", Architecture::kDecoderOnly},
                                                {"universal", Architecture::kUniversal}};
@@ -61,6 +68,15 @@ const Choice<ref::SinusoidLayout> kLayouts[] = {
     {"split_halves", ref::SinusoidLayout::kSplitHalves}};
 const Choice<RelativeAttention> kRelatives[] = {{"shaw", RelativeAttention::kShaw},
                                                 {"t5_bias", RelativeAttention::kT5Bias}};
+
+// The config.json names of each enum type of config_fields.h.
+const auto& Choices(Architecture) { return kArchitectures; }
+const auto& Choices(ref::Activation) { return kActivations; }
+const auto& Choices(NormPlacement) { return kNorms; }
+const auto& Choices(ref::NormKind) { return kNormKinds; }
+const auto& Choices(PositionKind) { return kPositions; }
+const auto& Choices(ref::SinusoidLayout) { return kLayouts; }
+const auto& Choices(RelativeAttention) { return kRelatives; }
 
 }  // namespace
 
@@ -95,7 +111,6 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
     *field = static_cast<int32_t>(value);
   };
   using B = ConfigBounds;
-  const int64_t max_id = B::kMaxVocab - 1;
   auto number = [&](const std::string& key, float* field) {
     if (!j.contains(key)) return;
     if (!j[key].is_number() || !std::isfinite(j[key].get<double>())) {
@@ -108,41 +123,13 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
     if (!j[key].is_boolean()) throw Error(label + ": config \"" + key + "\" must be true or false");
     *field = j[key].get<bool>();
   };
-  static const char* const kKnown[] = {"architecture",
-                                       "d_model",
-                                       "heads",
-                                       "encoder_layers",
-                                       "decoder_layers",
-                                       "d_ff",
-                                       "activation",
-                                       "norm",
-                                       "norm_kind",
-                                       "layer_norm_eps",
-                                       "position",
-                                       "sinusoid_layout",
-                                       "embedding_scale",
-                                       "shared_embeddings",
-                                       "tied_output",
-                                       "src_vocab_size",
-                                       "tgt_vocab_size",
-                                       "vocab_size",
-                                       "pad_id",
-                                       "bos_id",
-                                       "eos_id",
-                                       "unk_id",
-                                       "decoder_start_id",
-                                       "max_positions",
-                                       "universal_steps",
-                                       "post_ln_final_norm",
-                                       "relative_attention",
-                                       "relative_max_distance",
-                                       "relative_buckets",
-                                       "rotary_dim",
-                                       "rotary_base",
-                                       "act_threshold",
-                                       "kv_heads",
-                                       "dropout",
-                                       "comment"};
+  // The keys that are not fields: vocab_size (both vocabularies) and what training configs
+  // carry along (dropout, comment); then every field's.
+  static const char* const kKnown[] = {"vocab_size", "dropout", "comment",
+#define TERN_KEY(name, key, ...) key,
+                                       TERN_CONFIG_FIELDS(TERN_KEY, TERN_KEY, TERN_KEY, TERN_KEY)
+#undef TERN_KEY
+  };
   std::set<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
@@ -150,51 +137,32 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
     if (!known) throw Error(label + ": config has unknown key \"" + it.key() + "\"");
     keys.insert(it.key());
   }
-  if (j.contains("architecture"))
-    c.architecture = Pick(j["architecture"], "architecture", kArchitectures, label);
-  integer("d_model", &c.d_model, true, 1, B::kMaxDModel);
-  integer("heads", &c.heads, true, 1, B::kMaxDModel);
-  integer("encoder_layers", &c.encoder_layers, false, 0, B::kMaxLayers);
-  integer("decoder_layers", &c.decoder_layers, false, 0, B::kMaxLayers);
-  integer("d_ff", &c.d_ff, true, 1, B::kMaxDff);
-  if (j.contains("activation"))
-    c.activation = Pick(j["activation"], "activation", kActivations, label);
-  if (j.contains("norm")) c.norm_placement = Pick(j["norm"], "norm", kNorms, label);
-  if (j.contains("norm_kind")) c.norm_kind = Pick(j["norm_kind"], "norm_kind", kNormKinds, label);
-  number("layer_norm_eps", &c.layer_norm_eps);
-  if (j.contains("position")) c.position = Pick(j["position"], "position", kPositions, label);
-  if (j.contains("sinusoid_layout")) {
-    c.sinusoid_layout = Pick(j["sinusoid_layout"], "sinusoid_layout", kLayouts, label);
-  }
-  number("embedding_scale", &c.embedding_scale);
-  boolean("shared_embeddings", &c.shared_embeddings);
-  boolean("tied_output", &c.tied_output);
+  // vocab_size sets both vocabularies; src_vocab_size / tgt_vocab_size, read after it, override
+  // it, and are required only where it did not set them.
   if (j.contains("vocab_size") || !partial) {
     integer("vocab_size", &c.src_vocab_size, false, 0, B::kMaxVocab);
     c.tgt_vocab_size = c.src_vocab_size;
   }
-  integer("src_vocab_size", &c.src_vocab_size, c.src_vocab_size == 0, 0, B::kMaxVocab);
-  integer("tgt_vocab_size", &c.tgt_vocab_size, c.tgt_vocab_size == 0, 1, B::kMaxVocab);
-  integer("pad_id", &c.pad_id, false, 0, max_id);
-  integer("bos_id", &c.bos_id, false, 0, max_id);
-  integer("eos_id", &c.eos_id, false, 0, max_id);
-  integer("unk_id", &c.unk_id, false, 0, max_id);
-  if (!partial || j.contains("bos_id")) c.decoder_start_id = c.bos_id;
-  integer("decoder_start_id", &c.decoder_start_id, false, 0, max_id);
-  // Absent: 1024; given, it must be at least 1 (0 is not "the default").
-  integer("max_positions", &c.max_positions, false, 1, B::kMaxPositions);
-  if (c.max_positions == 0 && !partial) c.max_positions = 1024;
-  integer("universal_steps", &c.universal_steps, false, 0, B::kMaxLayers);
-  boolean("post_ln_final_norm", &c.post_ln_final_norm);
-  if (j.contains("relative_attention")) {
-    c.relative_attention = Pick(j["relative_attention"], "relative_attention", kRelatives, label);
+  // Every field in the list's order: a required one must be present in a whole config.json
+  // unless something above set it.
+#define TERN_JSON_INT(name, key, def, lo, hi, flags) \
+  integer(key, &c.name, ((flags)&FieldFlag::kRequired) && c.name == 0, lo, hi);
+#define TERN_JSON_FLOAT(name, key, def, range, flags) number(key, &c.name);
+#define TERN_JSON_BOOL(name, key, def, flags) boolean(key, &c.name);
+#define TERN_JSON_ENUM(name, key, Type, SchemaEnum, def, flags) \
+  if (j.contains(key)) c.name = Pick(j[key], key, Choices(Type{}), label);
+  TERN_CONFIG_FIELDS(TERN_JSON_INT, TERN_JSON_FLOAT, TERN_JSON_BOOL, TERN_JSON_ENUM)
+#undef TERN_JSON_INT
+#undef TERN_JSON_FLOAT
+#undef TERN_JSON_BOOL
+#undef TERN_JSON_ENUM
+  // The two defaults of config.json that are not ModelConfig's: an absent decoder_start_id is
+  // bos_id (in a partial config, when bos_id is given), an absent max_positions 1024 (given, it
+  // must be at least 1: 0 is not "the default").
+  if (!j.contains("decoder_start_id") && (!partial || j.contains("bos_id"))) {
+    c.decoder_start_id = c.bos_id;
   }
-  integer("relative_max_distance", &c.relative_max_distance, false, 1, B::kMaxPositions);
-  integer("relative_buckets", &c.relative_buckets, false, 1, B::kMaxRelativeBuckets);
-  integer("rotary_dim", &c.rotary_dim, false, 0, B::kMaxDModel);
-  number("rotary_base", &c.rotary_base);
-  number("act_threshold", &c.act_threshold);
-  integer("kv_heads", &c.kv_heads, false, 0, B::kMaxDModel);  // 0: heads
+  if (c.max_positions == 0 && !partial) c.max_positions = 1024;
   return keys;
 }
 
@@ -219,41 +187,58 @@ std::set<std::string> ApplyConfigOverrides(const nlohmann::json& j, const std::s
   return Apply(j, label, true, config);
 }
 
-std::string ModelConfigToJson(const ModelConfig& c) {
+std::string ModelConfigToJson(const ModelConfig& config) {
+  const ModelConfig c = StoredConfig(config);
   nlohmann::ordered_json j;
-  j["architecture"] = NameOf(c.architecture, kArchitectures);
-  j["d_model"] = c.d_model;
-  j["heads"] = c.heads;
-  j["encoder_layers"] = c.encoder_layers;
-  j["decoder_layers"] = c.decoder_layers;
-  j["d_ff"] = c.d_ff;
-  j["activation"] = NameOf(c.activation, kActivations);
-  j["norm"] = NameOf(c.norm_placement, kNorms);
-  j["norm_kind"] = NameOf(c.norm_kind, kNormKinds);
-  j["layer_norm_eps"] = c.layer_norm_eps;
-  j["position"] = NameOf(c.position, kPositions);
-  j["sinusoid_layout"] = NameOf(c.sinusoid_layout, kLayouts);
-  j["embedding_scale"] = c.embedding_scale;
-  j["shared_embeddings"] = c.shared_embeddings;
-  j["tied_output"] = c.tied_output;
-  j["src_vocab_size"] = c.src_vocab_size;
-  j["tgt_vocab_size"] = c.tgt_vocab_size;
-  j["pad_id"] = c.pad_id;
-  j["bos_id"] = c.bos_id;
-  j["eos_id"] = c.eos_id;
-  j["unk_id"] = c.unk_id;
-  j["decoder_start_id"] = c.decoder_start_id;
-  j["max_positions"] = c.max_positions;
-  j["universal_steps"] = c.universal_steps;
-  j["post_ln_final_norm"] = c.post_ln_final_norm;
-  j["relative_attention"] = NameOf(c.relative_attention, kRelatives);
-  j["relative_max_distance"] = c.relative_max_distance;
-  j["relative_buckets"] = c.relative_buckets;
-  j["rotary_dim"] = c.rotary_dim;
-  j["rotary_base"] = c.rotary_base;
-  j["act_threshold"] = c.act_threshold;
-  if (c.kv_heads != 0 && c.kv_heads != c.heads) j["kv_heads"] = c.kv_heads;
+#define TERN_PUT(key, name, def, flags, value) \
+  if (!((flags)&FieldFlag::kSparse) || c.name != (def)) j[key] = value;
+#define TERN_PUT_INT(name, key, def, lo, hi, flags) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_FLOAT(name, key, def, range, flags) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_BOOL(name, key, def, flags) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_ENUM(name, key, Type, SchemaEnum, def, flags) \
+  TERN_PUT(key, name, def, flags, NameOf(c.name, Choices(Type{})))
+  TERN_CONFIG_FIELDS(TERN_PUT_INT, TERN_PUT_FLOAT, TERN_PUT_BOOL, TERN_PUT_ENUM)
+#undef TERN_PUT
+#undef TERN_PUT_INT
+#undef TERN_PUT_FLOAT
+#undef TERN_PUT_BOOL
+#undef TERN_PUT_ENUM
   return j.dump(2);
+}
+
+std::string ConfigFieldsJson() {
+  // What an absent key means: a whole config.json that gives only the required fields.
+  const ModelConfig absent = ParseModelConfig(
+      R"({"d_model": 1, "heads": 1, "d_ff": 1, "src_vocab_size": 1, "tgt_vocab_size": 1})",
+      "ConfigFieldsJson");
+  nlohmann::ordered_json fields = nlohmann::ordered_json::array();
+  // Required fields have no "absent" value (null).
+  auto add = [&](const char* name, const char* key, const char* type, unsigned flags,
+                 const nlohmann::ordered_json& absent_value) {
+    const bool required = (flags & FieldFlag::kRequired) != 0;
+    fields.push_back({{"name", name},
+                      {"key", key},
+                      {"type", type},
+                      {"required", required},
+                      {"sparse", (flags & FieldFlag::kSparse) != 0},
+                      {"absent", required ? nlohmann::ordered_json() : absent_value}});
+    return &fields.back();
+  };
+#define TERN_FIELD_INT(name, key, def, lo, hi, flags) \
+  (*add(#name, key, "int", flags, absent.name))["bounds"] = {lo, hi};
+#define TERN_FIELD_FLOAT(name, key, def, range, flags) add(#name, key, "float", flags, absent.name);
+#define TERN_FIELD_BOOL(name, key, def, flags) add(#name, key, "bool", flags, absent.name);
+#define TERN_FIELD_ENUM(name, key, Type, SchemaEnum, def, flags)                    \
+  {                                                                                 \
+    auto* f = add(#name, key, "enum", flags, NameOf(absent.name, Choices(Type{}))); \
+    (*f)["choices"] = NamesOf(Choices(Type{}));                                     \
+  }
+  TERN_CONFIG_FIELDS(TERN_FIELD_INT, TERN_FIELD_FLOAT, TERN_FIELD_BOOL, TERN_FIELD_ENUM)
+#undef TERN_FIELD_INT
+#undef TERN_FIELD_FLOAT
+#undef TERN_FIELD_BOOL
+#undef TERN_FIELD_ENUM
+  return fields.dump(2);
 }
 
 }  // namespace tern::convert

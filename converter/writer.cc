@@ -15,42 +15,25 @@ namespace {
 
 size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// Every field of config_fields.h in its order (the order fixes the bytes); kSparse fields only
+// when they differ from their default, so files that do not use them stay what format 1.2 wrote.
 flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& fbb,
-                                                const ModelConfig& c) {
+                                                const ModelConfig& config) {
+  const ModelConfig c = StoredConfig(config);
   schema::ConfigBuilder b(fbb);
-  b.add_architecture(static_cast<schema::Architecture>(c.architecture));
-  b.add_d_model(c.d_model);
-  b.add_heads(c.heads);
-  b.add_encoder_layers(c.encoder_layers);
-  b.add_decoder_layers(c.decoder_layers);
-  b.add_d_ff(c.d_ff);
-  b.add_activation(static_cast<schema::Activation>(c.activation));
-  b.add_norm_placement(static_cast<schema::NormPlacement>(c.norm_placement));
-  b.add_norm_kind(static_cast<schema::NormKind>(c.norm_kind));
-  b.add_layer_norm_eps(c.layer_norm_eps);
-  b.add_position(static_cast<schema::PositionKind>(c.position));
-  b.add_sinusoid_layout(static_cast<schema::SinusoidLayout>(c.sinusoid_layout));
-  b.add_embedding_scale(c.embedding_scale);
-  b.add_shared_embeddings(c.shared_embeddings);
-  b.add_tied_output(c.tied_output);
-  b.add_src_vocab_size(c.src_vocab_size);
-  b.add_tgt_vocab_size(c.tgt_vocab_size);
-  b.add_pad_id(c.pad_id);
-  b.add_bos_id(c.bos_id);
-  b.add_eos_id(c.eos_id);
-  b.add_unk_id(c.unk_id);
-  b.add_decoder_start_id(c.decoder_start_id);
-  b.add_max_positions(c.max_positions);
-  b.add_universal_steps(c.universal_steps);
-  b.add_post_ln_final_norm(c.post_ln_final_norm);
-  b.add_relative_attention(static_cast<schema::RelativeAttention>(c.relative_attention));
-  b.add_relative_max_distance(c.relative_max_distance);
-  b.add_relative_buckets(c.relative_buckets);
-  b.add_rotary_dim(c.rotary_dim);
-  b.add_rotary_base(c.rotary_base);
-  b.add_act_threshold(c.act_threshold);
-  // 0 (the default) when it equals heads: multi-head files stay byte-identical to format 1.2.
-  if (c.kv_heads != 0 && c.kv_heads != c.heads) b.add_kv_heads(c.kv_heads);
+#define TERN_ADD_IF(name, def, flags, value) \
+  if (!((flags)&FieldFlag::kSparse) || c.name != (def)) b.add_##name(value);
+#define TERN_ADD_INT(name, key, def, lo, hi, flags) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_FLOAT(name, key, def, range, flags) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_BOOL(name, key, def, flags) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_ENUM(name, key, Type, SchemaEnum, def, flags) \
+  TERN_ADD_IF(name, def, flags, static_cast<schema::SchemaEnum>(c.name))
+  TERN_CONFIG_FIELDS(TERN_ADD_INT, TERN_ADD_FLOAT, TERN_ADD_BOOL, TERN_ADD_ENUM)
+#undef TERN_ADD_IF
+#undef TERN_ADD_INT
+#undef TERN_ADD_FLOAT
+#undef TERN_ADD_BOOL
+#undef TERN_ADD_ENUM
   return b.Finish();
 }
 

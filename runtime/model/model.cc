@@ -17,86 +17,78 @@ bool ValidDType(schema::DType dtype) {
   return dtype >= schema::DType_MIN && dtype <= schema::DType_MAX;
 }
 
+// Every field as the file has it (a default where the writer left it out); enums are checked
+// first, by CheckEnums.
 ModelConfig ReadConfig(const schema::Config& s) {
   ModelConfig c;
-  c.architecture = static_cast<Architecture>(s.architecture());
-  c.d_model = s.d_model();
-  c.heads = s.heads();
-  c.encoder_layers = s.encoder_layers();
-  c.decoder_layers = s.decoder_layers();
-  c.d_ff = s.d_ff();
-  c.activation = static_cast<ref::Activation>(s.activation());
-  c.norm_placement = static_cast<NormPlacement>(s.norm_placement());
-  c.norm_kind = static_cast<ref::NormKind>(s.norm_kind());
-  c.layer_norm_eps = s.layer_norm_eps();
-  c.position = static_cast<PositionKind>(s.position());
-  c.sinusoid_layout = static_cast<ref::SinusoidLayout>(s.sinusoid_layout());
-  c.embedding_scale = s.embedding_scale();
-  c.shared_embeddings = s.shared_embeddings();
-  c.tied_output = s.tied_output();
-  c.src_vocab_size = s.src_vocab_size();
-  c.tgt_vocab_size = s.tgt_vocab_size();
-  c.pad_id = s.pad_id();
-  c.bos_id = s.bos_id();
-  c.eos_id = s.eos_id();
-  c.unk_id = s.unk_id();
-  c.decoder_start_id = s.decoder_start_id();
-  c.max_positions = s.max_positions();
-  c.universal_steps = s.universal_steps();
-  c.post_ln_final_norm = s.post_ln_final_norm();
-  c.relative_attention = static_cast<RelativeAttention>(s.relative_attention());
-  c.relative_max_distance = s.relative_max_distance();
-  c.relative_buckets = s.relative_buckets();
-  c.rotary_dim = s.rotary_dim();
-  c.rotary_base = s.rotary_base();
-  c.act_threshold = s.act_threshold();
-  c.kv_heads = s.kv_heads() == 0 ? c.heads : s.kv_heads();
+#define TERN_READ(name, ...) c.name = s.name();
+#define TERN_READ_ENUM(name, key, Type, SchemaEnum, def, flags) \
+  c.name = static_cast<Type>(s.name());
+  TERN_CONFIG_FIELDS(TERN_READ, TERN_READ, TERN_READ, TERN_READ_ENUM)
+#undef TERN_READ
+#undef TERN_READ_ENUM
   return c;
 }
 
+// Enum values this reader does not know (a newer file, or corrupt bytes) are refused before any
+// cast to a C++ enum.
 Status CheckEnums(const schema::Config& s) {
-  if (s.architecture() < schema::Architecture_MIN || s.architecture() > schema::Architecture_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.architecture = %d is unknown",
-                         static_cast<int>(s.architecture()));
+#define TERN_NO_CHECK(...)
+#define TERN_CHECK_ENUM(name, key, Type, SchemaEnum, def, flags)                         \
+  if (s.name() < schema::SchemaEnum##_MIN || s.name() > schema::SchemaEnum##_MAX) {      \
+    return Status::Error(StatusCode::kInvalidConfig, "config." #name " = %d is unknown", \
+                         static_cast<int>(s.name()));                                    \
   }
-  if (s.activation() < schema::Activation_MIN || s.activation() > schema::Activation_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.activation = %d is unknown",
-                         static_cast<int>(s.activation()));
+  TERN_CONFIG_FIELDS(TERN_NO_CHECK, TERN_NO_CHECK, TERN_NO_CHECK, TERN_CHECK_ENUM)
+#undef TERN_CHECK_ENUM
+  return Status::Ok();
+}
+
+Status CheckFloatField(const char* name, float v, FloatRange range) {
+  switch (range) {
+    case FloatRange::kFinite:
+      if (std::isfinite(v)) return Status::Ok();
+      return Status::Error(StatusCode::kInvalidConfig, "config.%s is not finite", name);
+    case FloatRange::kNonNegative:
+      if (v >= 0.0f && std::isfinite(v)) return Status::Ok();
+      return Status::Error(StatusCode::kInvalidConfig, "config.%s is not a finite value >= 0",
+                           name);
+    case FloatRange::kPositive:
+      if (v > 0.0f && std::isfinite(v)) return Status::Ok();
+      return Status::Error(StatusCode::kInvalidConfig, "config.%s is not a finite value > 0", name);
+    case FloatRange::kUnit:
+      if (v >= 0.0f && v < 1.0f) return Status::Ok();
+      return Status::Error(StatusCode::kInvalidConfig, "config.%s is not in [0, 1)", name);
   }
-  if (s.norm_placement() < schema::NormPlacement_MIN ||
-      s.norm_placement() > schema::NormPlacement_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.norm_placement = %d is unknown",
-                         static_cast<int>(s.norm_placement()));
+  return Status::Error(StatusCode::kInvalidConfig, "config.%s: unknown range", name);
+}
+
+// The bounds config_fields.h gives each field: kRange integers and every float.
+Status CheckFieldBounds(const ModelConfig& c) {
+#define TERN_CHECK_INT(name, key, def, lo, hi, flags)                                           \
+  if (((flags)&FieldFlag::kRange) && (c.name < (lo) || c.name > (hi))) {                        \
+    return Status::Error(StatusCode::kInvalidConfig, "config." #name " = %lld is out of range", \
+                         static_cast<long long>(c.name));                                       \
   }
-  if (s.norm_kind() < schema::NormKind_MIN || s.norm_kind() > schema::NormKind_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.norm_kind = %d is unknown",
-                         static_cast<int>(s.norm_kind()));
-  }
-  if (s.position() < schema::PositionKind_MIN || s.position() > schema::PositionKind_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.position = %d is unknown",
-                         static_cast<int>(s.position()));
-  }
-  if (s.sinusoid_layout() < schema::SinusoidLayout_MIN ||
-      s.sinusoid_layout() > schema::SinusoidLayout_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.sinusoid_layout = %d is unknown",
-                         static_cast<int>(s.sinusoid_layout()));
-  }
-  if (s.relative_attention() < schema::RelativeAttention_MIN ||
-      s.relative_attention() > schema::RelativeAttention_MAX) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.relative_attention = %d is unknown",
-                         static_cast<int>(s.relative_attention()));
-  }
+#define TERN_CHECK_FLOAT(name, key, def, range, flags) \
+  TERN_RETURN_IF_ERROR(CheckFloatField(#name, c.name, range));
+  TERN_CONFIG_FIELDS(TERN_CHECK_INT, TERN_CHECK_FLOAT, TERN_NO_CHECK, TERN_NO_CHECK)
+#undef TERN_CHECK_INT
+#undef TERN_CHECK_FLOAT
+#undef TERN_NO_CHECK
   return Status::Ok();
 }
 
 }  // namespace
 
+// The field list's own bounds first (config_fields.h), then the rules that relate fields: each
+// field without kRange has its rule here.
 Status CheckModelConfig(const ModelConfig& c) {
+  TERN_RETURN_IF_ERROR(CheckFieldBounds(c));
   auto bad = [](const char* field, long long value) {
     return Status::Error(StatusCode::kInvalidConfig, "config.%s = %lld is out of range", field,
                          value);
   };
-  if (c.d_model <= 0 || c.d_model > ConfigBounds::kMaxDModel) return bad("d_model", c.d_model);
   if (c.heads <= 0 || c.heads > c.d_model) return bad("heads", c.heads);
   if (c.d_model % c.heads != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
@@ -109,13 +101,6 @@ Status CheckModelConfig(const ModelConfig& c) {
                          "attention: each K/V head serves heads / kv_heads query heads)",
                          c.kv_heads, c.heads);
   }
-  if (c.encoder_layers < 0 || c.encoder_layers > ConfigBounds::kMaxLayers) {
-    return bad("encoder_layers", c.encoder_layers);
-  }
-  if (c.decoder_layers < 0 || c.decoder_layers > ConfigBounds::kMaxLayers) {
-    return bad("decoder_layers", c.decoder_layers);
-  }
-  if (c.d_ff <= 0 || c.d_ff > ConfigBounds::kMaxDff) return bad("d_ff", c.d_ff);
   // A decoder-only model (GPT) has no encoder and no source side: its config must say so
   // rather than carry fields nothing reads.
   const bool decoder_only = c.architecture == Architecture::kDecoderOnly;
@@ -142,39 +127,10 @@ Status CheckModelConfig(const ModelConfig& c) {
   } else if (c.src_vocab_size <= 0 || c.src_vocab_size > ConfigBounds::kMaxVocab) {
     return bad("src_vocab_size", c.src_vocab_size);
   }
-  if (c.tgt_vocab_size <= 0 || c.tgt_vocab_size > ConfigBounds::kMaxVocab) {
-    return bad("tgt_vocab_size", c.tgt_vocab_size);
-  }
-  if (c.max_positions <= 0 || c.max_positions > ConfigBounds::kMaxPositions) {
-    return bad("max_positions", c.max_positions);
-  }
-  if (!(c.layer_norm_eps >= 0.0f) || !std::isfinite(c.layer_norm_eps)) {
-    return Status::Error(StatusCode::kInvalidConfig,
-                         "config.layer_norm_eps is not a finite value >= 0");
-  }
-  if (!std::isfinite(c.embedding_scale)) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.embedding_scale is not finite");
-  }
-  if (c.universal_steps < 0 || c.universal_steps > ConfigBounds::kMaxLayers) {
-    return bad("universal_steps", c.universal_steps);
-  }
-  if (c.relative_max_distance <= 0 || c.relative_max_distance > ConfigBounds::kMaxPositions) {
-    return bad("relative_max_distance", c.relative_max_distance);
-  }
-  if (c.relative_buckets <= 0 || c.relative_buckets > ConfigBounds::kMaxRelativeBuckets) {
-    return bad("relative_buckets", c.relative_buckets);
-  }
   if (c.rotary_dim < 0 || c.rotary_dim > c.d_head() || c.rotary_dim % 2 != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
                          "config.rotary_dim = %d must be even and at most d_model / heads = %d",
                          c.rotary_dim, c.d_head());
-  }
-  if (!(c.rotary_base > 0.0f) || !std::isfinite(c.rotary_base)) {
-    return Status::Error(StatusCode::kInvalidConfig,
-                         "config.rotary_base is not a finite value > 0");
-  }
-  if (!(c.act_threshold >= 0.0f && c.act_threshold < 1.0f)) {
-    return Status::Error(StatusCode::kInvalidConfig, "config.act_threshold is not in [0, 1)");
   }
   const int32_t min_vocab =
       decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size : c.src_vocab_size;

@@ -6,7 +6,8 @@ needs only torch (>= 1.13, with numpy) and the Python standard library.
 
 API
 ---
-Config                          dataclass mirroring config.json (keys exactly as CONVENTIONS.md).
+Config                          dataclass mirroring config.json (keys exactly as CONVENTIONS.md;
+                                every runtime field: test_canonical_lists.py checks it).
     Config(**fields)            missing embedding_scale -> sqrt(d_model); validate() is called.
     Config.from_dict(d) / Config.from_json(text) / Config.load(path)
         Unknown keys are kept in `cfg.extra` and written back by to_dict(); `//` line comments
@@ -123,6 +124,13 @@ class Config:
     rotary_base: float = 10000.0
     # Format 1.3: K/V heads of every attention (grouped-query attention; 0 = heads).
     kv_heads: int = 0
+    # The runtime's other fields (runtime/model/config_fields.h; test_canonical_lists.py checks
+    # that this class has every one): the Universal Transformer's (universal_torch.py) and what
+    # this reference does not implement; validate() refuses anything but their defaults.
+    sinusoid_layout: str = "interleaved"
+    post_ln_final_norm: bool = False
+    universal_steps: int = 0
+    act_threshold: float = 0.0
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -182,13 +190,26 @@ class Config:
             raise ValueError("kv_heads must divide heads")
         if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("shared_embeddings needs src_vocab_size == tgt_vocab_size")
+        if self.sinusoid_layout != "interleaved":
+            raise ValueError(f"sinusoid_layout {self.sinusoid_layout!r} not supported")
+        if self.post_ln_final_norm:
+            raise ValueError("post_ln_final_norm not supported")
+        if self.universal_steps or self.act_threshold:
+            raise ValueError("universal_steps and act_threshold need architecture 'universal' "
+                             "(universal_torch.UniversalConfig)")
 
+    # Written by to_dict() only when they differ from their defaults, which must then be what
+    # the runtime reads for an absent key (test_canonical_lists.py checks it).
     _OPTIONAL = ("norm_kind", "relative_attention", "relative_max_distance", "relative_buckets",
-                 "rotary_dim", "rotary_base", "kv_heads")
+                 "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
+                 "universal_steps", "act_threshold")
 
     def to_dict(self) -> dict:
+        # Defaults of this class, not of a subclass: an omitted key means the runtime's default.
+        default = {f.name: f.default for f in dataclasses.fields(Config)}
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-             if f.name != "extra" and not (f.name in self._OPTIONAL and getattr(self, f.name) == f.default)}
+             if f.name != "extra"
+             and not (f.name in self._OPTIONAL and getattr(self, f.name) == default[f.name])}
         d.update(self.extra)
         return d
 

@@ -85,7 +85,8 @@ class UniversalConfig(tt.Config):
         # Everything else as tern_torch checks an encoder-decoder.
         # (a plain namespace: validate reads fields and the derived d_head, kv_head_count only).
         fields = dict(self.__dict__, architecture="encoder_decoder", d_head=self.d_head,
-                      kv_head_count=self.kv_head_count)
+                      kv_head_count=self.kv_head_count, sinusoid_layout="interleaved",
+                      universal_steps=0, act_threshold=0.0)
         tt.Config.validate(types.SimpleNamespace(**fields))
         if self.encoder_layers != 1 or self.decoder_layers != 1:
             raise ValueError("a universal transformer has one shared block per stack: "

@@ -86,7 +86,7 @@ TEST_CASE("grouped-query attention shrinks the K/V caches, and only them", "[are
     auto model = Model::Load(bytes.data(), bytes.size());
     INFO(model.status().message());
     REQUIRE(model.ok());
-    REQUIRE(model.value().config().kv_heads == c.kv_heads);
+    REQUIRE(model.value().config().kv_head_count() == c.kv_heads);
     REQUIRE(EncoderDecoder::PlanArena(model.value(), limits, &plans[i]).ok());
     need[i] = Session::RequiredArenaBytes(model.value(), limits).value();
   }
