@@ -1,10 +1,21 @@
 #!/usr/bin/env node
 // ONNX Runtime peer of `tern bench` (onnxruntime-node, its bundled CPU library): the graphs of
-// export_onnx.py (encoder, cross K/V, one decoder step with past self-K/V in and out), batch 1,
-// greedy, exactly --tokens tokens (EOS masked, as tern bench does with min_length).
+// export_onnx.py (encoder, cross K/V, one decoder step with past self-K/V in and out, batch
+// axes dynamic), a batch of --batch sentences, greedy or --beam K beam search, exactly --tokens
+// tokens per sentence (EOS masked, as tern bench does with min_length = max_length).
 //
 // usage: node ort_bench.js --dir DIR [--threads 1] [--source-length 32] [--tokens 32]
-//                          [--repeat 5] [--warmup 1]
+//                          [--batch 1] [--beam 1] [--length-penalty 1] [--repeat 5] [--warmup 1]
+// --batch B: B equal-length sources (no padding), sentence b's id[i] = 4 + ((b * length + i) *
+// 7919 + 17) mod (vocab - 4), last id EOS, as tern bench. --beam K: beam search by the rules of
+// runtime/decoding/beam_search.cc for min_length = max_length = --tokens (no hypothesis ends
+// early): one live hypothesis per sentence at first, scores are sums of log-probabilities
+// (log-softmax with EOS masked, in tern's float / double arithmetic), the K best extensions of a
+// sentence's hypotheses survive (ties: lower hypothesis, then lower token), present_k/present_v
+// rows are reordered by parent after every step (in place, sentences whose hypotheses all kept
+// their rows skipped, as tern), and the best final hypothesis by score / length^length_penalty
+// wins. The cross K/V are copied to the K rows of each sentence before the first step (timed as
+// decode, as tern's SetRowsPerSentence).
 // --profile PREFIX: instead of timing, run --repeat translations with ONNX Runtime's profiler
 // on and print the time per graph and per kind of node (linear, attention MatMul, Softmax,
 // LayerNorm, ...) as JSON, for comparing with bench/profile.py's buckets for tern.
@@ -16,7 +27,7 @@ const path = require('path');
 const ort = require('onnxruntime-node');
 
 function parseArgs(argv) {
-  const args = { threads: 1, 'source-length': 32, tokens: 32, repeat: 5, warmup: 1 };
+  const args = { threads: 1, 'source-length': 32, tokens: 32, batch: 1, beam: 1, 'length-penalty': 1, repeat: 5, warmup: 1 };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
@@ -24,6 +35,9 @@ function parseArgs(argv) {
     args[k] = k === 'dir' || k === 'profile' ? v : Number(v);
   }
   if (!args.dir) throw new Error('--dir is required');
+  for (const k of ['threads', 'source-length', 'tokens', 'batch', 'beam', 'repeat']) {
+    if (!Number.isInteger(args[k]) || args[k] < 1) throw new Error(`--${k} must be an integer >= 1`);
+  }
   return args;
 }
 
@@ -35,12 +49,16 @@ const median = (v) => {
   return n % 2 ? s[(n - 1) / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 };
 
-function benchSource(length, cfg) {  // same formula as tern bench
+function benchSource(length, cfg, batch) {  // same formula as tern bench: rows of `length` ids
   const span = cfg.src_vocab_size - 4;
-  const ids = [];
-  for (let i = 0; i + 1 < length; ++i) ids.push(4 + ((i * 7919 + 17) % span));
-  ids.push(cfg.eos_id);
-  return ids;
+  const rows = [];
+  for (let b = 0; b < batch; ++b) {
+    const ids = [];
+    for (let i = 0; i + 1 < length; ++i) ids.push(4 + (((b * length + i) * 7919 + 17) % span));
+    ids.push(cfg.eos_id);
+    rows.push(ids);
+  }
+  return rows;
 }
 
 function peakRss() {
@@ -108,37 +126,142 @@ async function main() {
   const loadMs = nowMs() - t0;
 
   const int64 = (ids, dims) => new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), dims);
-  async function encode(ids) {
-    const { enc_out } = await encoder.run({ src_ids: int64(ids, [1, ids.length]) });
+  const batch = args.batch;
+  const beam = args.beam;
+  const rows = batch * beam;
+  const V = cfg.tgt_vocab_size;
+  if ((batch > 1 || beam > 1) && !meta.dynamic_batch) {
+    throw new Error(`${args.dir}: exported without a dynamic batch axis; re-run export_onnx.py`);
+  }
+  async function encode(src) {
+    const { enc_out } = await encoder.run({ src_ids: int64(src.flat(), [src.length, src[0].length]) });
     const { cross_k, cross_v } = await crossKv.run({ enc_out });
     return { cross_k, cross_v };
   }
+  // [L, batch, ...] -> [L, batch * beam, ...]: each sentence's rows copied to its K hypotheses.
+  function expandRows(t) {
+    if (beam === 1) return t;
+    const [l, b, ...rest] = t.dims;
+    const block = rest.reduce((x, y) => x * y, 1);
+    const src = t.data;
+    const out = new Float32Array(src.length * beam);
+    for (let i = 0; i < l; ++i) {
+      for (let s = 0; s < b; ++s) {
+        const from = src.subarray((i * b + s) * block, (i * b + s + 1) * block);
+        for (let j = 0; j < beam; ++j) out.set(from, ((i * b + s) * beam + j) * block);
+      }
+    }
+    return new ort.Tensor('float32', out, [l, b * beam, ...rest]);
+  }
+  // present [L, rows, H, T, dh], in place: row r takes row parents[r]'s cache (through a scratch
+  // copy of the sentence's K rows; sentences whose rows all kept their place are skipped).
+  function reorderRows(t, parents) {
+    const [l, r, ...rest] = t.dims;
+    const block = rest.reduce((x, y) => x * y, 1);
+    const data = t.data;
+    const scratch = new Float32Array(beam * block);
+    for (let s = 0; s < batch; ++s) {
+      let identity = true;
+      for (let j = 0; j < beam; ++j) identity = identity && parents[s * beam + j] === s * beam + j;
+      if (identity) continue;
+      for (let i = 0; i < l; ++i) {
+        const base = i * r * block;
+        for (let j = 0; j < beam; ++j) {
+          const p = parents[s * beam + j];
+          scratch.set(data.subarray(base + p * block, base + (p + 1) * block), j * block);
+        }
+        data.set(scratch, base + s * beam * block);
+      }
+    }
+  }
   async function decode(cross, tokens, stamps, probe) {
-    let pastK = new ort.Tensor('float32', new Float32Array(0), [L, 1, H, 0, dh]);
+    let pastK = new ort.Tensor('float32', new Float32Array(0), [L, rows, H, 0, dh]);
     let pastV = pastK;
-    let token = cfg.decoder_start_id;
-    const out = [];
+    const crossK = expandRows(cross.cross_k);
+    const crossV = expandRows(cross.cross_v);
+    let token = new Array(rows).fill(cfg.decoder_start_id);
+    const f = Math.fround;
+    // Beam state: score (float32, -Infinity: dead row) and token history per row.
+    let score = new Float32Array(rows).fill(-Infinity);
+    for (let s = 0; s < batch; ++s) score[s * beam] = 0;
+    let history = Array.from({ length: rows }, () => []);
+    const keep = 2 * beam;
     for (let t = 0; t < tokens; ++t) {
       const r = await step.run({
-        token: int64([token], [1, 1]), position: int64([t], [1]), past_k: pastK, past_v: pastV,
-        cross_k: cross.cross_k, cross_v: cross.cross_v,
+        token: int64(token, [rows, 1]), position: int64([t], [1]), past_k: pastK, past_v: pastV,
+        cross_k: crossK, cross_v: crossV,
       });
       const logits = r.logits.data;
-      logits[cfg.eos_id] = -Infinity;  // min_length = tokens
-      if (probe && t === 0) probe.first = top5(logits);
-      if (probe && t === tokens - 1) probe.last = top5(logits);
-      let best = 0;
-      for (let v = 1; v < logits.length; ++v) if (logits[v] > logits[best]) best = v;  // lowest id on ties
-      out.push(best);
-      token = best;
+      for (let row = 0; row < rows; ++row) logits[row * V + cfg.eos_id] = -Infinity;  // min_length = tokens
+      if (beam === 1) {
+        if (probe && t === 0) probe.first = top5(logits.subarray(0, V));
+        if (probe && t === tokens - 1) probe.last = top5(logits.subarray(0, V));
+        for (let row = 0; row < rows; ++row) {
+          const off = row * V;
+          let best = 0;
+          for (let v = 1; v < V; ++v) if (logits[off + v] > logits[off + best]) best = v;  // lowest id on ties
+          history[row].push(best);
+          token[row] = best;
+        }
+      } else {
+        const parents = new Array(rows);
+        const nextScore = new Float32Array(rows);
+        const nextHistory = new Array(rows);
+        for (let s = 0; s < batch; ++s) {
+          // The best 2 * beam extensions, sorted, best first; ties: lower row, lower token.
+          const cs = [];
+          for (let j = 0; j < beam; ++j) {
+            const row = s * beam + j;
+            if (score[row] === -Infinity) continue;
+            const off = row * V;
+            let max = -Infinity;
+            for (let v = 0; v < V; ++v) if (logits[off + v] > max) max = logits[off + v];
+            let sum = 0;
+            for (let v = 0; v < V; ++v) sum += Math.exp(f(logits[off + v] - max));
+            const base = f(f(score[row] - max) - f(Math.log(sum)));
+            for (let v = 0; v < V; ++v) {
+              const c = f(base + logits[off + v]);
+              if (c === -Infinity || (cs.length === keep && !(c > cs[keep - 1][0]))) continue;
+              let at = cs.length < keep ? cs.length : keep - 1;
+              if (cs.length < keep) cs.push(null);
+              while (at > 0 && c > cs[at - 1][0]) { cs[at] = cs[at - 1]; --at; }
+              cs[at] = [c, row, v];
+            }
+          }
+          for (let j = 0; j < beam; ++j) {  // no EOS (masked): the first `beam` live on
+            const row = s * beam + j;
+            const [c, parent, v] = cs[j];
+            parents[row] = parent;
+            nextScore[row] = c;
+            nextHistory[row] = [...history[parent], v];
+            token[row] = v;
+          }
+        }
+        score = nextScore;
+        history = nextHistory;
+        reorderRows(r.present_k, parents);
+        reorderRows(r.present_v, parents);
+      }
       pastK = r.present_k;
       pastV = r.present_v;
       if (stamps) stamps.push(nowMs());
     }
+    if (beam === 1) return history;
+    // At the length limit every hypothesis ends; the best normalized score wins (first on ties).
+    const lp = args['length-penalty'];
+    const out = [];
+    for (let s = 0; s < batch; ++s) {
+      let best = 0;
+      for (let j = 1; j < beam; ++j) {
+        const norm = (x) => (lp === 0 ? x : f(x / f(Math.pow(tokens, lp))));
+        if (norm(score[s * beam + j]) > norm(score[s * beam + best])) best = j;
+      }
+      out.push(history[s * beam + best]);
+    }
     return out;
   }
 
-  const src = benchSource(args['source-length'], cfg);
+  const src = benchSource(args['source-length'], cfg, batch);
   if (args.profile) {
     for (let r = 0; r < args.repeat; ++r) await decode(await encode(src), args.tokens, null, null);
     const prof = summarizeProfiles(args.profile, [encoder, crossKv, step], ['encoder', 'cross_kv', 'decoder_step']);
@@ -171,11 +294,13 @@ async function main() {
     cpuEncodes.push(cb - ca);
     cpuPerToken.push((cc - cb) / args.tokens);
     perToken.push((c - b) / args.tokens);
-    first.push(stamps[0] - b);
-    last.push(stamps.length > 1 ? stamps[stamps.length - 1] - stamps[stamps.length - 2] : 0);
+    if (beam === 1) {
+      first.push(stamps[0] - b);
+      last.push(stamps.length > 1 ? stamps[stamps.length - 1] - stamps[stamps.length - 2] : 0);
+    }
   }
   async function encodeMs(length) {
-    const s = benchSource(length, cfg);
+    const s = benchSource(length, cfg, batch);
     const times = [];
     for (let r = 0; r < args.warmup + args.repeat; ++r) {
       const a = nowMs();
@@ -186,13 +311,13 @@ async function main() {
   }
   const enc32 = args['source-length'] === 32 ? median(encodes) : await encodeMs(32);
   const enc128 = cfg.max_positions >= 128 ? await encodeMs(128) : null;
-  // Verification pass: top-5 logits of the first and last step.
+  // Verification pass (greedy): sentence 0's top-5 logits of the first and last step.
   const probe = {};
-  await decode(await encode(src), args.tokens, null, probe);
+  if (beam === 1) await decode(await encode(src), args.tokens, null, probe);
   const total = median(totals);
   const bytes = ['encoder', 'cross_kv', 'decoder_step']
     .reduce((s, n) => s + fs.statSync(path.join(args.dir, n + '.onnx')).size, 0);
-  console.log(JSON.stringify({
+  const result = {
     engine: 'onnxruntime',
     mode: meta.precision,
     onnxruntime: ort.env.versions ? ort.env.versions.node : null,
@@ -201,6 +326,8 @@ async function main() {
     threads: args.threads,
     source_length: args['source-length'],
     tokens: args.tokens,
+    batch,
+    beam,
     repeat: args.repeat,
     warmup: args.warmup,
     load_prepare_ms: loadMs,
@@ -208,10 +335,10 @@ async function main() {
     encode_ms_128: enc128,
     encode_ms: median(encodes),
     decode_ms_per_token: median(perToken),
-    decode_first_step_ms: median(first),
-    decode_last_step_ms: median(last),
+    decode_first_step_ms: first.length ? median(first) : 0,
+    decode_last_step_ms: last.length ? median(last) : 0,
     total_ms: total,
-    tokens_per_s: (args.tokens * 1000) / total,
+    tokens_per_s: (batch * args.tokens * 1000) / total,
     total_ms_runs: totals,
     cpu_encode_ms: median(cpuEncodes),
     cpu_decode_ms_per_token: median(cpuPerToken),
@@ -219,11 +346,15 @@ async function main() {
     peak_rss_bytes: peakRss(),
     rss_end_bytes: process.memoryUsage().rss,
     rss_before_load_bytes: rssStart,
-    source_ids: src,
-    ids,
-    top5_first: probe.first,
-    top5_last: probe.last,
-  }));
+    source_ids: src[0],
+    ids: ids[0],
+  };
+  if (batch > 1) result.ids_batch = ids.flat();  // row after row
+  if (beam === 1) {
+    result.top5_first = probe.first;
+    result.top5_last = probe.last;
+  }
+  console.log(JSON.stringify(result));
 }
 
 main().catch((e) => {
