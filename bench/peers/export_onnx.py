@@ -10,6 +10,10 @@ decoder step):
   decoder_step.onnx  token [B, 1] int64, position [1] int64 (the step, the same for every
                      row), past_k, past_v [L, B, H, T, dh], cross_k, cross_v [L, B, H, S, dh]
                      -> logits [B, V], present_k, present_v [L, B, H, T+1, dh]
+  beam_topk.onnx     logits [R, V], k [1] int64 -> values, indices [R, k]: the k largest
+                     log-softmax values of each row (LogSoftmax + TopK, ties: lower index
+                     first), the per-row part of a beam step (ort_bench.js --beam), so that
+                     ONNX Runtime's vectorized kernels do the exponentials, not JavaScript
 plus meta.json (config, shapes, "dynamic_batch": true; ort_bench.js refuses --batch / --beam
 with an older export). No padding mask: the benchmark's sources of one batch have the same
 length. Positional encodings are a constant table in the graphs. Traced with batch 2, so that
@@ -27,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -240,6 +245,23 @@ def quantize_graph(path_in, path_out):
     return replaced
 
 
+def export_beam_topk(path, vocab):
+    """LogSoftmax over the last axis, then TopK (largest, sorted) with k as an input."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1),
+         helper.make_node("TopK", ["log_probs", "k"], ["values", "indices"], axis=-1, largest=1, sorted=1)],
+        "beam_topk",
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["R", vocab]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["R", "k"]),
+         helper.make_tensor_value_info("indices", TensorProto.INT64, ["R", "k"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -255,16 +277,19 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with torch.no_grad():
         shapes = export(m, args.out)
+    export_beam_topk(os.path.join(args.out, "beam_topk.onnx"), cfg.tgt_vocab_size)
+    shapes["beam_topk"] = "beam_topk.onnx"
     meta = dict(shapes, config=cfg.to_dict(), precision="fp32", checkpoint=os.path.abspath(args.checkpoint))
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step}}.onnx", file=sys.stderr)
+    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step,beam_topk}}.onnx", file=sys.stderr)
     if args.int8:
         q_dir = args.out.rstrip("/") + "-int8"
         os.makedirs(q_dir, exist_ok=True)
         counts = {}
         for name in ("encoder", "cross_kv", "decoder_step"):
             counts[name] = quantize_graph(os.path.join(args.out, name + ".onnx"), os.path.join(q_dir, name + ".onnx"))
+        shutil.copyfile(os.path.join(args.out, "beam_topk.onnx"), os.path.join(q_dir, "beam_topk.onnx"))
         meta = dict(meta, precision="int8", dynamic_quantize_matmul=counts)
         with open(os.path.join(q_dir, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)

@@ -9,17 +9,19 @@
 // --batch B: B equal-length sources (no padding), sentence b's id[i] = 4 + ((b * length + i) *
 // 7919 + 17) mod (vocab - 4), last id EOS, as tern bench. --beam K: beam search by the rules of
 // runtime/decoding/beam_search.cc for min_length = max_length = --tokens (no hypothesis ends
-// early): one live hypothesis per sentence at first, scores are sums of log-probabilities
-// (log-softmax with EOS masked, in tern's float / double arithmetic), the K best extensions of a
-// sentence's hypotheses survive (ties: lower hypothesis, then lower token), present_k/present_v
-// rows are reordered by parent after every step (in place, sentences whose hypotheses all kept
-// their rows skipped, as tern), and the best final hypothesis by score / length^length_penalty
-// wins. The cross K/V are copied to the K rows of each sentence before the first step (timed as
-// decode, as tern's SetRowsPerSentence).
+// early): one live hypothesis per sentence at first; scores are sums of log-probabilities
+// (log-softmax with EOS masked); the K best extensions of a sentence's hypotheses survive (ties:
+// lower hypothesis, then lower token), found from each row's 2K best log-probabilities, which
+// ONNX Runtime computes (export_onnx.py's beam_topk.onnx: LogSoftmax + TopK); present_k/present_v
+// rows are reordered by parent after every step (in place; sentences whose hypotheses all kept
+// their rows are skipped, as tern does); the best final hypothesis by score /
+// length^length_penalty wins. The cross K/V are copied to the K rows of each sentence before the
+// first step (timed as decode, as tern's SetRowsPerSentence).
 // --profile PREFIX: instead of timing, run --repeat translations with ONNX Runtime's profiler
 // on and print the time per graph and per kind of node (linear, attention MatMul, Softmax,
 // LayerNorm, ...) as JSON, for comparing with bench/profile.py's buckets for tern.
-// DIR holds encoder.onnx, cross_kv.onnx, decoder_step.onnx and meta.json (fp32 or int8).
+// DIR holds encoder.onnx, cross_kv.onnx, decoder_step.onnx, beam_topk.onnx and meta.json (fp32
+// or int8).
 // Prints one JSON object with the keys of `tern bench --json`.
 'use strict';
 const fs = require('fs');
@@ -123,6 +125,10 @@ async function main() {
   const encoder = await create('encoder');
   const crossKv = await create('cross_kv');
   const step = await create('decoder_step');
+  if (args.beam > 1 && !meta.beam_topk) {
+    throw new Error(`${args.dir}: no beam_topk.onnx (exported before --beam); re-run export_onnx.py`);
+  }
+  const topk = args.beam > 1 ? await create('beam_topk') : null;
   const loadMs = nowMs() - t0;
 
   const int64 = (ids, dims) => new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), dims);
@@ -174,18 +180,63 @@ async function main() {
       }
     }
   }
+  // One beam step. beam_topk.onnx gives each row's 2 * beam best log-probabilities (LogSoftmax
+  // + TopK in ONNX Runtime, ties: lower token first); a sentence's candidates are its live rows'
+  // score + log-probability (float32), best first, ties: lower row, then lower token, as
+  // beam_search.cc. No EOS can win (masked), so the first `beam` survive.
+  const keep = 2 * beam;
+  const f = Math.fround;
+  const kTensor = int64([keep], [1]);
+  async function beamStep(logitsTensor, score, history) {
+    const { values, indices } = await topk.run({ logits: logitsTensor, k: kTensor });
+    const vals = values.data;
+    const idx = indices.data;
+    const parents = new Int32Array(rows);
+    const tokensOut = new Int32Array(rows);
+    const nextScore = new Float32Array(rows);
+    const nextHistory = new Array(rows);
+    for (let s = 0; s < batch; ++s) {
+      const cands = [];
+      for (let j = 0; j < beam; ++j) {
+        const row = s * beam + j;
+        if (score[row] === -Infinity) continue;
+        for (let i = 0; i < keep; ++i) {
+          const c = f(score[row] + vals[row * keep + i]);
+          if (c !== -Infinity) cands.push([c, row, Number(idx[row * keep + i])]);
+        }
+      }
+      cands.sort((x, y) => y[0] - x[0] || x[1] - y[1] || x[2] - y[2]);
+      if (cands.length < beam) throw new Error(`sentence ${s}: fewer than ${beam} live extensions`);
+      for (let j = 0; j < beam; ++j) {
+        const row = s * beam + j;
+        const [c, parent, v] = cands[j];
+        parents[row] = parent;
+        tokensOut[row] = v;
+        nextScore[row] = c;
+        nextHistory[row] = [...history[parent], v];
+      }
+    }
+    return { parents, tokens: tokensOut, score: nextScore, history: nextHistory };
+  }
+  function argmaxRows(logits, history, token) {  // greedy: lowest id on ties
+    for (let row = 0; row < rows; ++row) {
+      const off = row * V;
+      let best = 0;
+      for (let v = 1; v < V; ++v) if (logits[off + v] > logits[off + best]) best = v;
+      history[row].push(best);
+      token[row] = best;
+    }
+  }
   async function decode(cross, tokens, stamps, probe) {
     let pastK = new ort.Tensor('float32', new Float32Array(0), [L, rows, H, 0, dh]);
     let pastV = pastK;
     const crossK = expandRows(cross.cross_k);
     const crossV = expandRows(cross.cross_v);
-    let token = new Array(rows).fill(cfg.decoder_start_id);
-    const f = Math.fround;
+    const token = new Array(rows).fill(cfg.decoder_start_id);
     // Beam state: score (float32, -Infinity: dead row) and token history per row.
     let score = new Float32Array(rows).fill(-Infinity);
     for (let s = 0; s < batch; ++s) score[s * beam] = 0;
     let history = Array.from({ length: rows }, () => []);
-    const keep = 2 * beam;
     for (let t = 0; t < tokens; ++t) {
       const r = await step.run({
         token: int64(token, [rows, 1]), position: int64([t], [1]), past_k: pastK, past_v: pastV,
@@ -196,51 +247,14 @@ async function main() {
       if (beam === 1) {
         if (probe && t === 0) probe.first = top5(logits.subarray(0, V));
         if (probe && t === tokens - 1) probe.last = top5(logits.subarray(0, V));
-        for (let row = 0; row < rows; ++row) {
-          const off = row * V;
-          let best = 0;
-          for (let v = 1; v < V; ++v) if (logits[off + v] > logits[off + best]) best = v;  // lowest id on ties
-          history[row].push(best);
-          token[row] = best;
-        }
+        argmaxRows(logits, history, token);
       } else {
-        const parents = new Array(rows);
-        const nextScore = new Float32Array(rows);
-        const nextHistory = new Array(rows);
-        for (let s = 0; s < batch; ++s) {
-          // The best 2 * beam extensions, sorted, best first; ties: lower row, lower token.
-          const cs = [];
-          for (let j = 0; j < beam; ++j) {
-            const row = s * beam + j;
-            if (score[row] === -Infinity) continue;
-            const off = row * V;
-            let max = -Infinity;
-            for (let v = 0; v < V; ++v) if (logits[off + v] > max) max = logits[off + v];
-            let sum = 0;
-            for (let v = 0; v < V; ++v) sum += Math.exp(f(logits[off + v] - max));
-            const base = f(f(score[row] - max) - f(Math.log(sum)));
-            for (let v = 0; v < V; ++v) {
-              const c = f(base + logits[off + v]);
-              if (c === -Infinity || (cs.length === keep && !(c > cs[keep - 1][0]))) continue;
-              let at = cs.length < keep ? cs.length : keep - 1;
-              if (cs.length < keep) cs.push(null);
-              while (at > 0 && c > cs[at - 1][0]) { cs[at] = cs[at - 1]; --at; }
-              cs[at] = [c, row, v];
-            }
-          }
-          for (let j = 0; j < beam; ++j) {  // no EOS (masked): the first `beam` live on
-            const row = s * beam + j;
-            const [c, parent, v] = cs[j];
-            parents[row] = parent;
-            nextScore[row] = c;
-            nextHistory[row] = [...history[parent], v];
-            token[row] = v;
-          }
-        }
-        score = nextScore;
-        history = nextHistory;
-        reorderRows(r.present_k, parents);
-        reorderRows(r.present_v, parents);
+        const next = await beamStep(r.logits, score, history);
+        score = next.score;
+        history = next.history;
+        for (let row = 0; row < rows; ++row) token[row] = next.tokens[row];
+        reorderRows(r.present_k, next.parents);
+        reorderRows(r.present_v, next.parents);
       }
       pastK = r.present_k;
       pastV = r.present_v;
@@ -264,10 +278,12 @@ async function main() {
   const src = benchSource(args['source-length'], cfg, batch);
   if (args.profile) {
     for (let r = 0; r < args.repeat; ++r) await decode(await encode(src), args.tokens, null, null);
-    const prof = summarizeProfiles(args.profile, [encoder, crossKv, step], ['encoder', 'cross_kv', 'decoder_step']);
+    const prof = summarizeProfiles(args.profile, [encoder, crossKv, step, ...(topk ? [topk] : [])],
+      ['encoder', 'cross_kv', 'decoder_step', ...(topk ? ['beam_topk'] : [])]);
     for (const [graph, p] of Object.entries(prof)) {
-      const per = graph === 'decoder_step' ? args.repeat * args.tokens : args.repeat;
-      console.log(`  ${graph}: ${(p.total_ms / per).toFixed(3)} ms per ${graph === 'decoder_step' ? 'step' : 'call'}`);
+      const perStep = graph === 'decoder_step' || graph === 'beam_topk';
+      const per = perStep ? args.repeat * args.tokens : args.repeat;
+      console.log(`  ${graph}: ${(p.total_ms / per).toFixed(3)} ms per ${perStep ? 'step' : 'call'}`);
       for (const [kind, ms] of Object.entries(p.ms_by_kind).sort((a, b) => b[1] - a[1])) {
         console.log(`    ${(100 * ms / p.total_ms).toFixed(1).padStart(5)}%  ${kind}`);
       }
