@@ -278,8 +278,8 @@ def tables(a, heading):
         v = ver.get("ids")
         ids = "-" if not v else ("same" if v["equal"] else f"{100 * v['agreement']:.0f}% (from {v['first_difference']})")
         rows = ver.get("sentences_vs_pytorch_fp32")
-        if rows and rows["of"] > 1:  # sentence 0, then every sentence
-            ids += f"; sentences {rows['same']}/{rows['of']}"
+        if rows and rows["of"] > 1:  # every sentence, then sentence 0's agreement
+            ids = f"{rows['same']}/{rows['of']} sentences (sentence 0: {ids})"
         md.append(f"| {eid} | {weights_label(eid, e)} | {fmt(e['encode_ms_32'])} | {fmt(e['encode_ms_128'])} "
                   f"| {fmt(e['decode_ms_per_token'], 2)} | {fmt(e['total_ms'])} | {fmt(e['tokens_per_s'])} "
                   f"| {fmt(e.get('cpu_total_ms'))} "

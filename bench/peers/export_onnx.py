@@ -14,6 +14,9 @@ decoder step):
                      log-softmax values of each row (LogSoftmax + TopK, ties: lower index
                      first), the per-row part of a beam step (ort_bench.js --beam), so that
                      ONNX Runtime's vectorized kernels do the exponentials, not JavaScript
+  argmax.onnx        logits [R, V] -> ids [R] int64: each row's argmax (ArgMax, lowest index on
+                     ties), greedy's choice of the next tokens (ort_bench.js: faster than a
+                     JavaScript loop over batch x vocabulary logits)
 plus meta.json (config, shapes, "dynamic_batch": true; ort_bench.js refuses --batch / --beam
 with an older export). No padding mask: the benchmark's sources of one batch have the same
 length. Positional encodings are a constant table in the graphs. Traced with batch 2, so that
@@ -262,6 +265,19 @@ def export_beam_topk(path, vocab):
     onnx.save(model, path)
 
 
+def export_argmax(path, vocab):
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("ArgMax", ["logits"], ["ids"], axis=-1, keepdims=0, select_last_index=0)],
+        "argmax",
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["R", vocab])],
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["R"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -279,17 +295,20 @@ def main():
         shapes = export(m, args.out)
     export_beam_topk(os.path.join(args.out, "beam_topk.onnx"), cfg.tgt_vocab_size)
     shapes["beam_topk"] = "beam_topk.onnx"
+    export_argmax(os.path.join(args.out, "argmax.onnx"), cfg.tgt_vocab_size)
+    shapes["argmax"] = "argmax.onnx"
     meta = dict(shapes, config=cfg.to_dict(), precision="fp32", checkpoint=os.path.abspath(args.checkpoint))
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step,beam_topk}}.onnx", file=sys.stderr)
+    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step,beam_topk,argmax}}.onnx", file=sys.stderr)
     if args.int8:
         q_dir = args.out.rstrip("/") + "-int8"
         os.makedirs(q_dir, exist_ok=True)
         counts = {}
         for name in ("encoder", "cross_kv", "decoder_step"):
             counts[name] = quantize_graph(os.path.join(args.out, name + ".onnx"), os.path.join(q_dir, name + ".onnx"))
-        shutil.copyfile(os.path.join(args.out, "beam_topk.onnx"), os.path.join(q_dir, "beam_topk.onnx"))
+        for name in ("beam_topk", "argmax"):  # no weights: the same graphs
+            shutil.copyfile(os.path.join(args.out, name + ".onnx"), os.path.join(q_dir, name + ".onnx"))
         meta = dict(meta, precision="int8", dynamic_quantize_matmul=counts)
         with open(os.path.join(q_dir, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)

@@ -20,8 +20,9 @@
 // --profile PREFIX: instead of timing, run --repeat translations with ONNX Runtime's profiler
 // on and print the time per graph and per kind of node (linear, attention MatMul, Softmax,
 // LayerNorm, ...) as JSON, for comparing with bench/profile.py's buckets for tern.
-// DIR holds encoder.onnx, cross_kv.onnx, decoder_step.onnx, beam_topk.onnx and meta.json (fp32
-// or int8).
+// DIR holds encoder.onnx, cross_kv.onnx, decoder_step.onnx, beam_topk.onnx, argmax.onnx and
+// meta.json (fp32 or int8). Greedy takes each row's argmax with argmax.onnx (a JavaScript loop
+// for exports that lack it).
 // Prints one JSON object with the keys of `tern bench --json`.
 'use strict';
 const fs = require('fs');
@@ -129,6 +130,7 @@ async function main() {
     throw new Error(`${args.dir}: no beam_topk.onnx (exported before --beam); re-run export_onnx.py`);
   }
   const topk = args.beam > 1 ? await create('beam_topk') : null;
+  const argmax = args.beam === 1 && meta.argmax ? await create('argmax') : null;  // older exports: JavaScript
   const loadMs = nowMs() - t0;
 
   const int64 = (ids, dims) => new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), dims);
@@ -218,7 +220,18 @@ async function main() {
     }
     return { parents, tokens: tokensOut, score: nextScore, history: nextHistory };
   }
-  function argmaxRows(logits, history, token) {  // greedy: lowest id on ties
+  // Greedy: each row's argmax, lowest id on ties (export_onnx.py's argmax.onnx, or JavaScript).
+  async function argmaxRows(logitsTensor, history, token) {
+    if (argmax) {
+      const ids = (await argmax.run({ logits: logitsTensor })).ids.data;
+      for (let row = 0; row < rows; ++row) {
+        const best = Number(ids[row]);
+        history[row].push(best);
+        token[row] = best;
+      }
+      return;
+    }
+    const logits = logitsTensor.data;
     for (let row = 0; row < rows; ++row) {
       const off = row * V;
       let best = 0;
@@ -247,7 +260,7 @@ async function main() {
       if (beam === 1) {
         if (probe && t === 0) probe.first = top5(logits.subarray(0, V));
         if (probe && t === tokens - 1) probe.last = top5(logits.subarray(0, V));
-        argmaxRows(logits, history, token);
+        await argmaxRows(r.logits, history, token);
       } else {
         const next = await beamStep(r.logits, score, history);
         score = next.score;
@@ -278,10 +291,11 @@ async function main() {
   const src = benchSource(args['source-length'], cfg, batch);
   if (args.profile) {
     for (let r = 0; r < args.repeat; ++r) await decode(await encode(src), args.tokens, null, null);
-    const prof = summarizeProfiles(args.profile, [encoder, crossKv, step, ...(topk ? [topk] : [])],
-      ['encoder', 'cross_kv', 'decoder_step', ...(topk ? ['beam_topk'] : [])]);
+    const extra = [[topk, 'beam_topk'], [argmax, 'argmax']].filter(([sess]) => sess);
+    const prof = summarizeProfiles(args.profile, [encoder, crossKv, step, ...extra.map((e) => e[0])],
+      ['encoder', 'cross_kv', 'decoder_step', ...extra.map((e) => e[1])]);
     for (const [graph, p] of Object.entries(prof)) {
-      const perStep = graph === 'decoder_step' || graph === 'beam_topk';
+      const perStep = graph === 'decoder_step' || graph === 'beam_topk' || graph === 'argmax';
       const per = perStep ? args.repeat * args.tokens : args.repeat;
       console.log(`  ${graph}: ${(p.total_ms / per).toFixed(3)} ms per ${perStep ? 'step' : 'call'}`);
       for (const [kind, ms] of Object.entries(p.ms_by_kind).sort((a, b) => b[1] - a[1])) {
