@@ -265,8 +265,9 @@ def tables(a, heading):
     work = f"{tokens} tokens" if batch == 1 else f"{batch} x {tokens} tokens"
     md = [heading, ""]
     if many:
-        md += [f"{describe(batch, a['beam'], a['threads'])}: a batch of {batch} sources, {tokens} tokens each "
-               f"{'greedy' if beam == 1 else f'(best of {beam} beams)'}; tokens/s counts every sentence's tokens; "
+        sources = "one source" if batch == 1 else f"a batch of {batch} sources"
+        md += [f"{describe(batch, a['beam'], a['threads'])}: {sources}, {tokens} tokens each "
+               f"{'greedy' if beam == 1 else f'(the best of {beam} beams)'}; tokens/s counts every sentence's tokens; "
                "decode ms/token = one step of the whole batch.", ""]
     md += [f"| engine | weights | encode 32 ms | encode 128 ms | decode ms/token | {work} ms | tokens/s "
            f"| CPU ms ({work}) | load+prepare ms | peak RSS MiB | file MiB | ids vs PyTorch fp32 "
