@@ -11,6 +11,11 @@
 #                         median over rounds of its per-round medians
 #   REPEAT=5 WARMUP=1     timed / untimed translations per engine and round
 #   THREADS=1 SOURCE=32 TOKENS=32
+#                         THREADS may be a list (THREADS=1,2): every setting below runs at each
+#   BATCH=1 BEAM=1        sentences per batch, beam width (1: greedy), passed to every engine
+#   SETTINGS=1x1,16x1,32x1,1x4   several BATCHxBEAM settings in one run (default: BATCHxBEAM);
+#                         each round runs every setting x thread count x engine, interleaved,
+#                         and report.py gives a table per setting (plot.py: tokens/s per setting)
 #   ENGINES=...           default: tern-fp32,tern-fp16,tern-int8,tern-int4,pytorch-fp32,
 #                         pytorch-int8,ort-fp32,ort-int8
 #   TERN_BUILD_DIR=build/x86_64   where `tern` is built: `cmake --build DIR --target tern` when
@@ -45,6 +50,9 @@ ROUNDS=${ROUNDS:-3}
 REPEAT=${REPEAT:-5}
 WARMUP=${WARMUP:-1}
 THREADS=${THREADS:-1}
+BATCH=${BATCH:-1}
+BEAM=${BEAM:-1}
+SETTINGS=${SETTINGS:-${BATCH}x${BEAM}}
 SOURCE=${SOURCE:-32}
 TOKENS=${TOKENS:-32}
 ENGINES=${ENGINES:-tern-fp32,tern-fp16,tern-int8,tern-int4,pytorch-fp32,pytorch-int8,ort-fp32,ort-int8}
@@ -103,20 +111,32 @@ if [[ -n "$NICE" && $(id -u) -eq 0 ]]; then
   if [[ -w /proc/self/autogroup ]]; then echo "$NICE" >/proc/self/autogroup || true; fi
   log "priority: nice $NICE, $(cat /proc/self/autogroup 2>/dev/null || echo 'no autogroup')"
 fi
-export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
-COMMON=(--source-length "$SOURCE" --tokens "$TOKENS" --repeat "$REPEAT" --warmup "$WARMUP")
+# Settings: BATCHxBEAM for each thread count, e.g. "16x1 1" (batch 16, greedy, 1 thread).
+IFS=, read -r -a SETTING_LIST <<<"$SETTINGS"
+IFS=, read -r -a THREAD_LIST <<<"$THREADS"
+RUNS=()
+for s in "${SETTING_LIST[@]}"; do
+  [[ $s =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "SETTINGS: '$s' is not BATCHxBEAM (e.g. 16x1)" >&2; exit 2; }
+  for t in "${THREAD_LIST[@]}"; do
+    [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "THREADS: '$t' is not a thread count" >&2; exit 2; }
+    RUNS+=("${s%x*} ${s#*x} $t")
+  done
+done
 
-run_engine() {  # label engine -> one JSON line on stdout
-  local label=$1 engine=$2 dir=$WORK/models/$1
+run_engine() {  # label engine batch beam threads -> one JSON line on stdout
+  local label=$1 engine=$2 dir=$WORK/models/$1 threads=$5
+  local common=(--source-length "$SOURCE" --tokens "$TOKENS" --repeat "$REPEAT" --warmup "$WARMUP"
+                --batch "$3" --beam "$4" --threads "$threads")
+  export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
   case $engine in
     tern-old-*) "${PRIO[@]}" "${TERN_BASELINE:?tern-old-* engines need TERN_BASELINE}" bench \
-                  -m "$dir/model-${engine#tern-old-}.tern" --threads "$THREADS" --json "${COMMON[@]}" ;;
-    tern-*) "${PRIO[@]}" "$TERN" bench -m "$dir/model-${engine#tern-}.tern" --threads "$THREADS" --json "${COMMON[@]}" ;;
+                  -m "$dir/model-${engine#tern-old-}.tern" --json "${common[@]}" ;;
+    tern-*) "${PRIO[@]}" "$TERN" bench -m "$dir/model-${engine#tern-}.tern" --json "${common[@]}" ;;
     pytorch-*) "${PRIO[@]}" "$PY" bench/peers/torch_bench.py --checkpoint "$dir/model.safetensors" \
-                 --config "$dir/config.json" --mode "${engine#pytorch-}" --threads "$THREADS" "${COMMON[@]}" \
+                 --config "$dir/config.json" --mode "${engine#pytorch-}" "${common[@]}" \
                  2> >(grep -v -e 'reduce_range' -e 'InitGoogleLogging' >&2) ;;
-    ort-fp32) "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$label" --threads "$THREADS" "${COMMON[@]}" ;;
-    ort-int8) "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$label-int8" --threads "$THREADS" "${COMMON[@]}" ;;
+    ort-fp32) "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$label" "${common[@]}" ;;
+    ort-int8) "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$label-int8" "${common[@]}" ;;
     *) echo "unknown engine $engine" >&2; return 2 ;;
   esac
 }
@@ -125,23 +145,29 @@ IFS=, read -r -a ENGINE_LIST <<<"$ENGINES"
 n=${#ENGINE_LIST[@]}
 : >"$RAW/runs.jsonl"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+LOADS=()  # the 1-minute load average after every round
 for ((round = 0; round < ROUNDS; ++round)); do
   for label in "${LABELS[@]}"; do
-    for ((i = 0; i < n; ++i)); do
-      engine=${ENGINE_LIST[$(((i + round) % n))]}  # rotate the order each round
-      log "round $((round + 1))/$ROUNDS $label $engine"
-      line=$(run_engine "$label" "$engine")
-      "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(label=sys.argv[2], engine_id=sys.argv[3], round=int(sys.argv[4])); print(json.dumps(d))' \
-        "$line" "$label" "$engine" "$round" >>"$RAW/runs.jsonl"
+    for run in "${RUNS[@]}"; do
+      read -r batch beam threads <<<"$run"
+      setting="${batch}x${beam}-t${threads}"
+      for ((i = 0; i < n; ++i)); do
+        engine=${ENGINE_LIST[$(((i + round) % n))]}  # rotate the order each round
+        log "round $((round + 1))/$ROUNDS $label batch $batch beam $beam threads $threads $engine"
+        line=$(run_engine "$label" "$engine" "$batch" "$beam" "$threads")
+        "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(label=sys.argv[2], engine_id=sys.argv[3], round=int(sys.argv[4]), setting=sys.argv[5]); print(json.dumps(d))' \
+          "$line" "$label" "$engine" "$round" "$setting" >>"$RAW/runs.jsonl"
+      done
     done
   done
+  LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report -----------------------------------------------------------------------------------
-COMMAND="bench/run.sh  (MODELS=$MODELS ROUNDS=$ROUNDS REPEAT=$REPEAT WARMUP=$WARMUP THREADS=$THREADS SOURCE=$SOURCE TOKENS=$TOKENS NICE=$NICE)"
+COMMAND="bench/run.sh  (MODELS=$MODELS ROUNDS=$ROUNDS REPEAT=$REPEAT WARMUP=$WARMUP THREADS=$THREADS SETTINGS=$SETTINGS SOURCE=$SOURCE TOKENS=$TOKENS NICE=$NICE)"
 "$PY" bench/report.py --runs "$RAW/runs.jsonl" --out "$OUT" --command "$COMMAND" \
-  --load "$LOAD_START -> $LOAD_END" --tern "$TERN"
+  --load "$LOAD_START -> $LOAD_END (1-minute average after each round: ${LOADS[*]})" --tern "$TERN"
 "$PY" bench/plot.py "$OUT.json" "$OUT.png"
 log "wrote $OUT.json $OUT.md $OUT.png (raw runs: $RAW/runs.jsonl)"
 
@@ -152,16 +178,24 @@ if [[ "${PROFILE:-1}" != 0 ]] && command -v perf >/dev/null; then
     echo "# tern: share of perf samples (bench/profile.py); ONNX Runtime: ms per graph and node kind"
     echo "# over $REPEAT translations (its profiler; bench/peers/ort_bench.js --profile)."
     for label in "${LABELS[@]}"; do
-      for dtype in fp32 int8; do
+      for run in "${RUNS[@]}"; do
+        read -r batch beam threads <<<"$run"
+        common=(--source-length "$SOURCE" --tokens "$TOKENS" --repeat "$REPEAT" --warmup "$WARMUP"
+                --batch "$batch" --beam "$beam" --threads "$threads")
         echo
-        "${PRIO[@]}" "$PY" bench/profile.py --tern "$TERN" -m "$WORK/models/$label/model-$dtype.tern" \
-          --threads "$THREADS" "${COMMON[@]}"
-      done
-      for dir in "$label" "$label-int8"; do
-        echo
-        echo "onnxruntime $dir:"
-        "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$dir" --threads "$THREADS" "${COMMON[@]}" \
-          --profile "$RAW/ort-$dir"
+        echo "## $label, batch $batch, beam $beam, $threads thread(s)"
+        export OMP_NUM_THREADS=$threads
+        for dtype in fp32 int8; do
+          echo
+          "${PRIO[@]}" "$PY" bench/profile.py --tern "$TERN" -m "$WORK/models/$label/model-$dtype.tern" \
+            "${common[@]}"
+        done
+        for dir in "$label" "$label-int8"; do
+          echo
+          echo "onnxruntime $dir:"
+          "${PRIO[@]}" node bench/peers/ort_bench.js --dir "$WORK/onnx/$dir" "${common[@]}" \
+            --profile "$RAW/ort-$dir"
+        done
       done
     done
   } >"$OUT.profile.txt"

@@ -2,13 +2,25 @@
 """Export a tern checkpoint to ONNX for the ONNX Runtime peer (bench/peers/ort_bench.js).
 
 Three graphs, written with torch.onnx.export from tools/model/tern_torch.py's modules (the same
-weights and math as tern):
-  encoder.onnx       src_ids [1, S] int64 -> enc_out [1, S, d]
-  cross_kv.onnx      enc_out [1, S, d] -> cross_k, cross_v [L, 1, H, S, dh] (every decoder
+weights and math as tern), every batch axis dynamic (B: sentences, or sentences x beams for the
+decoder step):
+  encoder.onnx       src_ids [B, S] int64 -> enc_out [B, S, d]
+  cross_kv.onnx      enc_out [B, S, d] -> cross_k, cross_v [L, B, H, S, dh] (every decoder
                      layer's cross-attention K/V, computed once per source)
-  decoder_step.onnx  token [1, 1] int64, position [1] int64, past_k, past_v [L, 1, H, T, dh],
-                     cross_k, cross_v -> logits [1, V], present_k, present_v [L, 1, H, T+1, dh]
-plus meta.json (config, shapes). Positional encodings are a constant table in the graphs.
+  decoder_step.onnx  token [B, 1] int64, position [1] int64 (the step, the same for every
+                     row), past_k, past_v [L, B, H, T, dh], cross_k, cross_v [L, B, H, S, dh]
+                     -> logits [B, V], present_k, present_v [L, B, H, T+1, dh]
+  beam_topk.onnx     logits [R, V], k [1] int64 -> values, indices [R, k]: the k largest
+                     log-softmax values of each row (LogSoftmax + TopK, ties: lower index
+                     first), the per-row part of a beam step (ort_bench.js --beam), so that
+                     ONNX Runtime's vectorized kernels do the exponentials, not JavaScript
+  argmax.onnx        logits [R, V] -> ids [R] int64: each row's argmax (ArgMax, lowest index on
+                     ties), greedy's choice of the next tokens (ort_bench.js: faster than a
+                     JavaScript loop over batch x vocabulary logits)
+plus meta.json (config, shapes, "dynamic_batch": true; ort_bench.js refuses --batch / --beam
+with an older export). No padding mask: the benchmark's sources of one batch have the same
+length. Positional encodings are a constant table in the graphs. Traced with batch 2, so that
+no size-1 batch is folded into a constant.
 
 --int8 then rewrites every MatMul / Gemm whose weight is a constant into
 com.microsoft.DynamicQuantizeMatMul (activations quantized per tensor at run time by ONNX
@@ -22,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -123,34 +136,37 @@ class DecoderStepGraph(nn.Module):
             x = x + a if pre else layer.final_layer_norm(x + a)
         if pre:
             x = dec.layer_norm(x)
-        logits = F.linear(x.reshape(1, cfg.d_model), self.m.output_weight(), self.out_bias)
+        logits = F.linear(x.reshape(-1, cfg.d_model), self.m.output_weight(), self.out_bias)
         return logits, torch.stack(new_k), torch.stack(new_v)
 
 
 def export(m, out_dir):
     cfg = m.cfg
     L, H, dh, d = cfg.decoder_layers, cfg.heads, cfg.d_head, cfg.d_model
-    src = torch.tensor([[5] * 7 + [cfg.eos_id]], dtype=torch.long)
+    src = torch.tensor([[5] * 7 + [cfg.eos_id], [6] * 7 + [cfg.eos_id]], dtype=torch.long)
     kw = dict(opset_version=OPSET, do_constant_folding=True)
     enc_graph = EncoderGraph(m).eval()
     torch.onnx.export(enc_graph, (src,), os.path.join(out_dir, "encoder.onnx"),
                       input_names=["src_ids"], output_names=["enc_out"],
-                      dynamic_axes={"src_ids": {1: "S"}, "enc_out": {1: "S"}}, **kw)
+                      dynamic_axes={"src_ids": {0: "B", 1: "S"}, "enc_out": {0: "B", 1: "S"}}, **kw)
     enc = enc_graph(src)
     torch.onnx.export(CrossKVGraph(m).eval(), (enc,), os.path.join(out_dir, "cross_kv.onnx"),
                       input_names=["enc_out"], output_names=["cross_k", "cross_v"],
-                      dynamic_axes={"enc_out": {1: "S"}, "cross_k": {3: "S"}, "cross_v": {3: "S"}}, **kw)
+                      dynamic_axes={"enc_out": {0: "B", 1: "S"}, "cross_k": {1: "B", 3: "S"},
+                                    "cross_v": {1: "B", 3: "S"}}, **kw)
     ck, cv = CrossKVGraph(m)(enc)
-    past = torch.zeros(L, 1, H, 3, dh)
+    past = torch.zeros(L, 2, H, 3, dh)
     torch.onnx.export(DecoderStepGraph(m).eval(),
-                      (torch.tensor([[1]]), torch.tensor([3]), past, past, ck, cv),
+                      (torch.tensor([[1], [1]]), torch.tensor([3]), past, past, ck, cv),
                       os.path.join(out_dir, "decoder_step.onnx"),
                       input_names=["token", "position", "past_k", "past_v", "cross_k", "cross_v"],
                       output_names=["logits", "present_k", "present_v"],
-                      dynamic_axes={"past_k": {3: "T"}, "past_v": {3: "T"}, "cross_k": {3: "S"},
-                                    "cross_v": {3: "S"}, "present_k": {3: "T1"}, "present_v": {3: "T1"}},
+                      dynamic_axes={"token": {0: "B"}, "past_k": {1: "B", 3: "T"}, "past_v": {1: "B", 3: "T"},
+                                    "cross_k": {1: "B", 3: "S"}, "cross_v": {1: "B", 3: "S"},
+                                    "logits": {0: "B"}, "present_k": {1: "B", 3: "T1"},
+                                    "present_v": {1: "B", 3: "T1"}},
                       **kw)
-    return dict(layers=L, heads=H, d_head=dh, d_model=d)
+    return dict(layers=L, heads=H, d_head=dh, d_model=d, dynamic_batch=True)
 
 
 # --- int8: MatMul/Gemm with a constant weight -> com.microsoft.DynamicQuantizeMatMul ---------
@@ -232,6 +248,36 @@ def quantize_graph(path_in, path_out):
     return replaced
 
 
+def export_beam_topk(path, vocab):
+    """LogSoftmax over the last axis, then TopK (largest, sorted) with k as an input."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1),
+         helper.make_node("TopK", ["log_probs", "k"], ["values", "indices"], axis=-1, largest=1, sorted=1)],
+        "beam_topk",
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["R", vocab]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["R", "k"]),
+         helper.make_tensor_value_info("indices", TensorProto.INT64, ["R", "k"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def export_argmax(path, vocab):
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("ArgMax", ["logits"], ["ids"], axis=-1, keepdims=0, select_last_index=0)],
+        "argmax",
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["R", vocab])],
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["R"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -247,16 +293,22 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with torch.no_grad():
         shapes = export(m, args.out)
+    export_beam_topk(os.path.join(args.out, "beam_topk.onnx"), cfg.tgt_vocab_size)
+    shapes["beam_topk"] = "beam_topk.onnx"
+    export_argmax(os.path.join(args.out, "argmax.onnx"), cfg.tgt_vocab_size)
+    shapes["argmax"] = "argmax.onnx"
     meta = dict(shapes, config=cfg.to_dict(), precision="fp32", checkpoint=os.path.abspath(args.checkpoint))
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step}}.onnx", file=sys.stderr)
+    print(f"wrote {args.out}/{{encoder,cross_kv,decoder_step,beam_topk,argmax}}.onnx", file=sys.stderr)
     if args.int8:
         q_dir = args.out.rstrip("/") + "-int8"
         os.makedirs(q_dir, exist_ok=True)
         counts = {}
         for name in ("encoder", "cross_kv", "decoder_step"):
             counts[name] = quantize_graph(os.path.join(args.out, name + ".onnx"), os.path.join(q_dir, name + ".onnx"))
+        for name in ("beam_topk", "argmax"):  # no weights: the same graphs
+            shutil.copyfile(os.path.join(args.out, name + ".onnx"), os.path.join(q_dir, name + ".onnx"))
         meta = dict(meta, precision="int8", dynamic_quantize_matmul=counts)
         with open(os.path.join(q_dir, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)

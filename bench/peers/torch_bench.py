@@ -1,7 +1,21 @@
 #!/usr/bin/env python3
 """PyTorch peer of `tern bench`: the same checkpoint through tools/model/tern_torch.py
-(TernModel: the project's reference implementation, same math and names), batch 1, greedy with
-the K/V cache, exactly --tokens tokens (EOS masked, as tern bench does with min_length).
+(TernModel: the project's reference implementation, same math and names), a batch of --batch
+sentences (default 1), greedy with the K/V cache or --beam K beam search, exactly --tokens
+tokens per sentence (EOS masked, as tern bench does with min_length = max_length).
+
+  --batch B     B sources of --source-length ids each, all the same length (no padding, so no
+                mask): sentence b's id[i] = 4 + ((b * length + i) * 7919 + 17) mod (vocab - 4),
+                last id EOS, as tern bench.
+  --beam K      beam search by the rules of runtime/decoding/beam_search.cc for the case the
+                benchmark runs (min_length = max_length = --tokens, so no hypothesis ends early):
+                one live hypothesis per sentence at first, a hypothesis' score is its sum of
+                log-probabilities (log-softmax of the logits with EOS masked: max and sum of
+                exponentials in double as tern does), the K best extensions of a sentence's
+                live hypotheses survive (ties: lower hypothesis, then lower token), the
+                decoder's self-attention K/V caches are reordered by parent every step, and
+                the best of the K final hypotheses by score / length^length_penalty wins
+                (--length-penalty, default 1.0 as tern bench; all have --tokens tokens).
 
   --mode fp32   TernModel as is (fp32, torch.set_num_threads(--threads)).
   --mode int8   torch.ao.quantization.quantize_dynamic(qint8) on every nn.Linear. The tied output
@@ -10,9 +24,13 @@ the K/V cache, exactly --tokens tokens (EOS masked, as tern bench does with min_
                 engine is the first of onednn, qnnpack, fbgemm that this torch supports (Debian's
                 torch 1.13 has no fbgemm) and is printed in the JSON.
 
-Timed like tern bench: "encode" = encoder + every decoder layer's cross-attention K/V;
-"decode" = --tokens decoder steps (embedding + positions, layers, output projection, argmax).
-Prints one JSON object (same keys as `tern bench --json`).
+Timed like tern bench: "encode" = encoder + every decoder layer's cross-attention K/V of the
+batch; "decode" = --tokens decoder steps of the whole batch (embedding + positions, layers,
+output projection, argmax or the beam step, and for beams the copy of the cross K/V to every
+hypothesis), decode_ms_per_token = one step of the batch; tokens_per_s counts the generated
+tokens of all sentences. Prints one JSON object (same keys as `tern bench --json`: ids of
+sentence 0, ids_batch of every sentence row after row when --batch > 1, top5_* only for
+greedy).
 """
 import argparse
 import json
@@ -32,10 +50,12 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "model"))
 import tern_torch  # noqa: E402
 
 
-def bench_source(length, cfg):
-    """The ids tern bench translates: 4 + (i * 7919 + 17) mod (vocab - 4), then EOS."""
+def bench_source(length, cfg, batch=1):
+    """The ids tern bench translates, one list per sentence: sentence b's
+    id[i] = 4 + ((b * length + i) * 7919 + 17) mod (vocab - 4), then EOS."""
     span = cfg.src_vocab_size - 4
-    return [4 + (i * 7919 + 17) % span for i in range(length - 1)] + [cfg.eos_id]
+    return [[4 + ((b * length + i) * 7919 + 17) % span for i in range(length - 1)] + [cfg.eos_id]
+            for b in range(batch)]
 
 
 def load_into(model, path):
@@ -89,22 +109,27 @@ def peak_rss():
 
 
 class Runner:
-    def __init__(self, model, project):
+    def __init__(self, model, project, length_penalty=1.0):
         self.m = model
         self.cfg = model.cfg
         self.project = project
+        self.length_penalty = length_penalty
 
     def encode(self, src):
-        enc = self.m.encoder(src, None)  # batch 1, no padding: no mask
+        enc = self.m.encoder(src, None)  # equal-length sources, no padding: no mask
         cache = {}
         for i, layer in enumerate(self.m.decoder.layers):
             k, v = layer.encoder_attn.kv(enc)
             cache[i] = {"self": {}, "cross": {"k": k, "v": v}}
         return enc, cache
 
-    def decode(self, enc, cache, tokens, stamps=None, probe=None):
+    def decode(self, enc, cache, tokens, beam=1, stamps=None, probe=None):
+        """-> ids of every sentence (lists of `tokens` ids)."""
+        if beam > 1:
+            return self.beam_search(enc, cache, tokens, beam, stamps)
         cfg = self.cfg
-        tok = torch.full((1, 1), cfg.decoder_start_id, dtype=torch.long)
+        batch = enc.shape[0]
+        tok = torch.full((batch, 1), cfg.decoder_start_id, dtype=torch.long)
         out = []
         for t in range(tokens):
             h = self.m.decoder(tok, enc, None, cache)
@@ -114,10 +139,66 @@ class Runner:
                 v, i = torch.topk(logits[0], 5)
                 probe["first" if t == 0 else "last"] = [[int(a), float(b)] for a, b in zip(i, v)]
             nxt = tern_torch.argmax_lowest(logits)
-            out.append(int(nxt[0]))
+            out.append(nxt)
             tok = nxt[:, None]
             if stamps is not None:
                 stamps.append(time.perf_counter())
+        return torch.stack(out, dim=1).tolist()
+
+    def beam_search(self, enc, cache, tokens, beam, stamps=None):
+        """runtime/decoding/beam_search.cc with min_length = max_length = tokens (see the
+        module's doc): rows b * beam .. b * beam + beam - 1 are sentence b's hypotheses."""
+        cfg = self.cfg
+        batch = enc.shape[0]
+        rows = batch * beam
+        vocab = cfg.tgt_vocab_size
+        for layer in cache.values():  # every hypothesis of a sentence reads its source's K/V
+            cross = layer["cross"]
+            cross["k"] = cross["k"].repeat_interleave(beam, dim=0)
+            cross["v"] = cross["v"].repeat_interleave(beam, dim=0)
+        enc = enc.repeat_interleave(beam, dim=0)  # not read (the cross K/V are cached)
+        tok = torch.full((rows, 1), cfg.decoder_start_id, dtype=torch.long)
+        score = torch.full((rows,), float("-inf"))
+        score[::beam] = 0.0  # one live hypothesis per sentence at first
+        history = torch.zeros((rows, 0), dtype=torch.long)
+        identity = torch.arange(rows)
+        for t in range(tokens):
+            h = self.m.decoder(tok, enc, None, cache)
+            logits = self.project(h[:, -1])
+            logits[:, cfg.eos_id] = float("-inf")  # length < min_length
+            mx = logits.max(dim=-1).values
+            total = (logits - mx[:, None]).double().exp().sum(dim=-1)
+            base = (score - mx) - total.log().float()
+            cand = (base[:, None] + logits).view(batch, beam * vocab)
+            # The best 2 * beam, then tern's order: score descending, lower (row, token) first.
+            vals, idx = torch.topk(cand, 2 * beam, dim=1)
+            parents, toks, scores = [], [], []
+            for b, (vs, ix) in enumerate(zip(vals.tolist(), idx.tolist())):
+                best = sorted((p for p in zip(vs, ix) if p[0] != float("-inf")),
+                              key=lambda p: (-p[0], p[1]))[:beam]
+                for v, i in best:
+                    parents.append(b * beam + i // vocab)
+                    toks.append(i % vocab)
+                    scores.append(v)
+            parents = torch.tensor(parents)
+            score = torch.tensor(scores, dtype=torch.float32)
+            tok = torch.tensor(toks)[:, None]
+            history = torch.cat([history[parents], tok], dim=1)
+            if not torch.equal(parents, identity):  # reorder the self-attention K/V caches
+                for i, layer in cache.items():
+                    if isinstance(i, int):
+                        s = layer["self"]
+                        s["k"] = s["k"].index_select(0, parents)
+                        s["v"] = s["v"].index_select(0, parents)
+            if stamps is not None:
+                stamps.append(time.perf_counter())
+        # At the length limit every hypothesis ends; the best normalized score wins (first on
+        # ties, as tern).
+        norm = score / (float(tokens) ** self.length_penalty) if self.length_penalty else score
+        out = []
+        for b in range(batch):
+            j = max(range(beam), key=lambda j: (norm[b * beam + j].item(), -j))
+            out.append(history[b * beam + j].tolist())
         return out
 
 
@@ -129,9 +210,14 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--source-length", type=int, default=32)
     ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=1, help="sentences translated together")
+    ap.add_argument("--beam", type=int, default=1, help="beam search with K beams (1: greedy)")
+    ap.add_argument("--length-penalty", type=float, default=1.0, help="beam: score / length^p")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
+    if args.batch < 1 or args.beam < 1:
+        ap.error("--batch and --beam must be >= 1")
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
@@ -157,11 +243,11 @@ def main():
         project = model.out_linear
     else:
         project = model.project
-    runner = Runner(model, project)
+    runner = Runner(model, project, args.length_penalty)
     load_ms = (time.perf_counter() - t0) * 1e3
 
     def encode_ms(length):
-        src = torch.tensor([bench_source(length, cfg)], dtype=torch.long)
+        src = torch.tensor(bench_source(length, cfg, args.batch), dtype=torch.long)
         times = []
         for r in range(args.warmup + args.repeat):
             a = time.perf_counter()
@@ -171,8 +257,9 @@ def main():
                 times.append((b - a) * 1e3)
         return statistics.median(times)
 
-    src_ids = bench_source(args.source_length, cfg)
-    src = torch.tensor([src_ids], dtype=torch.long)
+    src_rows = bench_source(args.source_length, cfg, args.batch)
+    src_ids = src_rows[0]
+    src = torch.tensor(src_rows, dtype=torch.long)
     totals, encodes, per_token, first, last = [], [], [], [], []
     cpu_totals, cpu_encodes, cpu_per_token = [], [], []
     ids = None
@@ -184,7 +271,7 @@ def main():
             enc, cache = runner.encode(src)
             b = time.perf_counter()
             cb = time.process_time()
-            ids = runner.decode(enc, cache, args.tokens, stamps)
+            ids = runner.decode(enc, cache, args.tokens, args.beam, stamps)
             c = time.perf_counter()
             cc = time.process_time()
             if r < args.warmup:
@@ -195,12 +282,14 @@ def main():
             cpu_encodes.append((cb - ca) * 1e3)
             cpu_per_token.append((cc - cb) * 1e3 / args.tokens)
             per_token.append((c - b) * 1e3 / args.tokens)
-            first.append((stamps[0] - b) * 1e3)
-            last.append((stamps[-1] - stamps[-2]) * 1e3 if len(stamps) > 1 else 0.0)
+            if args.beam == 1:
+                first.append((stamps[0] - b) * 1e3)
+                last.append((stamps[-1] - stamps[-2]) * 1e3 if len(stamps) > 1 else 0.0)
         enc32 = statistics.median(encodes) if args.source_length == 32 else encode_ms(32)
         enc128 = encode_ms(128) if cfg.max_positions >= 128 else None
         probe = {}
-        runner.decode(*runner.encode(src), args.tokens, None, probe)
+        if args.beam == 1:  # verification pass: sentence 0's top-5 logits
+            runner.decode(*runner.encode(src), args.tokens, 1, None, probe)
     total = statistics.median(totals)
     result = {
         "engine": "pytorch",
@@ -212,6 +301,8 @@ def main():
         "threads": args.threads,
         "source_length": args.source_length,
         "tokens": args.tokens,
+        "batch": args.batch,
+        "beam": args.beam,
         "repeat": args.repeat,
         "warmup": args.warmup,
         "load_prepare_ms": load_ms,
@@ -219,10 +310,10 @@ def main():
         "encode_ms_128": enc128,
         "encode_ms": statistics.median(encodes),
         "decode_ms_per_token": statistics.median(per_token),
-        "decode_first_step_ms": statistics.median(first),
-        "decode_last_step_ms": statistics.median(last),
+        "decode_first_step_ms": statistics.median(first) if first else 0.0,
+        "decode_last_step_ms": statistics.median(last) if last else 0.0,
         "total_ms": total,
-        "tokens_per_s": args.tokens * 1e3 / total,
+        "tokens_per_s": args.batch * args.tokens * 1e3 / total,
         "total_ms_runs": totals,
         "cpu_encode_ms": statistics.median(cpu_encodes),
         "cpu_decode_ms_per_token": statistics.median(cpu_per_token),
@@ -231,10 +322,13 @@ def main():
         "rss_end_bytes": rss_now(),
         "rss_before_load_bytes": rss_start,
         "source_ids": src_ids,
-        "ids": ids,
-        "top5_first": probe.get("first"),
-        "top5_last": probe.get("last"),
+        "ids": ids[0],
     }
+    if args.batch > 1:
+        result["ids_batch"] = [i for row in ids for i in row]  # row after row
+    if args.beam == 1:
+        result["top5_first"] = probe.get("first")
+        result["top5_last"] = probe.get("last")
     print(json.dumps(result))
 
 
