@@ -25,6 +25,9 @@ struct Limits {
   Backend backend = Backend::kAuto;
   // Intra-op threads (XNNPACK's pthreadpool; 1: run on the calling thread, no pool). The pool
   // is created by Prepare, on the heap (pthreadpool allocates), and lives as long as the session.
+  // Each XNNPACK operator uses the pool only while it measures faster with it than without (a
+  // busy machine or small layers make it slower; kernels/xnnpack/pool_governor.h), so more
+  // threads are never much slower than one; results are the same either way.
   int32_t threads = 1;
 };
 
