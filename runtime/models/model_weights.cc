@@ -1,5 +1,7 @@
 #include "runtime/models/model_weights.h"
 
+#include <new>
+
 #include "runtime/models/architectures.h"
 
 namespace tern {
@@ -55,20 +57,22 @@ Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisito
     TERN_RETURN_IF_ERROR(v.Table("decoder.relative_attention_bias.weight", c.relative_buckets,
                                  c.heads, &w->decoder_t5));
   }
+  // Each record is constructed in the caller's array (arena bytes) as it is described.
   LayerWeights scratch;
   DecoderLayerWeights decoder_scratch;
   for (int i = 0; encoder && i < c.encoder_layers; ++i) {
-    LayerWeights* layer = layers.encoder != nullptr ? &layers.encoder[i] : &scratch;
+    LayerWeights* layer = layers.encoder ? new (&layers.encoder[i]) LayerWeights() : &scratch;
     TERN_RETURN_IF_ERROR(DescribeLayer(c, "encoder", i, calls.encoder, v, layer, nullptr));
   }
   for (int i = 0; i < c.decoder_layers; ++i) {
     if (encoder) {
       DecoderLayerWeights* layer =
-          layers.decoder != nullptr ? &layers.decoder[i] : &decoder_scratch;
+          layers.decoder ? new (&layers.decoder[i]) DecoderLayerWeights() : &decoder_scratch;
       TERN_RETURN_IF_ERROR(
           DescribeLayer(c, "decoder", i, calls.decoder, v, &layer->layer, &layer->cross));
     } else {
-      LayerWeights* layer = layers.decoder_only != nullptr ? &layers.decoder_only[i] : &scratch;
+      LayerWeights* layer =
+          layers.decoder_only ? new (&layers.decoder_only[i]) LayerWeights() : &scratch;
       TERN_RETURN_IF_ERROR(DescribeLayer(c, "decoder", i, calls.decoder, v, layer, nullptr));
     }
   }

@@ -26,8 +26,9 @@ struct ModelWeights {
   HaltingWeights encoder_halting, decoder_halting;  // Universal Transformer with ACT
 };
 
-// Where the layers' weight records go (arrays of config.encoder_layers / decoder_layers); a null
-// array: each layer is described into one scratch record (checks, measuring).
+// Where the layers' weight records go (arena bytes for config.encoder_layers / decoder_layers
+// records, constructed there by DescribeModel); a null array: each layer is described into one
+// scratch record (checks, measuring).
 struct ModelLayers {
   LayerWeights* encoder = nullptr;
   DecoderLayerWeights* decoder = nullptr;  // encoder-decoder

@@ -212,6 +212,7 @@ int Bench(int argc, char** argv) {
   const double load_prepare_ms = Ms(t_load, Clock::now());
 
   EncoderDecoder& model = tern::internal::encoder_decoder(session);
+  const TranslationState& state = tern::internal::translation_state(session);
   auto encode_ms = [&](int32_t length) {
     const std::vector<int32_t> src = BenchSource(length, config);
     std::vector<double> times;
@@ -245,7 +246,7 @@ int Bench(int argc, char** argv) {
     Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
     const Clock::time_point t1 = Clock::now();
     const double c1 = CpuMs();
-    Check(GreedyDecode(model, options, out.data(), tokens, &out_length), "decode");
+    Check(GreedyDecode(model, state, options, out.data(), tokens, &out_length), "decode");
     const Clock::time_point t2 = Clock::now();
     const double c2 = CpuMs();
     if (out_length != tokens) {
@@ -276,7 +277,7 @@ int Bench(int argc, char** argv) {
   std::vector<std::pair<int32_t, float>> top_first, top_last;
   {
     Check(model.Encode(src.data(), source_length, &source_length, 1), "encode");
-    int32_t* token = model.decode_tokens();
+    int32_t* token = state.tokens;
     token[0] = config.decoder_start_id;
     const int32_t vocab = static_cast<int32_t>(config.tgt_vocab_size);
     std::vector<float> row(static_cast<size_t>(vocab));
