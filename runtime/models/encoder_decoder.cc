@@ -1,8 +1,5 @@
 #include "runtime/models/encoder_decoder.h"
 
-#include <cstring>
-#include <new>
-
 #include "runtime/kernels/ops.h"
 #include "runtime/nn/residual.h"
 
@@ -189,16 +186,17 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
       ops::Embedding(weights_.src_embed, &config_.pad_id, 1, config_.embedding_scale, x + i * d);
     }
     // Universal: the positions come with each step's coordinate embedding instead.
-    if (positions_.encoder_rows && !universal()) ops::AddRows(x, positions_.encoder_rows, seq, d);
+    if (positions_.encoder_rows != nullptr && !universal())
+      ops::AddRows(x, positions_.encoder_rows, seq, d);
   }
+  SequenceShape shape;
+  shape.sequences = batch;
+  shape.seq = seq;
+  shape.lengths = src_lengths_;
+  const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
   if (universal()) {
-    UniversalEncoderSteps(batch, seq);
+    UniversalEncoderSteps(shape, kv);
   } else {
-    SequenceShape shape;
-    shape.sequences = batch;
-    shape.seq = seq;
-    shape.lengths = src_lengths_;
-    const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
     for (int i = 0; i < config_.encoder_layers; ++i)
       LayerForward(config_, layers_.encoder[i], enc_x_, shape, kv, enc_scratch_);
   }
@@ -234,24 +232,14 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
     }
   }
   if (k == 1 || position_ == 0) return Status::Ok();
-  // Per layer, K then V: gather each sentence's k rows through the scratch (rows may swap).
-  const int64_t row = limits_.max_target_length * config_.d_kv();  // one hypothesis' cache
-  const size_t used = static_cast<size_t>(position_ * config_.d_kv()) * sizeof(float);
+  // Per layer, K then V: each sentence's k hypotheses (one cache row each, filled up to the
+  // current position) gathered through the scratch.
+  const int64_t row = limits_.max_target_length * config_.d_kv(), used = position_ * config_.d_kv();
   const int64_t kv_layers = universal() ? config_.universal_steps : config_.decoder_layers;
   for (int64_t layer = 0; layer < kv_layers; ++layer) {
     const KeyValues kv = SelfCache(layer);
-    for (float* cache : {kv.k, kv.v}) {
-      for (int32_t sentence = 0; sentence < batch_; ++sentence) {
-        bool identity = true;
-        for (int32_t j = 0; j < k; ++j)
-          identity = identity && parents[sentence * k + j] == sentence * k + j;
-        if (identity) continue;
-        for (int32_t j = 0; j < k; ++j)
-          std::memcpy(beam_scratch_ + j * row, cache + parents[sentence * k + j] * row, used);
-        for (int32_t j = 0; j < k; ++j)
-          std::memcpy(cache + (sentence * k + j) * row, beam_scratch_ + j * row, used);
-      }
-    }
+    for (float* cache : {kv.k, kv.v})
+      ops::GatherRowsInGroups(cache, batch_, k, row, used, parents, beam_scratch_);
   }
   return Status::Ok();
 }

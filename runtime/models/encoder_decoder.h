@@ -79,9 +79,9 @@ class EncoderDecoder : public TransformerModel {
   // The self-attention cache of decoder layer (or Universal step) i, and layer i's cross K/V.
   KeyValues SelfCache(int64_t i) const;
   CrossAttention Cross(int64_t i) const;
-  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ [batch, seq] and
-  // over dec_x_ for one decoder position.
-  void UniversalEncoderSteps(int32_t batch, int64_t seq);
+  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ and over dec_x_
+  // for one decoder position.
+  void UniversalEncoderSteps(const SequenceShape& shape, const KeyValues& kv);
   void UniversalDecoderSteps(const StepShape& shape);
   bool universal() const { return config_.architecture == Architecture::kUniversal; }
 

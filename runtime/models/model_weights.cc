@@ -21,6 +21,83 @@ Status DescribeHalting(const ModelConfig& c, const char* stack, WeightVisitor& v
   return v.Vector(name, 1, true, &h->bias);
 }
 
+// An f32 tensor's data (read as floats directly by the kernels); `what` names the kind of
+// tensor in the refusal.
+Status RequireF32(const Model& model, const char* name, int rank, const int64_t* dims,
+                  const char* what, const float** out) {
+  TensorInfo info;
+  TERN_RETURN_IF_ERROR(model.Require(name, rank, dims, &info));
+  if (info.dtype != DType::kF32) {
+    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; %s must be f32", name,
+                         DTypeName(info.dtype), what);
+  }
+  *out = static_cast<const float*>(info.data);
+  return Status::Ok();
+}
+
+// The configuration checks of the Transformer stacks beyond the format's bounds (layer counts,
+// T5 buckets, what a Universal Transformer or a decoder-only model supports).
+Status CheckArchitectureConfig(const ModelConfig& c) {
+  if (c.architecture == Architecture::kDecoderOnly) {
+    // Relative positions (Shaw, T5 bias) would need their terms in the cached decode-step
+    // attention, which this model does not compute.
+    if (c.position == PositionKind::kRelative) {
+      return Status::Error(
+          StatusCode::kNotSupported,
+          "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
+          "or no positions, not relative ones (yet)");
+    }
+    if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal &&
+        c.position != PositionKind::kRotary && c.position != PositionKind::kNone) {
+      return Status::Error(StatusCode::kNotSupported,
+                           "config.position = %d is not a position kind decoder-only models know",
+                           static_cast<int>(c.position));
+    }
+    return Status::Ok();
+  }
+  if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
+    // T5's buckets: the encoder's bidirectional half (buckets / 2) again splits into exact
+    // (buckets / 4) and log-spaced buckets; the log needs max_distance beyond the exact ones.
+    if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0 ||
+        c.relative_max_distance <= c.relative_buckets / 2) {
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "T5 relative attention needs an even relative_buckets >= 4 and relative_max_distance > "
+          "relative_buckets / 2 (got %d buckets, max distance %d)",
+          c.relative_buckets, c.relative_max_distance);
+    }
+  }
+  if (c.encoder_layers < 1 || c.decoder_layers < 1) {
+    return Status::Error(
+        StatusCode::kInvalidConfig,
+        "an encoder-decoder model needs at least one encoder and one decoder layer");
+  }
+  if (c.architecture == Architecture::kUniversal) {
+    // One shared block per stack, stored once as layer 0 (docs/CONVENTIONS.md).
+    if (c.encoder_layers != 1 || c.decoder_layers != 1) {
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "a universal transformer stores one shared block per stack: config.encoder_layers = %d "
+          "and config.decoder_layers = %d must both be 1",
+          c.encoder_layers, c.decoder_layers);
+    }
+    if (c.position != PositionKind::kSinusoidal) {
+      // The coordinate embedding adds the sinusoid table's position and step rows every step.
+      return Status::Error(
+          StatusCode::kNotSupported,
+          "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
+          static_cast<int>(c.position));
+    }
+    if (c.universal_steps < 1) {
+      return Status::Error(
+          StatusCode::kInvalidConfig,
+          "config.universal_steps = %d; a universal transformer applies its block at least once",
+          c.universal_steps);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisitor& v,
@@ -109,7 +186,9 @@ Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const 
   FormatName(name, kNameSize, "%s.bias", prefix);
   TERN_RETURN_IF_ERROR(Vector(name, out, false, &w->bias));
   w->kernel = nullptr;
-  return hook_ != nullptr ? (*hook_)(*w, call) : Status::Ok();
+  if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
+  if (create_ != nullptr) return create_->CreateLinear(w->weight, w->bias, call, &w->kernel);
+  return Status::Ok();
 }
 
 Status ModelResolver::Vector(const char* name, int64_t size, bool required, const float** out) {
@@ -117,90 +196,13 @@ Status ModelResolver::Vector(const char* name, int64_t size, bool required, cons
     *out = nullptr;
     return Status::Ok();
   }
-  TensorInfo info;
-  TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
-  if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch,
-                         "tensor \"%s\" is %s; biases and norms must be f32", name,
-                         DTypeName(info.dtype));
-  }
-  *out = static_cast<const float*>(info.data);
-  return Status::Ok();
+  return RequireF32(model_, name, 1, &size, "biases and norms", out);
 }
 
 Status ModelResolver::Table(const char* name, int64_t rows, int64_t cols, const float** out) {
-  TensorInfo info;
   const int64_t dims[2] = {rows, cols};
-  TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-  if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch,
-                         "tensor \"%s\" is %s; tables the kernels read directly (relative "
-                         "positions, halting units) must be f32",
-                         name, DTypeName(info.dtype));
-  }
-  *out = static_cast<const float*>(info.data);
-  return Status::Ok();
-}
-
-Status CheckArchitectureConfig(const ModelConfig& c) {
-  if (c.architecture == Architecture::kDecoderOnly) {
-    // Relative positions (Shaw, T5 bias) would need their terms in the cached decode-step
-    // attention, which this model does not compute.
-    if (c.position == PositionKind::kRelative) {
-      return Status::Error(
-          StatusCode::kNotSupported,
-          "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
-          "or no positions, not relative ones (yet)");
-    }
-    if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal &&
-        c.position != PositionKind::kRotary && c.position != PositionKind::kNone) {
-      return Status::Error(StatusCode::kNotSupported,
-                           "config.position = %d is not a position kind decoder-only models know",
-                           static_cast<int>(c.position));
-    }
-    return Status::Ok();
-  }
-  if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kT5Bias) {
-    // T5's buckets: the encoder's bidirectional half (buckets / 2) again splits into exact
-    // (buckets / 4) and log-spaced buckets; the log needs max_distance beyond the exact ones.
-    if (c.relative_buckets < 4 || c.relative_buckets % 2 != 0 ||
-        c.relative_max_distance <= c.relative_buckets / 2) {
-      return Status::Error(
-          StatusCode::kInvalidConfig,
-          "T5 relative attention needs an even relative_buckets >= 4 and relative_max_distance > "
-          "relative_buckets / 2 (got %d buckets, max distance %d)",
-          c.relative_buckets, c.relative_max_distance);
-    }
-  }
-  if (c.encoder_layers < 1 || c.decoder_layers < 1) {
-    return Status::Error(
-        StatusCode::kInvalidConfig,
-        "an encoder-decoder model needs at least one encoder and one decoder layer");
-  }
-  if (c.architecture == Architecture::kUniversal) {
-    // One shared block per stack, stored once as layer 0 (docs/CONVENTIONS.md).
-    if (c.encoder_layers != 1 || c.decoder_layers != 1) {
-      return Status::Error(
-          StatusCode::kInvalidConfig,
-          "a universal transformer stores one shared block per stack: config.encoder_layers = %d "
-          "and config.decoder_layers = %d must both be 1",
-          c.encoder_layers, c.decoder_layers);
-    }
-    if (c.position != PositionKind::kSinusoidal) {
-      // The coordinate embedding adds the sinusoid table's position and step rows every step.
-      return Status::Error(
-          StatusCode::kNotSupported,
-          "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
-          static_cast<int>(c.position));
-    }
-    if (c.universal_steps < 1) {
-      return Status::Error(
-          StatusCode::kInvalidConfig,
-          "config.universal_steps = %d; a universal transformer applies its block at least once",
-          c.universal_steps);
-    }
-  }
-  return Status::Ok();
+  return RequireF32(model_, name, 2, dims,
+                    "tables the kernels read directly (relative positions, halting units)", out);
 }
 
 Status ValidateArchitecture(const Model& model) {

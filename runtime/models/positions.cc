@@ -76,16 +76,16 @@ void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, fl
                               true, rows, enc);
         ops::T5BiasByDistance(w.decoder_t5, c.heads, c.relative_buckets, c.relative_max_distance,
                               false, rows, dec);
+        out->encoder.relative.bias = enc;
+        out->decoder.relative.bias = dec;
         for (StackPositions* p : {&out->encoder, &out->decoder}) {
-          p->bias_stride = span;
-          p->bias_center = rows - 1;
+          p->relative.bias_stride = span;
+          p->relative.bias_center = rows - 1;
         }
-        out->encoder.t5_bias = enc;
-        out->decoder.t5_bias = dec;
       } else {
         for (StackPositions* p : {&out->encoder, &out->decoder}) {
-          p->relative_scratch = shaw_scratch;
-          p->max_distance = c.relative_max_distance;
+          p->relative.scratch = shaw_scratch;
+          p->relative.max_distance = c.relative_max_distance;
         }
       }
       break;

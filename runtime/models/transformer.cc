@@ -4,32 +4,6 @@
 
 namespace tern {
 
-namespace {
-
-class Measure final : public LinearHook {
- public:
-  explicit Measure(BackendPlan* plan) : plan_(plan) {}
-  Status operator()(LinearWeights& w, const LinearCall& call) override {
-    return plan_->MeasureLinear(w.weight, w.bias, call);
-  }
-
- private:
-  BackendPlan* plan_;
-};
-
-class Create final : public LinearHook {
- public:
-  explicit Create(BackendSession* session) : session_(session) {}
-  Status operator()(LinearWeights& w, const LinearCall& call) override {
-    return session_->CreateLinear(w.weight, w.bias, call, &w.kernel);
-  }
-
- private:
-  BackendSession* session_;
-};
-
-}  // namespace
-
 Status TransformerModel::CheckSharedLimits(const ModelConfig& c, const Limits& limits,
                                            const char* source, const char* target) {
   TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
@@ -73,8 +47,7 @@ Status TransformerModel::CheckSequences(const int32_t* ids, int64_t stride, cons
 Status TransformerModel::PlanBackend(const Model& model, const Limits& limits,
                                      const AttentionCall& attention, Planned* plan) {
   if (!ChooseBackend(limits, &plan->backend)) return Status::Ok();
-  Measure measure(&plan->backend);
-  ModelResolver resolve(model, &measure);
+  ModelResolver resolve(model, &plan->backend);
   ModelWeights weights;
   TERN_RETURN_IF_ERROR(
       DescribeModel(model.config(), plan->calls, resolve, &weights, ModelLayers()));
@@ -106,8 +79,7 @@ Status TransformerModel::PrepareInArena(const Model& model, const Limits& limits
   limits_ = limits;
   arena_used_ = plan.arena.planner().arena_bytes();
   TERN_RETURN_IF_ERROR(backend_.Begin(&plan.backend, plan.backend_ids, plan.arena.planner(), base));
-  Create create(&backend_);
-  ModelResolver resolve(model, &create);
+  ModelResolver resolve(model, nullptr, &backend_);
   weights_ = ModelWeights();
   TERN_RETURN_IF_ERROR(DescribeModel(config_, plan.calls, resolve, &weights_, layers_));
   TERN_RETURN_IF_ERROR(backend_.End(limits_, report_, sizeof report_));

@@ -1,15 +1,10 @@
-// What every model class shares (EncoderDecoder, DecoderOnly): its configuration and limits, the
+// What every model class shares (EncoderDecoder, DecoderOnly): configuration and limits, the
 // resolved weights and layer records, the backend session, the arena accounting and the report,
-// and Prepare itself, the same steps for every model:
-//   plan     the model's PlanAll: check the limits, choose the backend and measure every linear
-//            layer (PlanBackend), list the model's buffers and the caller's requests
-//            (arena_plan.h) with their lifetimes; RequiredArenaBytes runs the same plan on a
-//            scratch object, so both see the same bytes;
-//   place    the plan in the caller's arena: every buffer's pointer is set;
-//   create   resolve every weight into the layer records and create each linear layer's
-//            operator, in the measured order (the description of model_weights.h);
-//   start    the model's Start: what is computed once (position tables), the stacks' kernels.
-// A model adds its limits, its plan and its forward pass.
+// and Prepare, the same steps for every model: the model's plan (PlanAll), placed in the
+// caller's arena (every buffer's pointer set), the weights resolved and each linear layer's
+// operator created in the measured order (model_weights.h), then the model's Start.
+// RequiredArenaBytes runs the same plan on a scratch object, so both see the same bytes. A
+// model adds its limits, its plan and its forward pass.
 #pragma once
 
 #include <cstddef>

@@ -11,16 +11,11 @@
 
 namespace tern {
 
-void EncoderDecoder::UniversalEncoderSteps(int32_t batch, int64_t seq) {
-  const int64_t d = config_.d_model;
+void EncoderDecoder::UniversalEncoderSteps(const SequenceShape& shape, const KeyValues& kv) {
+  const int64_t d = config_.d_model, batch = shape.sequences, seq = shape.seq;
   const int64_t rows = batch * seq;
   const int32_t steps = config_.universal_steps;
   const bool act = config_.act_threshold > 0.0f;
-  SequenceShape shape;
-  shape.sequences = batch;
-  shape.seq = seq;
-  shape.lengths = src_lengths_;
-  const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
   if (act) ActBegin(enc_act_, rows, d);
   for (int32_t t = 0; t < steps; ++t) {
     // One table row per step, computed here instead of stored: the arena does not grow with T.
