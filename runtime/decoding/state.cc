@@ -12,7 +12,7 @@ void TranslationState::Request(const ModelConfig& config, const Limits& limits,
                                BufferRequests* requests) {
   const size_t rows =
       CheckedMul(static_cast<size_t>(limits.max_batch), static_cast<size_t>(limits.beam_size));
-  requests->Add("tokens", CheckedMul(rows, sizeof(int32_t)), &tokens);
+  requests->Add("tokens", rows, &tokens);
   // Also for greedy (0 bytes): one plan for every beam width up to limits.beam_size.
   requests->Add("decoder_state", DecoderStateBytes(config, limits), &beam);
 }
@@ -20,9 +20,9 @@ void TranslationState::Request(const ModelConfig& config, const Limits& limits,
 void GenerationState::Request(const ModelConfig& config, const Limits& limits,
                               BufferRequests* requests) {
   const size_t batch = static_cast<size_t>(limits.max_batch);
-  requests->Add("step_tokens", CheckedMul(batch, sizeof(int32_t)), &tokens);
+  requests->Add("step_tokens", batch, &tokens);
   requests->Add("sampling_scratch", SamplingScratchBytes(config.tgt_vocab_size), &sampling);
-  requests->Add("generators", CheckedMul(batch, sizeof(Pcg32)), &generators);
+  requests->Add("generators", batch, &generators);
 }
 
 }  // namespace tern

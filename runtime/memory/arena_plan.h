@@ -1,7 +1,7 @@
-// A GreedyPlanner whose buffers know where their pointers go: each Add names a buffer, its bytes,
-// its lifetime and the pointer Place sets to it, so a model declares a buffer once instead of
-// keeping an id from planning until Prepare. RequiredArenaBytes and Prepare run the same Adds;
-// only Place writes the pointers.
+// A GreedyPlanner whose buffers know where their pointers go: each Add names a buffer, its
+// element count, its lifetime and the pointer Place sets to it (whose type gives the element
+// size), so a model declares a buffer once instead of keeping an id from planning until Prepare.
+// RequiredArenaBytes and Prepare run the same Adds; only Place writes the pointers.
 //
 // BufferRequests are the buffers a model's caller needs in the same arena (the decoding
 // algorithm's state: runtime/decoding/state.h). The caller lists them, the model plans them with
@@ -40,11 +40,11 @@ class BufferRequests {
     BufferBinding binding;
   };
 
-  // Asks for `bytes` bytes (64-byte aligned, as every planned buffer); Prepare sets *at.
+  // Asks for `count` T (64-byte aligned, as every planned buffer); Prepare sets *at.
   template <class T>
-  void Add(const char* name, size_t bytes, T** at) {
+  void Add(const char* name, size_t count, T** at) {
     if (count_ < kMax) {
-      requests_[count_] = Request{name, bytes, BufferBinding::To(at)};
+      requests_[count_] = Request{name, CheckedMul(count, sizeof(T)), BufferBinding::To(at)};
     } else {
       overflow_ = true;  // ArenaPlan turns this into a failed plan
     }
@@ -62,11 +62,13 @@ class BufferRequests {
 
 class ArenaPlan {
  public:
-  // Adds a buffer alive in phases [first, last]; Place points *at to it. when false: no buffer
-  // (an optional one, e.g. SwiGLU's up projection), and Place sets *at to null.
+  // Adds a buffer of `count` T (bytes saturate: CheckedMul) alive in phases [first, last]; Place
+  // points *at to it. when false: no buffer (an optional one, e.g. SwiGLU's up projection), and
+  // Place sets *at to null.
   template <class T>
-  void Add(const char* name, size_t bytes, int first, int last, T** at, bool when = true) {
-    Bind(when ? planner_.Add(name, bytes, first, last) : -1, BufferBinding::To(at));
+  void Add(const char* name, size_t count, int first, int last, T** at, bool when = true) {
+    const int id = when ? planner_.Add(name, CheckedMul(count, sizeof(T)), first, last) : -1;
+    Bind(id, BufferBinding::To(at));
   }
   // The caller's requests, each alive in [first, last].
   void Add(const BufferRequests& requests, int first, int last);

@@ -54,37 +54,34 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   plan->calls = Calls(c, limits);
   // Attention runs as loops (a causal prompt, or one query per step): nothing batched.
   TERN_RETURN_IF_ERROR(PlanBackend(model, limits, AttentionCall(), plan));
-  const size_t f = sizeof(float);
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t b = static_cast<size_t>(limits.max_batch);
   const size_t t = static_cast<size_t>(limits.max_target_length);
   const size_t rows = static_cast<size_t>(ScratchRows(limits));
-  const size_t prefill = static_cast<size_t>(PrefillRows(limits));
   const size_t layers = static_cast<size_t>(c.decoder_layers);
-  const size_t vocab = static_cast<size_t>(c.tgt_vocab_size);
   // Positions stay below the cache capacity (max_target_length): that many table rows suffice
   // (no table for learned positions, added per token, or none).
   const size_t positions = PositionFloats(c, limits.max_target_length);
   ArenaPlan& p = plan->arena;
-  p.Add("layers", CheckedMul(layers, sizeof(LayerWeights)), kPrepare, kRun, &layers_.decoder_only);
-  p.Add("positions", CheckedMul(positions, f), kPrepare, kRun, &position_tables_, positions > 0);
-  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d_kv, f)), kRun, kRun, &kv_);
-  p.Add("x", CheckedMul(rows, d, f), kRun, kRun, &x_);
-  p.Add("q", CheckedMul(rows, d, f), kRun, kRun, &scratch_.q);
-  p.Add("k", CheckedMul(rows, d_kv, f), kRun, kRun, &scratch_.k);
-  p.Add("v", CheckedMul(rows, d_kv, f), kRun, kRun, &scratch_.v);
-  p.Add("attn", CheckedMul(rows, d, f), kRun, kRun, &scratch_.attn);
-  p.Add("hidden", CheckedMul(rows, ff, f), kRun, kRun, &scratch_.hidden);
-  p.Add("up", CheckedMul(rows, ff, f), kRun, kRun, &scratch_.up,
+  p.Add("layers", layers, kPrepare, kRun, &layers_.decoder_only);
+  p.Add("positions", positions, kPrepare, kRun, &position_tables_, positions > 0);
+  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), t, d_kv), kRun, kRun, &kv_);
+  p.Add("x", CheckedMul(rows, d), kRun, kRun, &x_);
+  p.Add("q", CheckedMul(rows, d), kRun, kRun, &scratch_.q);
+  p.Add("k", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.k);
+  p.Add("v", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.v);
+  p.Add("attn", CheckedMul(rows, d), kRun, kRun, &scratch_.attn);
+  p.Add("hidden", CheckedMul(rows, ff), kRun, kRun, &scratch_.hidden);
+  p.Add("up", CheckedMul(rows, ff), kRun, kRun, &scratch_.up,
         c.activation == ref::Activation::kSwiGLU);
   // The reference attention scores a prompt's [queries, keys] block at once.
-  p.Add("scores", CheckedMul(prefill, t, f), kRun, kRun, &scratch_.scores);
-  p.Add("position_ids", CheckedMul(rows, sizeof(int32_t)), kRun, kRun, &position_ids_);
-  p.Add("step_ids", CheckedMul(b, sizeof(int32_t)), kRun, kRun, &step_ids_);
-  p.Add("logits", CheckedMul(b, vocab, f), kRun, kRun, &logits_);
-  p.Add("lengths", CheckedMul(b, sizeof(int32_t)), kRun, kRun, &lengths_);
+  p.Add("scores", CheckedMul(PrefillRows(limits), t), kRun, kRun, &scratch_.scores);
+  p.Add("position_ids", rows, kRun, kRun, &position_ids_);
+  p.Add("step_ids", b, kRun, kRun, &step_ids_);
+  p.Add("logits", CheckedMul(b, c.tgt_vocab_size), kRun, kRun, &logits_);
+  p.Add("lengths", b, kRun, kRun, &lengths_);
   p.Add(requests, kRun, kRun);  // the generation loop's state
   GreedyPlanner* g = &p.planner();
   PlanBackendOperators(plan->backend, kPrepare, kRun, g, &plan->backend_ids);

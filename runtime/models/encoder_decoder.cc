@@ -50,7 +50,6 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   const AttentionCall attention{c.heads, c.d_head(), limits.max_source_length,
                                 limits.max_source_length};
   TERN_RETURN_IF_ERROR(PlanBackend(model, limits, attention, plan));
-  const size_t f = sizeof(float);
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d
   const size_t b = static_cast<size_t>(limits.max_batch);
@@ -59,72 +58,60 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   const size_t s = static_cast<size_t>(limits.max_source_length);
   const size_t t = static_cast<size_t>(limits.max_target_length);
   const size_t ff = static_cast<size_t>(c.d_ff);
-  const size_t le = static_cast<size_t>(c.encoder_layers);
   const size_t ld = static_cast<size_t>(c.decoder_layers);
   // Self-attention K/V caches: one per decoder layer, or (Universal) one per recurrent step.
   const bool universal = c.architecture == Architecture::kUniversal;
   const size_t kv_layers = universal ? static_cast<size_t>(c.universal_steps) : ld;
   const size_t keys = s > t ? s : t;
   const bool swiglu = c.activation == ref::Activation::kSwiGLU;
+  const bool shaw =
+      c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw;
   const bool act = universal && c.act_threshold > 0.0f;
   // Weight records and positions live for the whole session; encoder buffers only while
   // encoding (the encoder output also feeds the cross K/V step); decoder buffers while decoding.
   // The order of the Adds is part of the plan (the planner breaks size ties by it).
   ArenaPlan& p = plan->arena;
-  p.Add("encoder_layers", CheckedMul(le, sizeof(LayerWeights)), kPrepare, kDecoder,
-        &layers_.encoder);
-  p.Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder,
-        &layers_.decoder);
-  p.Add("positions", CheckedMul(PositionFloats(c, static_cast<int64_t>(keys)), f), kPrepare,
-        kDecoder, &position_tables_);
-  const size_t span = 2 * static_cast<size_t>(c.relative_max_distance) + 1;
-  p.Add("relative_scratch", CheckedMul(span, f), kEncoder, kDecoder, &shaw_scratch_,
-        c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw);
-  p.Add("enc_up", CheckedMul(b * s, ff, f), kEncoder, kEncoder, &enc_scratch_.up, swiglu);
-  p.Add("dec_up", CheckedMul(rows, ff, f), kDecoder, kDecoder, &dec_scratch_.up, swiglu);
-  p.Add("src_lengths", CheckedMul(b, sizeof(int32_t)), kEncoder, kDecoder, &src_lengths_);
-  p.Add("enc_x", CheckedMul(b * s, d, f), kEncoder, kCrossKeysValues, &enc_x_);
-  p.Add("enc_q", CheckedMul(b * s, d, f), kEncoder, kEncoder, &enc_scratch_.q);
-  p.Add("enc_k", CheckedMul(b * s, d_kv, f), kEncoder, kEncoder, &enc_scratch_.k);
-  p.Add("enc_v", CheckedMul(b * s, d_kv, f), kEncoder, kEncoder, &enc_scratch_.v);
-  p.Add("enc_attn", CheckedMul(b * s, d, f), kEncoder, kEncoder, &enc_scratch_.attn);
-  p.Add("enc_hidden", CheckedMul(b * s, ff, f), kEncoder, kEncoder, &enc_scratch_.hidden);
-  p.Add("enc_scores", CheckedMul(s, s, f), kEncoder, kEncoder, &enc_scratch_.scores);
-  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d_kv, f)), kCrossKeysValues,
-        kDecoder, &cross_kv_);
-  p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), CheckedMul(t, d_kv, f)), kDecoder,
-        kDecoder, &self_kv_);
-  p.Add("dec_x", CheckedMul(rows, d, f), kDecoder, kDecoder, &dec_x_);
-  p.Add("dec_q", CheckedMul(rows, d, f), kDecoder, kDecoder, &dec_scratch_.q);
-  p.Add("dec_attn", CheckedMul(rows, d, f), kDecoder, kDecoder, &dec_scratch_.attn);
-  p.Add("dec_hidden", CheckedMul(rows, ff, f), kDecoder, kDecoder, &dec_scratch_.hidden);
-  p.Add("dec_scores", CheckedMul(keys, f), kDecoder, kDecoder, &dec_scratch_.scores);
-  p.Add("logits", CheckedMul(rows, static_cast<size_t>(c.tgt_vocab_size), f), kDecoder, kDecoder,
-        &logits_);
+  p.Add("encoder_layers", c.encoder_layers, kPrepare, kDecoder, &layers_.encoder);
+  p.Add("decoder_layers", ld, kPrepare, kDecoder, &layers_.decoder);
+  p.Add("positions", PositionFloats(c, keys), kPrepare, kDecoder, &position_tables_);
+  p.Add("relative_scratch", 2 * c.relative_max_distance + 1, kEncoder, kDecoder, &shaw_scratch_,
+        shaw);
+  p.Add("enc_up", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.up, swiglu);
+  p.Add("dec_up", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.up, swiglu);
+  p.Add("src_lengths", b, kEncoder, kDecoder, &src_lengths_);
+  p.Add("enc_x", CheckedMul(b * s, d), kEncoder, kCrossKeysValues, &enc_x_);
+  p.Add("enc_q", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_scratch_.q);
+  p.Add("enc_k", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
+  p.Add("enc_v", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
+  p.Add("enc_attn", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_scratch_.attn);
+  p.Add("enc_hidden", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
+  p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
+  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), s, d_kv), kCrossKeysValues, kDecoder,
+        &cross_kv_);
+  p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv), kDecoder, kDecoder,
+        &self_kv_);
+  p.Add("dec_x", CheckedMul(rows, d), kDecoder, kDecoder, &dec_x_);
+  p.Add("dec_q", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.q);
+  p.Add("dec_attn", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.attn);
+  p.Add("dec_hidden", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.hidden);
+  p.Add("dec_scores", keys, kDecoder, kDecoder, &dec_scratch_.scores);
+  p.Add("logits", CheckedMul(rows, c.tgt_vocab_size), kDecoder, kDecoder, &logits_);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
-  p.Add("beam_scratch", CheckedMul(k, t, CheckedMul(d_kv, f)), kDecoder, kDecoder, &beam_scratch_,
-        k > 1);
+  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
-  p.Add("step_signal", CheckedMul(d, f), kEncoder, kDecoder, &step_signal_, universal);
-  p.Add("encoder_act_acc", CheckedMul(b * s, f), kEncoder, kEncoder, &enc_act_.acc, act);
-  p.Add("encoder_act_weights", CheckedMul(b * s, f), kEncoder, kEncoder, &enc_act_.weights, act);
-  p.Add("encoder_act_out", CheckedMul(b * s, d, f), kEncoder, kEncoder, &enc_act_.out, act);
-  p.Add("decoder_act_acc", CheckedMul(rows, f), kDecoder, kDecoder, &dec_act_.acc, act);
-  p.Add("decoder_act_weights", CheckedMul(rows, f), kDecoder, kDecoder, &dec_act_.weights, act);
-  p.Add("decoder_act_out", CheckedMul(rows, d, f), kDecoder, kDecoder, &dec_act_.out, act);
+  p.Add("step_signal", d, kEncoder, kDecoder, &step_signal_, universal);
+  p.Add("encoder_act_acc", b * s, kEncoder, kEncoder, &enc_act_.acc, act);
+  p.Add("encoder_act_weights", b * s, kEncoder, kEncoder, &enc_act_.weights, act);
+  p.Add("encoder_act_out", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_act_.out, act);
+  p.Add("decoder_act_acc", rows, kDecoder, kDecoder, &dec_act_.acc, act);
+  p.Add("decoder_act_weights", rows, kDecoder, kDecoder, &dec_act_.weights, act);
+  p.Add("decoder_act_out", CheckedMul(rows, d), kDecoder, kDecoder, &dec_act_.out, act);
   GreedyPlanner* g = &p.planner();
   PlanBackendOperators(plan->backend, kPrepare, kDecoder, g, &plan->backend_ids);
   PlanBackendScratch(plan->backend, kPrepare, kEncoder, kDecoder, g, &plan->backend_ids);
   PlanBackendAttention(plan->backend, kPrepare, kDecoder, kEncoder, kEncoder, g,
                        &plan->backend_ids);
   return p.Plan();
-}
-
-Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
-  Planned plan;
-  TERN_RETURN_IF_ERROR(PlanOf<EncoderDecoder>(model, limits, BufferRequests(), &plan));
-  *planner = plan.arena.planner();
-  return Status::Ok();
 }
 
 void EncoderDecoder::Reset() {

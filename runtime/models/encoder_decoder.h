@@ -45,7 +45,9 @@ class EncoderDecoder : public TransformerModel {
   }
   // The model's part of that plan: every buffer's name, size and offset (for inspection and
   // tests, e.g. that universal_steps changes only the K/V caches).
-  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner);
+  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
+    return RequiredBytes<EncoderDecoder>(model, limits, BufferRequests(), planner).status();
+  }
 
   // Runs the encoder over `batch` sentences src_ids[b * src_stride + i], i < lengths[b], then
   // computes every decoder layer's cross-attention K/V. Resets the decoder to position 0.

@@ -14,11 +14,9 @@ bool HasEncoder(const ModelConfig& c) { return c.architecture != Architecture::k
 // halting unit could flip halting decisions; it is d + 1 numbers).
 Status DescribeHalting(const ModelConfig& c, const char* stack, WeightVisitor& v,
                        HaltingWeights* h) {
-  char name[kNameSize];
-  FormatName(name, kNameSize, "%s.halting.weight", stack);
-  TERN_RETURN_IF_ERROR(v.Table(name, 1, c.d_model, &h->weight));
-  FormatName(name, kNameSize, "%s.halting.bias", stack);
-  return v.Vector(name, 1, true, &h->bias);
+  TensorName name;
+  TERN_RETURN_IF_ERROR(v.Table(name(stack, "halting.weight"), 1, c.d_model, &h->weight));
+  return v.Vector(name(stack, "halting.bias"), 1, true, &h->bias);
 }
 
 // An f32 tensor's data (read as floats directly by the kernels); `what` names the kind of
@@ -178,13 +176,11 @@ Status ModelResolver::Matrix(const char* name, int64_t rows, int64_t cols, Weigh
 
 Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const LinearCall& call,
                              bool tied, LinearWeights* w) {
-  char name[kNameSize];
+  TensorName name;
   if (!tied) {
-    FormatName(name, kNameSize, "%s.weight", prefix);
-    TERN_RETURN_IF_ERROR(Matrix(name, out, in, &w->weight));
+    TERN_RETURN_IF_ERROR(Matrix(name(prefix, "weight"), out, in, &w->weight));
   }
-  FormatName(name, kNameSize, "%s.bias", prefix);
-  TERN_RETURN_IF_ERROR(Vector(name, out, false, &w->bias));
+  TERN_RETURN_IF_ERROR(Vector(name(prefix, "bias"), out, false, &w->bias));
   w->kernel = nullptr;
   if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
   if (create_ != nullptr) return create_->CreateLinear(w->weight, w->bias, call, &w->kernel);

@@ -70,19 +70,17 @@ class TransformerModel {
   // keeps state of its own (encoded, started) forgets it too.
   virtual void Reset();
 
-  // The plan of model class M for these inputs, made on a scratch M: its pointers are bound,
-  // nothing is placed (RequiredArenaBytes, and the plans tests inspect).
-  template <class M>
-  static Status PlanOf(const Model& model, const Limits& limits, const BufferRequests& requests,
-                       Planned* plan) {
-    M scratch;
-    return static_cast<TransformerModel&>(scratch).PlanAll(model, limits, requests, plan);
-  }
+  // The bytes of model class M's plan for these inputs (RequiredArenaBytes), made on a scratch
+  // M: its pointers are bound, nothing is placed. *planner, if given, receives the plan.
   template <class M>
   static Result<size_t> RequiredBytes(const Model& model, const Limits& limits,
-                                      const BufferRequests& requests) {
+                                      const BufferRequests& requests,
+                                      GreedyPlanner* planner = nullptr) {
+    M scratch;
     Planned plan;
-    TERN_RETURN_IF_ERROR(PlanOf<M>(model, limits, requests, &plan));
+    TERN_RETURN_IF_ERROR(
+        static_cast<TransformerModel&>(scratch).PlanAll(model, limits, requests, &plan));
+    if (planner != nullptr) *planner = plan.arena.planner();
     return plan.arena.planner().arena_bytes();  // with the slack to align the caller's pointer
   }
 
