@@ -22,7 +22,8 @@ namespace tern {
 
 class EncoderDecoder;
 
-// Arena bytes the decoding algorithms need for these limits (beam state; 0 for greedy).
+// Arena bytes of beam search's state for these limits (0 for greedy; TranslationState asks
+// for them, state.h).
 size_t DecoderStateBytes(const ModelConfig& config, const Limits& limits);
 
 // Decodes the batch encoded last. Hypothesis j (0 = best) of sentence b goes to

@@ -34,7 +34,7 @@
 
 namespace tern {
 
-class DecoderOnly : public TransformerModel {
+class DecoderOnly final : public TransformerModel {
  public:
   DecoderOnly() = default;
 

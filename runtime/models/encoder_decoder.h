@@ -31,7 +31,7 @@
 
 namespace tern {
 
-class EncoderDecoder : public TransformerModel {
+class EncoderDecoder final : public TransformerModel {
  public:
   EncoderDecoder() = default;
 

@@ -2,7 +2,7 @@
 // lists its tensors once, with canonical name (docs/CONVENTIONS.md), shape and role, and each
 // linear layer with the rows and strides it is called with. One walk over that description
 // serves every consumer through a WeightVisitor:
-//   - the loader's checks and Prepare's weight resolution (models/weight_resolver.h: each name
+//   - the loader's checks and Prepare's weight resolution (models/model_weights.h: each name
 //     looked up in the file, shape and dtype checked, views stored in the block's weights);
 //   - the backend's dry run (measure every linear layer's operator) and its creation at Prepare,
 //     in the same order;
