@@ -8,12 +8,13 @@ namespace tern {
 using internal::SessionAccess;
 
 // As for Session (session.cc): the storage in tern.hpp must hold the class it never sees.
-static_assert(sizeof(DecoderOnly) <= Generator::kStorageBytes,
-              "DecoderOnly does not fit in Generator::kStorageBytes");
-static_assert(alignof(DecoderOnly) <= 16, "DecoderOnly needs more than Generator's alignment");
+static_assert(sizeof(internal::Generation) <= Generator::kStorageBytes,
+              "DecoderOnly and its generation state do not fit in Generator::kStorageBytes");
+static_assert(alignof(internal::Generation) <= 16,
+              "DecoderOnly needs more than Generator's alignment");
 
-Generator::Generator() { new (SessionAccess::Storage(*this)) DecoderOnly(); }
-Generator::~Generator() { SessionAccess::Model(*this).~DecoderOnly(); }
+Generator::Generator() { new (SessionAccess::Storage(*this)) internal::Generation(); }
+Generator::~Generator() { SessionAccess::Get(*this).~Generation(); }
 
 size_t Generator::arena_used_bytes() const {
   return SessionAccess::Model(*this).arena_used_bytes();
@@ -24,24 +25,32 @@ const char* Generator::backend_report() const {
 }
 
 // Model::Load checked the file format only: the architecture's tensors and shapes are checked
-// here, before anything is sized from them, as Session does.
+// here, before anything is sized from them, as Session does. The arena holds the generation
+// state too, planned by the model from these requests (as Session's).
 Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
-  return DecoderOnly::RequiredArenaBytes(model, limits);
+  GenerationState scratch;  // only asked for sizes
+  BufferRequests requests;
+  scratch.Request(model.config(), limits, &requests);
+  return DecoderOnly::RequiredArenaBytes(model, limits, requests);
 }
 
 Status Generator::Prepare(const Model& model, const Limits& limits, void* arena,
                           size_t arena_bytes) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
-  return SessionAccess::Model(*this).Prepare(model, limits, arena, arena_bytes);
+  internal::Generation& g = SessionAccess::Get(*this);
+  BufferRequests requests;
+  g.decoding.Request(model.config(), limits, &requests);
+  return g.model.Prepare(model, limits, arena, arena_bytes, requests);
 }
 
 Status Generator::Generate(const int32_t* prompts, int64_t prompt_stride,
                            const int32_t* prompt_lengths, int32_t batch,
                            const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
                            int32_t* out_lengths) {
-  return tern::Generate(SessionAccess::Model(*this), prompts, prompt_stride, prompt_lengths, batch,
-                        options, out_ids, out_stride, out_lengths);
+  internal::Generation& g = SessionAccess::Get(*this);
+  return tern::Generate(g.model, g.decoding, prompts, prompt_stride, prompt_lengths, batch, options,
+                        out_ids, out_stride, out_lengths);
 }
 
 Status Generator::Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t* out_length,
@@ -59,8 +68,9 @@ Status Generator::Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t
   if (bounded.max_new_tokens == 0)
     return Status::Error(StatusCode::kInvalidArgument, "output span is empty");
   int32_t produced = 0;
-  TERN_RETURN_IF_ERROR(tern::Generate(SessionAccess::Model(*this), prompt.data(), length, &length,
-                                      1, bounded, out.data(), static_cast<int64_t>(out.size()),
+  internal::Generation& g = SessionAccess::Get(*this);
+  TERN_RETURN_IF_ERROR(tern::Generate(g.model, g.decoding, prompt.data(), length, &length, 1,
+                                      bounded, out.data(), static_cast<int64_t>(out.size()),
                                       &produced));
   *out_length = static_cast<size_t>(produced);
   return Status::Ok();

@@ -47,37 +47,47 @@ using internal::SessionAccess;
 
 // tern.hpp reserves the storage without seeing the class: this is where a model class that grew
 // past it is caught (raise Session::kStorageBytes).
-static_assert(sizeof(EncoderDecoder) <= Session::kStorageBytes,
-              "EncoderDecoder does not fit in Session::kStorageBytes");
-static_assert(alignof(EncoderDecoder) <= 16, "EncoderDecoder needs more than Session's alignment");
+static_assert(sizeof(internal::Translation) <= Session::kStorageBytes,
+              "EncoderDecoder and its decoding state do not fit in Session::kStorageBytes");
+static_assert(alignof(internal::Translation) <= 16,
+              "EncoderDecoder needs more than Session's alignment");
 
-Session::Session() { new (SessionAccess::Storage(*this)) EncoderDecoder(); }
-Session::~Session() { SessionAccess::Model(*this).~EncoderDecoder(); }
+Session::Session() { new (SessionAccess::Storage(*this)) internal::Translation(); }
+Session::~Session() { SessionAccess::Get(*this).~Translation(); }
 
 size_t Session::arena_used_bytes() const { return SessionAccess::Model(*this).arena_used_bytes(); }
 Backend Session::backend() const { return SessionAccess::Model(*this).backend(); }
 const char* Session::backend_report() const { return SessionAccess::Model(*this).backend_report(); }
 
+// The arena holds the model's buffers and the decoding state's, which the model plans with its
+// own from these requests (the model includes nothing of runtime/decoding/).
 Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& limits) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
-  return EncoderDecoder::RequiredArenaBytes(model, limits);
+  TranslationState scratch;  // only asked for sizes
+  BufferRequests requests;
+  scratch.Request(model.config(), limits, &requests);
+  return EncoderDecoder::RequiredArenaBytes(model, limits, requests);
 }
 
 Status Session::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
-  return SessionAccess::Model(*this).Prepare(model, limits, arena, arena_bytes);
+  internal::Translation& t = SessionAccess::Get(*this);
+  BufferRequests requests;
+  t.decoding.Request(model.config(), limits, &requests);
+  return t.model.Prepare(model, limits, arena, arena_bytes, requests);
 }
 
 Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,
                              int32_t batch, const DecodingOptions& options, int32_t* out_ids,
                              int64_t out_stride, int32_t* out_lengths, float* out_scores) {
   EncoderDecoder& ed = SessionAccess::Model(*this);
+  const TranslationState& state = SessionAccess::Get(*this).decoding;
   // Checked before encoding (an unprepared session is left to Encode's own message).
   if (ed.arena_used_bytes() > 0) TERN_RETURN_IF_ERROR(CheckBeam(options, ed.limits()));
   TERN_RETURN_IF_ERROR(ed.Encode(src_ids, src_stride, src_lengths, batch));
   if (options.beam_size > 1)
-    return BeamSearch(ed, options, out_ids, out_stride, out_lengths, out_scores);
-  return GreedyDecode(ed, options, out_ids, out_stride, out_lengths, out_scores);
+    return BeamSearch(ed, state, options, out_ids, out_stride, out_lengths, out_scores);
+  return GreedyDecode(ed, state, options, out_ids, out_stride, out_lengths, out_scores);
 }
 
 Status Session::TranslateIds(Span<const int32_t> src, Span<int32_t> out, size_t* out_length,

@@ -22,7 +22,7 @@ struct Candidate {
   int32_t token;
 };
 
-// The beam state carved from the session's decoder_state buffer.
+// The beam state carved from the session's decoder_state buffer (TranslationState::beam).
 struct BeamState {
   int32_t* history[2];    // [rows][T]: tokens of each live hypothesis (double-buffered)
   int32_t* length[2];     // [rows]
@@ -105,8 +105,9 @@ size_t DecoderStateBytes(const ModelConfig&, const Limits& limits) {
   return Layout(limits.max_batch, limits.beam_size, limits.max_target_length, nullptr, nullptr);
 }
 
-Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
-                  int64_t out_stride, int32_t* out_lengths, float* out_scores) {
+Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
+                  const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
+                  int32_t* out_lengths, float* out_scores) {
   const ModelConfig& c = model.config();
   const Limits& limits = model.limits();
   const int32_t beam = options.beam_size;
@@ -143,9 +144,8 @@ Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t
   const int32_t t_cap = limits.max_target_length;
   BeamState s;
   // Laid out for the session's limits; this call uses its first `batch * beam` rows.
-  Layout(limits.max_batch, limits.beam_size, t_cap, static_cast<uint8_t*>(model.decoder_state()),
-         &s);
-  int32_t* tokens = model.decode_tokens();
+  Layout(limits.max_batch, limits.beam_size, t_cap, state.beam, &s);
+  int32_t* tokens = state.tokens;
   for (int32_t r = 0; r < rows; ++r) {
     tokens[r] = c.decoder_start_id;
     s.length[0][r] = 0;

@@ -5,7 +5,8 @@
 // finished hypotheses are ranked by score / length^length_penalty (length counts EOS).
 //
 // All state (histories, scores, finished hypotheses) lives in the session's arena
-// (DecoderStateBytes), and the decoder's K/V caches are reordered in place: no allocation.
+// (DecoderStateBytes bytes at TranslationState::beam, state.h), and the decoder's K/V caches are
+// reordered in place: no allocation.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/decoding/options.h"
+#include "runtime/decoding/state.h"
 #include "runtime/model/config.h"
 #include "tern/limits.h"
 
@@ -20,7 +22,8 @@ namespace tern {
 
 class EncoderDecoder;
 
-// Arena bytes the decoding algorithms need for these limits (beam state; 0 for greedy).
+// Arena bytes of beam search's state for these limits (0 for greedy; TranslationState asks
+// for them, state.h).
 size_t DecoderStateBytes(const ModelConfig& config, const Limits& limits);
 
 // Decodes the batch encoded last. Hypothesis j (0 = best) of sentence b goes to
@@ -28,7 +31,8 @@ size_t DecoderStateBytes(const ModelConfig& config, const Limits& limits);
 // its normalized score to out_scores[b * n_best + j] (optional). options.on_token, if set, is
 // called with the best hypothesis's tokens when a sentence finishes (beam search cannot stream
 // tokens before it knows which hypothesis wins).
-Status BeamSearch(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
-                  int64_t out_stride, int32_t* out_lengths, float* out_scores);
+Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
+                  const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
+                  int32_t* out_lengths, float* out_scores);
 
 }  // namespace tern

@@ -1,12 +1,15 @@
 #include "runtime/decoding/generate.h"
 
+#include <new>
+
 #include "runtime/models/decoder_only.h"
 
 namespace tern {
 
-Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_stride,
-                const int32_t* prompt_lengths, int32_t batch, const GenerationOptions& options,
-                int32_t* out_ids, int64_t out_stride, int32_t* out_lengths) {
+Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t* prompts,
+                int64_t prompt_stride, const int32_t* prompt_lengths, int32_t batch,
+                const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
+                int32_t* out_lengths) {
   TERN_RETURN_IF_ERROR(CheckSamplingOptions(options.sampling));
   if (options.max_new_tokens < 0) {
     return Status::Error(StatusCode::kInvalidArgument, "max_new_tokens = %d; must be >= 0",
@@ -33,11 +36,12 @@ Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_strid
                          "output stride %lld is too small: a sequence may get %d new tokens",
                          static_cast<long long>(out_stride), most);
   }
-  int32_t* tokens = model.step_tokens();
-  Pcg32* rng = model.generators();
+  int32_t* tokens = state.tokens;
+  Pcg32* rng = state.generators;
   int32_t active = 0;
   for (int32_t b = 0; b < batch; ++b) {
     out_lengths[b] = 0;
+    new (&rng[b]) Pcg32();  // in arena bytes
     rng[b].Seed(options.sampling.seed, static_cast<uint64_t>(b));
     tokens[b] = budget(b) > 0 ? 0 : DecoderOnly::kFinished;
     if (budget(b) > 0) ++active;
@@ -46,7 +50,7 @@ Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_strid
     for (int32_t b = 0; b < batch; ++b) {
       if (tokens[b] == DecoderOnly::kFinished) continue;
       const float* row = logits + static_cast<int64_t>(b) * vocab;
-      const int32_t next = Sample(row, vocab, options.sampling, &rng[b], model.sampling_scratch());
+      const int32_t next = Sample(row, vocab, options.sampling, &rng[b], state.sampling);
       bool done = options.stop_at_eos && next == eos;
       if (!done) {
         out_ids[b * out_stride + out_lengths[b]] = next;

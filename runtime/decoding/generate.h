@@ -9,17 +9,20 @@
 #include "runtime/core/status.h"
 #include "runtime/decoding/options.h"  // GenerationOptions
 #include "runtime/decoding/sampling.h"
+#include "runtime/decoding/state.h"
 
 namespace tern {
 
 class DecoderOnly;
 
-// Sequence b's prompt is prompts[b * prompt_stride + i], i < prompt_lengths[b]. Writes its new
-// tokens (without the prompt, without EOS) to out_ids[b * out_stride ...] and their count to
-// out_lengths[b]. out_stride must hold the most tokens a sequence may get: max_new_tokens, or
-// the session's capacity minus the shortest prompt when that is smaller (or max_new_tokens is 0).
-Status Generate(DecoderOnly& model, const int32_t* prompts, int64_t prompt_stride,
-                const int32_t* prompt_lengths, int32_t batch, const GenerationOptions& options,
-                int32_t* out_ids, int64_t out_stride, int32_t* out_lengths);
+// With the state Prepare placed for these limits. Sequence b's prompt is prompts[b * prompt_stride
+// + i], i < prompt_lengths[b]. Writes its new tokens (without the prompt, without EOS) to out_ids[b
+// * out_stride ...] and their count to out_lengths[b]. out_stride must hold the most tokens a
+// sequence may get: max_new_tokens, or the session's capacity minus the shortest prompt when that
+// is smaller (or max_new_tokens is 0).
+Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t* prompts,
+                int64_t prompt_stride, const int32_t* prompt_lengths, int32_t batch,
+                const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
+                int32_t* out_lengths);
 
 }  // namespace tern

@@ -18,8 +18,9 @@ int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit
   return limit;
 }
 
-Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
-                    int64_t out_stride, int32_t* out_lengths, float* out_scores) {
+Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
+                    const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
+                    int32_t* out_lengths, float* out_scores) {
   const ModelConfig& c = model.config();
   const int32_t limit = model.limits().max_target_length;
   if (options.max_length < 0 || options.max_length > limit) {
@@ -46,7 +47,7 @@ Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32
                          max_length);
   }
   const int32_t batch = model.batch();
-  int32_t* tokens = model.decode_tokens();
+  int32_t* tokens = state.tokens;
   int32_t active = batch;
   for (int32_t b = 0; b < batch; ++b) {
     tokens[b] = c.decoder_start_id;

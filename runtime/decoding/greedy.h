@@ -8,17 +8,20 @@
 #include "runtime/core/status.h"
 #include "runtime/decoding/logits_processing.h"
 #include "runtime/decoding/options.h"
+#include "runtime/decoding/state.h"
 
 namespace tern {
 
 class EncoderDecoder;
 
-// Decodes the batch encoded last. Writes sentence b's ids (without start token and EOS) to
+// Decodes the batch encoded last, with the state Prepare placed for these limits. Writes
+// sentence b's ids (without start token and EOS) to
 // out_ids[b * out_stride ...] and their count to out_lengths[b]; out_stride must be at least
 // the effective max length. out_scores (optional): the sum of log-probabilities of each
 // sentence's tokens, EOS included when it was generated.
-Status GreedyDecode(EncoderDecoder& model, const DecodingOptions& options, int32_t* out_ids,
-                    int64_t out_stride, int32_t* out_lengths, float* out_scores = nullptr);
+Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
+                    const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
+                    int32_t* out_lengths, float* out_scores = nullptr);
 
 // The max length sentence b may reach under options (shared by greedy and beam search).
 int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit,

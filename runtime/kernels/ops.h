@@ -6,8 +6,8 @@
 //    choice (attention through batch_matrix_multiply for many queries and the vectorizable
 //    loops of kernels/vectorized/ for one; LayerNorm and activations as those loops), per the
 //    session's Kernels.
-//  - Embedding, positions, rotary rotations and SwiGLU's product: the reference kernels (row
-//    copies and one multiply-add per element, the same on both backends).
+//  - Embedding, positions, rotary rotations, SwiGLU's product and the beam's cache gather: the
+//    reference kernels (row copies and one multiply-add per element, the same on both backends).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/attention.h"
 #include "runtime/kernels/reference/embedding.h"
+#include "runtime/kernels/reference/gather.h"
 #include "runtime/kernels/reference/layer_norm.h"
 #include "runtime/kernels/reference/linear.h"
 #include "runtime/kernels/reference/positions.h"
@@ -47,6 +48,7 @@ namespace ops {
 using ref::AddRows;
 using ref::ApplyRotary;
 using ref::Embedding;
+using ref::GatherRowsInGroups;
 using ref::Linear;
 using ref::Multiply;
 using ref::RotaryTables;

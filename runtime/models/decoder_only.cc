@@ -1,8 +1,5 @@
 #include "runtime/models/decoder_only.h"
 
-#include <new>
-
-#include "runtime/decoding/sampling.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/nn/residual.h"
 
@@ -14,9 +11,6 @@ namespace {
 // Prepare.
 enum Phase : int { kPrepare = 0, kRun = 1 };
 
-// Rotated dimensions per head (config 0: all of d_head).
-int32_t RotaryDim(const ModelConfig& c) { return c.rotary_dim > 0 ? c.rotary_dim : c.d_head(); }
-
 // Rows of the activation buffers: a whole prompt (prefill) or one token per sequence (step).
 int64_t PrefillRows(const Limits& l) {
   return l.max_source_length < l.max_target_length ? l.max_source_length : l.max_target_length;
@@ -27,13 +21,6 @@ int64_t ScratchRows(const Limits& l) {
 }
 
 }  // namespace
-
-struct DecoderOnly::BufferIds {
-  int layers, sinusoids, rotary, kv, x, q, k, v, attn, hidden, up, scores, position_ids, logits,
-      lengths;
-  int step_tokens, step_ids, sampling, generators;
-  BackendBuffers backend;
-};
 
 Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
@@ -60,147 +47,67 @@ ModelCalls DecoderOnly::Calls(const ModelConfig& c, const Limits& l) {
   return calls;
 }
 
-Status DecoderOnly::PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
-                            GreedyPlanner* p, BufferIds* ids) {
+Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
+                            const BufferRequests& requests, Planned* plan) {
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
   const ModelConfig& c = model.config();
+  plan->calls = Calls(c, limits);
   // Attention runs as loops (a causal prompt, or one query per step): nothing batched.
-  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, Calls(c, limits), AttentionCall(), backend));
-  const size_t f = sizeof(float);
+  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, AttentionCall(), plan));
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t b = static_cast<size_t>(limits.max_batch);
   const size_t t = static_cast<size_t>(limits.max_target_length);
   const size_t rows = static_cast<size_t>(ScratchRows(limits));
-  const size_t prefill = static_cast<size_t>(PrefillRows(limits));
   const size_t layers = static_cast<size_t>(c.decoder_layers);
-  const size_t vocab = static_cast<size_t>(c.tgt_vocab_size);
-  ids->layers = p->Add("layers", CheckedMul(layers, sizeof(LayerWeights)), kPrepare, kRun);
-  ids->sinusoids = ids->rotary = -1;
-  if (c.position == PositionKind::kSinusoidal)
-    ids->sinusoids = p->Add("positions", CheckedMul(t, d, f), kPrepare, kRun);
-  if (c.position == PositionKind::kRotary) {
-    // cos and sin for positions [0, capacity), rotary_dim / 2 each: [2, t, rotary_dim / 2].
-    ids->rotary = p->Add("rotary_tables", CheckedMul(t, static_cast<size_t>(RotaryDim(c)), f),
-                         kPrepare, kRun);
-  }
-  ids->kv =
-      p->Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), CheckedMul(t, d_kv, f)), kRun, kRun);
-  ids->x = p->Add("x", CheckedMul(rows, d, f), kRun, kRun);
-  ids->q = p->Add("q", CheckedMul(rows, d, f), kRun, kRun);
-  ids->k = p->Add("k", CheckedMul(rows, d_kv, f), kRun, kRun);
-  ids->v = p->Add("v", CheckedMul(rows, d_kv, f), kRun, kRun);
-  ids->attn = p->Add("attn", CheckedMul(rows, d, f), kRun, kRun);
-  ids->hidden = p->Add("hidden", CheckedMul(rows, ff, f), kRun, kRun);
-  ids->up = -1;
-  if (c.activation == ref::Activation::kSwiGLU)
-    ids->up = p->Add("up", CheckedMul(rows, ff, f), kRun, kRun);
+  // Positions stay below the cache capacity (max_target_length): that many table rows suffice
+  // (no table for learned positions, added per token, or none).
+  const size_t positions = PositionFloats(c, limits.max_target_length);
+  ArenaPlan& p = plan->arena;
+  p.Add("layers", layers, kPrepare, kRun, &layers_.decoder_only);
+  p.Add("positions", positions, kPrepare, kRun, &position_tables_, positions > 0);
+  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), t, d_kv), kRun, kRun, &kv_);
+  p.Add("x", CheckedMul(rows, d), kRun, kRun, &x_);
+  p.Add("q", CheckedMul(rows, d), kRun, kRun, &scratch_.q);
+  p.Add("k", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.k);
+  p.Add("v", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.v);
+  p.Add("attn", CheckedMul(rows, d), kRun, kRun, &scratch_.attn);
+  p.Add("hidden", CheckedMul(rows, ff), kRun, kRun, &scratch_.hidden);
+  p.Add("up", CheckedMul(rows, ff), kRun, kRun, &scratch_.up,
+        c.activation == ref::Activation::kSwiGLU);
   // The reference attention scores a prompt's [queries, keys] block at once.
-  ids->scores = p->Add("scores", CheckedMul(prefill, t, f), kRun, kRun);
-  ids->position_ids = p->Add("position_ids", CheckedMul(rows, sizeof(int32_t)), kRun, kRun);
-  ids->step_ids = p->Add("step_ids", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
-  ids->logits = p->Add("logits", CheckedMul(b, vocab, f), kRun, kRun);
-  ids->lengths = p->Add("lengths", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
-  ids->step_tokens = p->Add("step_tokens", CheckedMul(b, sizeof(int32_t)), kRun, kRun);
-  ids->sampling = p->Add("sampling_scratch", SamplingScratchBytes(c.tgt_vocab_size), kRun, kRun);
-  ids->generators = p->Add("generators", CheckedMul(b, sizeof(Pcg32)), kRun, kRun);
-  ids->backend = BackendBuffers();
-  PlanBackendOperators(*backend, kPrepare, kRun, p, &ids->backend);
-  PlanBackendAttention(*backend, kPrepare, kRun, kRun, kRun, p, &ids->backend);
-  PlanBackendScratch(*backend, kPrepare, kRun, kRun, p, &ids->backend);
-  return p->Plan();
-}
-
-Result<size_t> DecoderOnly::RequiredArenaBytes(const Model& model, const Limits& limits) {
-  BackendPlan backend;
-  GreedyPlanner planner;
-  BufferIds ids;
-  TERN_RETURN_IF_ERROR(PlanAll(model, limits, &backend, &planner, &ids));
-  return planner.arena_bytes();
+  p.Add("scores", CheckedMul(PrefillRows(limits), t), kRun, kRun, &scratch_.scores);
+  p.Add("position_ids", rows, kRun, kRun, &position_ids_);
+  p.Add("step_ids", b, kRun, kRun, &step_ids_);
+  p.Add("logits", CheckedMul(b, c.tgt_vocab_size), kRun, kRun, &logits_);
+  p.Add("lengths", b, kRun, kRun, &lengths_);
+  p.Add(requests, kRun, kRun);  // the generation loop's state
+  GreedyPlanner* g = &p.planner();
+  PlanBackendOperators(plan->backend, kPrepare, kRun, g, &plan->backend_ids);
+  PlanBackendAttention(plan->backend, kPrepare, kRun, kRun, kRun, g, &plan->backend_ids);
+  PlanBackendScratch(plan->backend, kPrepare, kRun, kRun, g, &plan->backend_ids);
+  return p.Plan();
 }
 
 void DecoderOnly::Reset() {
   started_ = false;
-  layers_ = nullptr;
   batch_ = 0;
-  ResetModel();
+  TransformerModel::Reset();
 }
 
 int32_t DecoderOnly::prompt_capacity() const { return static_cast<int32_t>(PrefillRows(limits_)); }
 
-Status DecoderOnly::Prepare(const Model& model, const Limits& limits, void* arena,
-                            size_t arena_bytes) {
-  Reset();
-  const Status status = PrepareInArena(model, limits, arena, arena_bytes);
-  if (!status.ok()) {
-    Reset();
-    Failed(status);
-  }
-  return status;
-}
-
-Status DecoderOnly::PrepareInArena(const Model& model, const Limits& limits, void* arena,
-                                   size_t arena_bytes) {
-  if (model.schema() == nullptr)
-    return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
-  if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
-  BackendPlan backend;
-  GreedyPlanner planner;
-  BufferIds ids;
-  TERN_RETURN_IF_ERROR(PlanAll(model, limits, &backend, &planner, &ids));
-  uint8_t* base = nullptr;
-  TERN_RETURN_IF_ERROR(Place(model, limits, planner, arena, arena_bytes, &base));
-  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
-  auto floats = [&](int id) { return reinterpret_cast<float*>(at(id)); };
-  layers_ = reinterpret_cast<LayerWeights*>(at(ids.layers));
-  for (int i = 0; i < config_.decoder_layers; ++i) new (&layers_[i]) LayerWeights();
-  ModelLayers layers;
-  layers.decoder_only = layers_;
-  TERN_RETURN_IF_ERROR(ResolveAndCreate(model, Calls(config_, limits), &backend, ids.backend,
-                                        planner, base, layers));
-  sinusoids_ = floats(ids.sinusoids);
-  if (sinusoids_ != nullptr) {
-    ops::SinusoidalPositions(0, limits.max_target_length, config_.d_model, config_.sinusoid_layout,
-                             sinusoids_);
-  }
-  scratch_ = LayerScratch();
-  if (ids.rotary >= 0) {
-    // Positions stay below the cache capacity (max_target_length), so that many rows suffice.
-    rotary_.rotary_dim = RotaryDim(config_);
-    float* cos = floats(ids.rotary);
-    float* sin = cos + static_cast<size_t>(limits.max_target_length) * (rotary_.rotary_dim / 2);
-    ops::RotaryTables(limits.max_target_length, rotary_.rotary_dim, config_.rotary_base, cos, sin);
-    rotary_.cos = cos;
-    rotary_.sin = sin;
-    scratch_.positions.rotary = &rotary_;
-  }
-  kv_ = floats(ids.kv);
-  x_ = floats(ids.x);
-  scratch_.q = floats(ids.q);
-  scratch_.k = floats(ids.k);
-  scratch_.v = floats(ids.v);
-  scratch_.attn = floats(ids.attn);
-  scratch_.hidden = floats(ids.hidden);
-  scratch_.up = floats(ids.up);
-  scratch_.scores = floats(ids.scores);
+void DecoderOnly::Start() {
+  FillPositions(config_, weights_, limits_.max_target_length, position_tables_, nullptr,
+                &positions_);
+  scratch_.positions = positions_.decoder;
   scratch_.kernels = backend_.kernels();
-  position_ids_ = reinterpret_cast<int32_t*>(at(ids.position_ids));
-  step_ids_ = reinterpret_cast<int32_t*>(at(ids.step_ids));
-  logits_ = floats(ids.logits);
-  lengths_ = reinterpret_cast<int32_t*>(at(ids.lengths));
-  step_tokens_ = reinterpret_cast<int32_t*>(at(ids.step_tokens));
-  sampling_scratch_ = at(ids.sampling);
-  generators_ = reinterpret_cast<Pcg32*>(at(ids.generators));
-  for (int32_t b = 0; b < limits.max_batch; ++b) new (&generators_[b]) Pcg32();
-  return Status::Ok();
 }
 
 KeyValues DecoderOnly::Cache(int layer) const {
-  const size_t half =
-      static_cast<size_t>(limits_.max_batch) * limits_.max_target_length * config_.d_kv();
-  return KeyValues{kv_ + (2 * static_cast<size_t>(layer)) * half,
-                   kv_ + (2 * static_cast<size_t>(layer) + 1) * half, limits_.max_target_length};
+  return KeyValues::OfLayer(kv_, layer, limits_.max_batch, limits_.max_target_length,
+                            config_.d_kv());
 }
 
 void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t count, float* x) {
@@ -210,9 +117,9 @@ void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t co
     // The learned table may be quantized like any embedding: dequantize its rows, then add.
     ops::Embedding(weights_.decoder_learned, positions, count, 1.0f, scratch_.attn);
     ops::AddRows(x, scratch_.attn, count, d);
-  } else if (config_.position == PositionKind::kSinusoidal) {
+  } else if (positions_.decoder_rows != nullptr) {  // sinusoidal
     for (int64_t i = 0; i < count; ++i)
-      ops::AddRows(x + i * d, sinusoids_ + positions[i] * d, 1, d);
+      ops::AddRows(x + i * d, positions_.decoder_rows + positions[i] * d, 1, d);
   }
   // rotary: positions enter inside attention (transformer_layer.cc); none: not at all.
 }
@@ -220,7 +127,7 @@ void DecoderOnly::Embed(const int32_t* ids, const int32_t* positions, int64_t co
 Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* lengths,
                             int32_t batch, const float** logits) {
   started_ = false;
-  if (layers_ == nullptr)
+  if (arena_used_ == 0)
     return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
   if (batch < 1 || batch > limits_.max_batch) {
     return Status::Error(StatusCode::kInvalidArgument,
@@ -248,7 +155,7 @@ Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* l
     shape.first = b;
     shape.causal = true;
     for (int l = 0; l < config_.decoder_layers; ++l)
-      LayerForward(config_, layers_[l], x_, shape, Cache(l), scratch_);
+      LayerForward(config_, layers_.decoder_only[l], x_, shape, Cache(l), scratch_);
     float* last = x_ + (count - 1) * d;
     FinalNorm(config_, scratch_.kernels, weights_.decoder_norm, last, 1);
     Linear(last, 1, d, weights_.output, logits_ + static_cast<int64_t>(b) * vocab, vocab);
@@ -292,7 +199,7 @@ Status DecoderOnly::DecodeStep(const int32_t* tokens, const float** logits) {
   shape.rows = batch_;
   shape.positions = position_ids_;
   for (int l = 0; l < config_.decoder_layers; ++l)
-    LayerStep(config_, layers_[l], x_, shape, Cache(l), nullptr, scratch_);
+    LayerStep(config_, layers_.decoder_only[l], x_, shape, Cache(l), nullptr, scratch_);
   FinalNorm(config_, scratch_.kernels, weights_.decoder_norm, x_, batch_);
   Linear(x_, batch_, d, weights_.output, logits_, config_.tgt_vocab_size);
   for (int32_t b = 0; b < batch_; ++b) {

@@ -14,10 +14,11 @@
 //                      max_target_length)
 //   beam_size          must be 1
 //
-// Like EncoderDecoder this class owns no memory: Prepare carves the weights table, the K/V
-// cache, activations, logits and the sampler's scratch from the caller's arena by a plan that
-// RequiredArenaBytes runs too; with the XNNPACK backend every linear layer's operator and packed
-// weights are in the arena as well. Prefill and DecodeStep allocate nothing.
+// Like EncoderDecoder this class owns no memory: Prepare (transformer.h) carves the weight
+// records, position tables, K/V cache, activations and logits from the caller's arena, with the
+// generation loop's buffers its caller requests, by a plan that RequiredArenaBytes runs too;
+// with the XNNPACK backend every linear layer's operator and packed weights are in the arena as
+// well. Prefill and DecodeStep allocate nothing.
 #pragma once
 
 #include <cstddef>
@@ -26,23 +27,23 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/models/positions.h"
 #include "runtime/models/transformer.h"
 #include "runtime/nn/transformer_layer.h"
 #include "tern/limits.h"
 
 namespace tern {
 
-struct Pcg32;
-
-class DecoderOnly : public TransformerModel {
+class DecoderOnly final : public TransformerModel {
  public:
   DecoderOnly() = default;
 
   static Status CheckLimits(const Model& model, const Limits& limits);
-  // Bytes of arena Prepare needs (a dry run for XNNPACK, as EncoderDecoder::RequiredArenaBytes).
-  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
-
-  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  // Bytes of arena Prepare needs (as EncoderDecoder::RequiredArenaBytes).
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
+                                           const BufferRequests& requests = BufferRequests()) {
+    return RequiredBytes<DecoderOnly>(model, limits, requests);
+  }
 
   // Starts `batch` sequences: sequence b is prompt ids[b * stride + i], i < lengths[b] (1 to
   // prompt_capacity() tokens). Runs every prompt token through the model, a whole prompt at a
@@ -63,36 +64,25 @@ class DecoderOnly : public TransformerModel {
   int32_t capacity() const { return limits_.max_target_length; }
   int32_t prompt_capacity() const;
 
-  // Arena scratch for the generation loop: [max_batch] tokens, and SamplingScratchBytes(vocab)
-  // bytes (8-byte aligned) plus one Pcg32 per sequence.
-  int32_t* step_tokens() const { return step_tokens_; }
-  void* sampling_scratch() const { return sampling_scratch_; }
-  Pcg32* generators() const { return generators_; }
-
  private:
-  struct BufferIds;
   static ModelCalls Calls(const ModelConfig& config, const Limits& limits);
-  static Status PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
-                        GreedyPlanner* planner, BufferIds* ids);
-  Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  Status PlanAll(const Model& model, const Limits& limits, const BufferRequests& requests,
+                 Planned* plan) override;
+  void Start() override;
+  void Reset() override;
   // x[0..count) = embed(ids) * scale + position(positions[i]).
   void Embed(const int32_t* ids, const int32_t* positions, int64_t count, float* x);
   KeyValues Cache(int layer) const;
-  void Reset();
 
-  LayerWeights* layers_ = nullptr;
-  float* sinusoids_ = nullptr;  // sinusoidal: [capacity, d]
-  ref::RotaryTable rotary_;     // rotary: cos / sin [capacity, rotary_dim / 2] in the arena
-  float* kv_ = nullptr;         // per layer: K then V, [max_batch, capacity, d_kv]
-  float* x_ = nullptr;          // [rows, d]
+  float* position_tables_ = nullptr;  // sinusoidal or rotary (models/positions.h), or null
+  PositionTables positions_;
+  float* kv_ = nullptr;  // per layer: K then V, [max_batch, capacity, d_kv]
+  float* x_ = nullptr;   // [rows, d]
   LayerScratch scratch_{};
   int32_t* position_ids_ = nullptr;  // [rows]
   int32_t* step_ids_ = nullptr;      // [max_batch]: DecodeStep's tokens, finished rows as 0
   float* logits_ = nullptr;          // [max_batch, vocab]
   int32_t* lengths_ = nullptr;       // [max_batch]
-  int32_t* step_tokens_ = nullptr;
-  void* sampling_scratch_ = nullptr;
-  Pcg32* generators_ = nullptr;
   int32_t batch_ = 0;
   bool started_ = false;
 };

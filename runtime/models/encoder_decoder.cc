@@ -1,11 +1,6 @@
 #include "runtime/models/encoder_decoder.h"
 
-#include <cstring>
-#include <new>
-
-#include "runtime/decoding/beam_search.h"
 #include "runtime/kernels/ops.h"
-#include "runtime/models/positions.h"
 #include "runtime/nn/residual.h"
 
 namespace tern {
@@ -18,17 +13,6 @@ namespace {
 enum Phase : int { kPrepare = 0, kEncoder = 1, kCrossKeysValues = 2, kDecoder = 3 };
 
 }  // namespace
-
-struct EncoderDecoder::BufferIds {
-  int encoder_layers, decoder_layers, positions, relative_scratch, enc_up, dec_up, src_lengths;
-  // Universal Transformer only (-1 otherwise): the step's timing signal, ACT state per stack.
-  int step_signal, enc_act_acc, enc_act_weights, enc_act_out, dec_act_acc, dec_act_weights,
-      dec_act_out;
-  int enc_x, enc_q, enc_k, enc_v, enc_attn, enc_hidden, enc_scores;
-  int cross_kv, self_kv;
-  int dec_x, dec_q, dec_attn, dec_hidden, dec_scores, logits, tokens, beam_scratch, decoder_state;
-  BackendBuffers backend;
-};
 
 Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
   const ModelConfig& c = model.config();
@@ -57,15 +41,15 @@ ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
   return calls;
 }
 
-Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
-                               GreedyPlanner* p, BufferIds* ids) {
+Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
+                               const BufferRequests& requests, Planned* plan) {
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
   const ModelConfig& c = model.config();
+  plan->calls = Calls(c, limits);
   // The encoder's self-attention runs many queries at once: the backend's batched path.
   const AttentionCall attention{c.heads, c.d_head(), limits.max_source_length,
                                 limits.max_source_length};
-  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, Calls(c, limits), attention, backend));
-  const size_t f = sizeof(float);
+  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, attention, plan));
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d
   const size_t b = static_cast<size_t>(limits.max_batch);
@@ -74,190 +58,93 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits, Backend
   const size_t s = static_cast<size_t>(limits.max_source_length);
   const size_t t = static_cast<size_t>(limits.max_target_length);
   const size_t ff = static_cast<size_t>(c.d_ff);
-  const size_t le = static_cast<size_t>(c.encoder_layers);
   const size_t ld = static_cast<size_t>(c.decoder_layers);
   // Self-attention K/V caches: one per decoder layer, or (Universal) one per recurrent step.
   const bool universal = c.architecture == Architecture::kUniversal;
   const size_t kv_layers = universal ? static_cast<size_t>(c.universal_steps) : ld;
   const size_t keys = s > t ? s : t;
+  const bool swiglu = c.activation == ref::Activation::kSwiGLU;
+  const bool shaw =
+      c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw;
+  const bool act = universal && c.act_threshold > 0.0f;
   // Weight records and positions live for the whole session; encoder buffers only while
   // encoding (the encoder output also feeds the cross K/V step); decoder buffers while decoding.
-  ids->encoder_layers =
-      p->Add("encoder_layers", CheckedMul(le, sizeof(LayerWeights)), kPrepare, kDecoder);
-  ids->decoder_layers =
-      p->Add("decoder_layers", CheckedMul(ld, sizeof(DecoderLayerWeights)), kPrepare, kDecoder);
-  ids->positions =
-      p->Add("positions", CheckedMul(PositionFloats(c, limits), f), kPrepare, kDecoder);
-  ids->relative_scratch = -1;
-  if (c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw) {
-    const size_t span = 2 * static_cast<size_t>(c.relative_max_distance) + 1;
-    ids->relative_scratch = p->Add("relative_scratch", CheckedMul(span, f), kEncoder, kDecoder);
-  }
-  ids->enc_up = ids->dec_up = -1;
-  if (c.activation == ref::Activation::kSwiGLU) {
-    ids->enc_up = p->Add("enc_up", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
-    ids->dec_up = p->Add("dec_up", CheckedMul(rows, ff, f), kDecoder, kDecoder);
-  }
-  ids->src_lengths = p->Add("src_lengths", CheckedMul(b, sizeof(int32_t)), kEncoder, kDecoder);
-  ids->enc_x = p->Add("enc_x", CheckedMul(b * s, d, f), kEncoder, kCrossKeysValues);
-  ids->enc_q = p->Add("enc_q", CheckedMul(b * s, d, f), kEncoder, kEncoder);
-  ids->enc_k = p->Add("enc_k", CheckedMul(b * s, d_kv, f), kEncoder, kEncoder);
-  ids->enc_v = p->Add("enc_v", CheckedMul(b * s, d_kv, f), kEncoder, kEncoder);
-  ids->enc_attn = p->Add("enc_attn", CheckedMul(b * s, d, f), kEncoder, kEncoder);
-  ids->enc_hidden = p->Add("enc_hidden", CheckedMul(b * s, ff, f), kEncoder, kEncoder);
-  ids->enc_scores = p->Add("enc_scores", CheckedMul(s, s, f), kEncoder, kEncoder);
-  ids->cross_kv = p->Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), CheckedMul(s, d_kv, f)),
-                         kCrossKeysValues, kDecoder);
-  ids->self_kv =
-      p->Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), CheckedMul(t, d_kv, f)),
-             kDecoder, kDecoder);
-  ids->dec_x = p->Add("dec_x", CheckedMul(rows, d, f), kDecoder, kDecoder);
-  ids->dec_q = p->Add("dec_q", CheckedMul(rows, d, f), kDecoder, kDecoder);
-  ids->dec_attn = p->Add("dec_attn", CheckedMul(rows, d, f), kDecoder, kDecoder);
-  ids->dec_hidden = p->Add("dec_hidden", CheckedMul(rows, ff, f), kDecoder, kDecoder);
-  ids->dec_scores = p->Add("dec_scores", CheckedMul(keys, f), kDecoder, kDecoder);
-  ids->logits = p->Add("logits", CheckedMul(rows, static_cast<size_t>(c.tgt_vocab_size), f),
-                       kDecoder, kDecoder);
-  ids->tokens = p->Add("tokens", CheckedMul(rows, sizeof(int32_t)), kDecoder, kDecoder);
-  ids->beam_scratch = -1;
-  if (k > 1)
-    ids->beam_scratch =
-        p->Add("beam_scratch", CheckedMul(k, t, CheckedMul(d_kv, f)), kDecoder, kDecoder);
-  ids->decoder_state = p->Add("decoder_state", DecoderStateBytes(c, limits), kDecoder, kDecoder);
-  ids->step_signal = ids->enc_act_acc = ids->enc_act_weights = ids->enc_act_out = -1;
-  ids->dec_act_acc = ids->dec_act_weights = ids->dec_act_out = -1;
-  if (universal) {
-    // Reused by every step: apart from self_kv, nothing here depends on universal_steps.
-    ids->step_signal = p->Add("step_signal", CheckedMul(d, f), kEncoder, kDecoder);
-    if (c.act_threshold > 0.0f) {
-      ids->enc_act_acc = p->Add("encoder_act_acc", CheckedMul(b * s, f), kEncoder, kEncoder);
-      ids->enc_act_weights =
-          p->Add("encoder_act_weights", CheckedMul(b * s, f), kEncoder, kEncoder);
-      ids->enc_act_out = p->Add("encoder_act_out", CheckedMul(b * s, d, f), kEncoder, kEncoder);
-      ids->dec_act_acc = p->Add("decoder_act_acc", CheckedMul(rows, f), kDecoder, kDecoder);
-      ids->dec_act_weights = p->Add("decoder_act_weights", CheckedMul(rows, f), kDecoder, kDecoder);
-      ids->dec_act_out = p->Add("decoder_act_out", CheckedMul(rows, d, f), kDecoder, kDecoder);
-    }
-  }
-  ids->backend = BackendBuffers();
-  PlanBackendOperators(*backend, kPrepare, kDecoder, p, &ids->backend);
-  PlanBackendScratch(*backend, kPrepare, kEncoder, kDecoder, p, &ids->backend);
-  PlanBackendAttention(*backend, kPrepare, kDecoder, kEncoder, kEncoder, p, &ids->backend);
-  return p->Plan();
-}
-
-Result<size_t> EncoderDecoder::RequiredArenaBytes(const Model& model, const Limits& limits) {
-  BackendPlan backend;
-  GreedyPlanner planner;
-  BufferIds ids;
-  TERN_RETURN_IF_ERROR(PlanAll(model, limits, &backend, &planner, &ids));
-  return planner.arena_bytes();  // with the slack to align the caller's pointer
-}
-
-Status EncoderDecoder::PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
-  BackendPlan backend;
-  BufferIds ids;
-  return PlanAll(model, limits, &backend, planner, &ids);
+  // The order of the Adds is part of the plan (the planner breaks size ties by it).
+  ArenaPlan& p = plan->arena;
+  p.Add("encoder_layers", c.encoder_layers, kPrepare, kDecoder, &layers_.encoder);
+  p.Add("decoder_layers", ld, kPrepare, kDecoder, &layers_.decoder);
+  p.Add("positions", PositionFloats(c, keys), kPrepare, kDecoder, &position_tables_);
+  p.Add("relative_scratch", 2 * c.relative_max_distance + 1, kEncoder, kDecoder, &shaw_scratch_,
+        shaw);
+  p.Add("enc_up", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.up, swiglu);
+  p.Add("dec_up", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.up, swiglu);
+  p.Add("src_lengths", b, kEncoder, kDecoder, &src_lengths_);
+  p.Add("enc_x", CheckedMul(b * s, d), kEncoder, kCrossKeysValues, &enc_x_);
+  p.Add("enc_q", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_scratch_.q);
+  p.Add("enc_k", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
+  p.Add("enc_v", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
+  p.Add("enc_attn", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_scratch_.attn);
+  p.Add("enc_hidden", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
+  p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
+  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), s, d_kv), kCrossKeysValues, kDecoder,
+        &cross_kv_);
+  p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv), kDecoder, kDecoder,
+        &self_kv_);
+  p.Add("dec_x", CheckedMul(rows, d), kDecoder, kDecoder, &dec_x_);
+  p.Add("dec_q", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.q);
+  p.Add("dec_attn", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.attn);
+  p.Add("dec_hidden", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.hidden);
+  p.Add("dec_scores", keys, kDecoder, kDecoder, &dec_scratch_.scores);
+  p.Add("logits", CheckedMul(rows, c.tgt_vocab_size), kDecoder, kDecoder, &logits_);
+  p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
+  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
+  // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
+  p.Add("step_signal", d, kEncoder, kDecoder, &step_signal_, universal);
+  p.Add("encoder_act_acc", b * s, kEncoder, kEncoder, &enc_act_.acc, act);
+  p.Add("encoder_act_weights", b * s, kEncoder, kEncoder, &enc_act_.weights, act);
+  p.Add("encoder_act_out", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_act_.out, act);
+  p.Add("decoder_act_acc", rows, kDecoder, kDecoder, &dec_act_.acc, act);
+  p.Add("decoder_act_weights", rows, kDecoder, kDecoder, &dec_act_.weights, act);
+  p.Add("decoder_act_out", CheckedMul(rows, d), kDecoder, kDecoder, &dec_act_.out, act);
+  GreedyPlanner* g = &p.planner();
+  PlanBackendOperators(plan->backend, kPrepare, kDecoder, g, &plan->backend_ids);
+  PlanBackendScratch(plan->backend, kPrepare, kEncoder, kDecoder, g, &plan->backend_ids);
+  PlanBackendAttention(plan->backend, kPrepare, kDecoder, kEncoder, kEncoder, g,
+                       &plan->backend_ids);
+  return p.Plan();
 }
 
 void EncoderDecoder::Reset() {
   encoded_ = false;
-  encoder_layers_ = nullptr;
-  decoder_layers_ = nullptr;
-  ResetModel();
+  TransformerModel::Reset();
 }
 
-Status EncoderDecoder::Prepare(const Model& model, const Limits& limits, void* arena,
-                               size_t arena_bytes) {
-  Reset();
-  const Status status = PrepareInArena(model, limits, arena, arena_bytes);
-  if (!status.ok()) {
-    Reset();
-    Failed(status);
-  }
-  return status;
-}
-
-Status EncoderDecoder::PrepareInArena(const Model& model, const Limits& limits, void* arena,
-                                      size_t arena_bytes) {
-  if (model.schema() == nullptr) {
-    return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
-  }
-  if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
-  BackendPlan backend;
-  GreedyPlanner planner;
-  BufferIds ids;
-  TERN_RETURN_IF_ERROR(PlanAll(model, limits, &backend, &planner, &ids));
-  uint8_t* base = nullptr;
-  TERN_RETURN_IF_ERROR(Place(model, limits, planner, arena, arena_bytes, &base));
-  auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
-  auto floats = [&](int id) { return reinterpret_cast<float*>(at(id)); };
-  encoder_layers_ = reinterpret_cast<LayerWeights*>(at(ids.encoder_layers));
-  decoder_layers_ = reinterpret_cast<DecoderLayerWeights*>(at(ids.decoder_layers));
-  for (int i = 0; i < config_.encoder_layers; ++i) new (&encoder_layers_[i]) LayerWeights();
-  for (int i = 0; i < config_.decoder_layers; ++i) new (&decoder_layers_[i]) DecoderLayerWeights();
-  ModelLayers layers;
-  layers.encoder = encoder_layers_;
-  layers.decoder = decoder_layers_;
-  TERN_RETURN_IF_ERROR(ResolveAndCreate(model, Calls(config_, limits), &backend, ids.backend,
-                                        planner, base, layers));
-
-  positions_ = floats(ids.positions);
-  position_rows_ = limits.max_source_length > limits.max_target_length ? limits.max_source_length
-                                                                       : limits.max_target_length;
-  enc_scratch_ = LayerScratch();
-  dec_scratch_ = LayerScratch();
-  PreparePositions(floats(ids.relative_scratch));
-  src_lengths_ = reinterpret_cast<int32_t*>(at(ids.src_lengths));
-  enc_x_ = floats(ids.enc_x);
-  enc_scratch_.q = floats(ids.enc_q);
-  enc_scratch_.k = floats(ids.enc_k);
-  enc_scratch_.v = floats(ids.enc_v);
-  enc_scratch_.attn = floats(ids.enc_attn);
-  enc_scratch_.hidden = floats(ids.enc_hidden);
-  enc_scratch_.up = floats(ids.enc_up);
-  enc_scratch_.scores = floats(ids.enc_scores);
-  cross_kv_ = floats(ids.cross_kv);
-  self_kv_ = floats(ids.self_kv);
-  dec_x_ = floats(ids.dec_x);
-  dec_scratch_.q = floats(ids.dec_q);
-  dec_scratch_.attn = floats(ids.dec_attn);
-  dec_scratch_.hidden = floats(ids.dec_hidden);
-  dec_scratch_.up = floats(ids.dec_up);
-  dec_scratch_.scores = floats(ids.dec_scores);
-  logits_ = floats(ids.logits);
-  tokens_ = reinterpret_cast<int32_t*>(at(ids.tokens));
-  beam_scratch_ = floats(ids.beam_scratch);
-  decoder_state_ = at(ids.decoder_state);
-  step_signal_ = floats(ids.step_signal);
-  enc_act_ =
-      ActState{floats(ids.enc_act_acc), floats(ids.enc_act_weights), floats(ids.enc_act_out)};
-  dec_act_ =
-      ActState{floats(ids.dec_act_acc), floats(ids.dec_act_weights), floats(ids.dec_act_out)};
+void EncoderDecoder::Start() {
+  const int64_t rows = limits_.max_source_length > limits_.max_target_length
+                           ? limits_.max_source_length
+                           : limits_.max_target_length;
+  FillPositions(config_, weights_, rows, position_tables_, shaw_scratch_, &positions_);
+  enc_scratch_.positions = positions_.encoder;
+  dec_scratch_.positions = positions_.decoder;
   enc_scratch_.kernels = backend_.kernels();
   dec_scratch_.kernels = backend_.kernels();
-  return Status::Ok();
 }
 
 KeyValues EncoderDecoder::SelfCache(int64_t i) const {
-  const size_t half =
-      static_cast<size_t>(decoder_rows()) * limits_.max_target_length * config_.d_kv();
-  return KeyValues{self_kv_ + (2 * i) * half, self_kv_ + (2 * i + 1) * half,
-                   limits_.max_target_length};
+  return KeyValues::OfLayer(self_kv_, i, decoder_rows(), limits_.max_target_length, config_.d_kv());
 }
 
 CrossAttention EncoderDecoder::Cross(int64_t i) const {
-  const size_t half = static_cast<size_t>(batch_) * src_seq_ * config_.d_kv();
   CrossAttention cross;
-  cross.w = &decoder_layers_[i].cross;
-  cross.kv = KeyValues{cross_kv_ + (2 * i) * half, cross_kv_ + (2 * i + 1) * half, src_seq_};
+  cross.w = &layers_.decoder[i].cross;
+  cross.kv = KeyValues::OfLayer(cross_kv_, i, batch_, src_seq_, config_.d_kv());
   return cross;
 }
 
 Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const int32_t* lengths,
                               int32_t batch) {
   encoded_ = false;
-  if (encoder_layers_ == nullptr) {
+  if (arena_used_ == 0) {
     return Status::Error(StatusCode::kFailedPrecondition, "session is not prepared");
   }
   if (batch < 1 || batch > limits_.max_batch) {
@@ -286,22 +173,23 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
       ops::Embedding(weights_.src_embed, &config_.pad_id, 1, config_.embedding_scale, x + i * d);
     }
     // Universal: the positions come with each step's coordinate embedding instead.
-    if (enc_positions_ != nullptr && !universal()) ops::AddRows(x, enc_positions_, seq, d);
+    if (positions_.encoder_rows != nullptr && !universal())
+      ops::AddRows(x, positions_.encoder_rows, seq, d);
   }
+  SequenceShape shape;
+  shape.sequences = batch;
+  shape.seq = seq;
+  shape.lengths = src_lengths_;
+  const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
   if (universal()) {
-    UniversalEncoderSteps(batch, seq);
+    UniversalEncoderSteps(shape, kv);
   } else {
-    SequenceShape shape;
-    shape.sequences = batch;
-    shape.seq = seq;
-    shape.lengths = src_lengths_;
-    const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
     for (int i = 0; i < config_.encoder_layers; ++i)
-      LayerForward(config_, encoder_layers_[i], enc_x_, shape, kv, enc_scratch_);
+      LayerForward(config_, layers_.encoder[i], enc_x_, shape, kv, enc_scratch_);
   }
   FinalNorm(config_, enc_scratch_.kernels, weights_.encoder_norm, enc_x_, batch * seq);
   for (int i = 0; i < config_.decoder_layers; ++i)
-    CrossKeysValues(config_, decoder_layers_[i].cross, enc_x_, batch, seq, Cross(i).kv);
+    CrossKeysValues(config_, layers_.decoder[i].cross, enc_x_, batch, seq, Cross(i).kv);
   position_ = 0;
   rows_per_sentence_ = 1;
   encoded_ = true;
@@ -331,24 +219,14 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
     }
   }
   if (k == 1 || position_ == 0) return Status::Ok();
-  // Per layer, K then V: gather each sentence's k rows through the scratch (rows may swap).
-  const int64_t row = limits_.max_target_length * config_.d_kv();  // one hypothesis' cache
-  const size_t used = static_cast<size_t>(position_ * config_.d_kv()) * sizeof(float);
+  // Per layer, K then V: each sentence's k hypotheses (one cache row each, filled up to the
+  // current position) gathered through the scratch.
+  const int64_t row = limits_.max_target_length * config_.d_kv(), used = position_ * config_.d_kv();
   const int64_t kv_layers = universal() ? config_.universal_steps : config_.decoder_layers;
   for (int64_t layer = 0; layer < kv_layers; ++layer) {
     const KeyValues kv = SelfCache(layer);
-    for (float* cache : {kv.k, kv.v}) {
-      for (int32_t sentence = 0; sentence < batch_; ++sentence) {
-        bool identity = true;
-        for (int32_t j = 0; j < k; ++j)
-          identity = identity && parents[sentence * k + j] == sentence * k + j;
-        if (identity) continue;
-        for (int32_t j = 0; j < k; ++j)
-          std::memcpy(beam_scratch_ + j * row, cache + parents[sentence * k + j] * row, used);
-        for (int32_t j = 0; j < k; ++j)
-          std::memcpy(cache + (sentence * k + j) * row, beam_scratch_ + j * row, used);
-      }
-    }
+    for (float* cache : {kv.k, kv.v})
+      ops::GatherRowsInGroups(cache, batch_, k, row, used, parents, beam_scratch_);
   }
   return Status::Ok();
 }
@@ -372,9 +250,9 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   }
   const int64_t d = config_.d_model;
   ops::Embedding(weights_.tgt_embed, tokens, rows, config_.embedding_scale, dec_x_);
-  if (dec_positions_ != nullptr && !universal()) {
+  if (positions_.decoder_rows != nullptr && !universal()) {
     for (int32_t b = 0; b < rows; ++b)
-      ops::AddRows(dec_x_ + b * d, dec_positions_ + position_ * d, 1, d);
+      ops::AddRows(dec_x_ + b * d, positions_.decoder_rows + position_ * d, 1, d);
   }
   StepShape shape;
   shape.rows = rows;
@@ -386,7 +264,7 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   } else {
     for (int i = 0; i < config_.decoder_layers; ++i) {
       const CrossAttention cross = Cross(i);
-      LayerStep(config_, decoder_layers_[i].layer, dec_x_, shape, SelfCache(i), &cross,
+      LayerStep(config_, layers_.decoder[i].layer, dec_x_, shape, SelfCache(i), &cross,
                 dec_scratch_);
     }
   }

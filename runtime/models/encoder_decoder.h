@@ -5,10 +5,10 @@
 // to the embeddings, relative positions inside self-attention (Shaw et al. or T5's bias), or
 // rotary (RoPE) rotations of queries and keys; attention may be grouped-query (config.kv_heads:
 // the K/V caches shrink by heads / kv_heads); see docs/CONVENTIONS.md.
-// This class owns no memory: Prepare carves everything from the caller's arena by a plan that
-// depends only on the model, the limits and (XNNPACK backend) the CPU. The one exception is the
-// optional thread pool (Limits::threads > 1), which pthreadpool allocates on the heap at Prepare.
-// Encode and DecodeStep only run kernels (the backend's operators were created at Prepare).
+// Prepare (transformer.h) carves the network's buffers (weight records, position tables,
+// activations, K/V caches, logits) from the caller's arena by a plan that depends only on the
+// model, the limits and (XNNPACK backend) the CPU, together with the decoding algorithm's buffers
+// its caller requests. Encode and DecodeStep only run kernels (the operators exist already).
 //
 // The Universal Transformer (config.architecture = Universal) is this class with one shared
 // encoder layer and one shared decoder layer applied config.universal_steps times, a coordinate
@@ -23,6 +23,7 @@
 #include "runtime/core/result.h"
 #include "runtime/memory/planner.h"
 #include "runtime/model/model.h"
+#include "runtime/models/positions.h"
 #include "runtime/models/transformer.h"
 #include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/transformer_layer.h"
@@ -30,23 +31,23 @@
 
 namespace tern {
 
-class EncoderDecoder : public TransformerModel {
+class EncoderDecoder final : public TransformerModel {
  public:
   EncoderDecoder() = default;
 
   static Status CheckLimits(const Model& model, const Limits& limits);
-  // Bytes of arena Prepare needs, including alignment slack: a pure function of its inputs (and,
-  // for the XNNPACK backend, of the CPU). Prepare uses exactly this many. With XNNPACK this is
-  // a dry run: each distinct layer shape's operator is created up to XNNPACK's request for
-  // packed-weight memory, which is recorded and refused (runtime/kernels/xnnpack/allocator.h),
-  // so it costs a few small heap blocks and no packing.
-  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
-
-  // The plan behind RequiredArenaBytes: every buffer's name, size and offset (what Prepare
-  // places; for inspection and tests, e.g. that universal_steps changes only the K/V caches).
-  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner);
-
-  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  // Bytes of arena Prepare needs for these limits and the caller's requests, including
+  // alignment slack: a pure function of its inputs (and, for the XNNPACK backend, of the CPU).
+  // Prepare uses exactly this many.
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
+                                           const BufferRequests& requests = BufferRequests()) {
+    return RequiredBytes<EncoderDecoder>(model, limits, requests);
+  }
+  // The model's part of that plan: every buffer's name, size and offset (for inspection and
+  // tests, e.g. that universal_steps changes only the K/V caches).
+  static Status PlanArena(const Model& model, const Limits& limits, GreedyPlanner* planner) {
+    return RequiredBytes<EncoderDecoder>(model, limits, BufferRequests(), planner).status();
+  }
 
   // Runs the encoder over `batch` sentences src_ids[b * src_stride + i], i < lengths[b], then
   // computes every decoder layer's cross-attention K/V. Resets the decoder to position 0.
@@ -62,8 +63,6 @@ class EncoderDecoder : public TransformerModel {
   // Beam search: row r continues the hypothesis of row parents[r] (same sentence). Reorders the
   // self-attention K/V cache of every layer accordingly.
   Status ReorderRows(const int32_t* parents);
-  // Arena scratch for the decoding algorithm (DecoderStateBytes(limits) bytes, 64-aligned).
-  void* decoder_state() const { return decoder_state_; }
 
   int32_t batch() const { return batch_; }
   int64_t position() const { return position_; }
@@ -72,35 +71,27 @@ class EncoderDecoder : public TransformerModel {
   int64_t source_stride() const { return src_seq_; }
   // Real tokens of sentence b of the last Encode.
   int32_t source_length(int32_t b) const { return src_lengths_[b]; }
-  int32_t* decode_tokens() const { return tokens_; }  // scratch [max_batch * beam] for decoders
 
  private:
-  struct BufferIds;
   static ModelCalls Calls(const ModelConfig& config, const Limits& limits);
-  static Status PlanAll(const Model& model, const Limits& limits, BackendPlan* backend,
-                        GreedyPlanner* planner, BufferIds* ids);
-  Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
-  void Reset();
-  // Fills the position tables (positions_) and each stack's StackPositions.
-  void PreparePositions(float* relative_scratch);
+  Status PlanAll(const Model& model, const Limits& limits, const BufferRequests& requests,
+                 Planned* plan) override;
+  void Start() override;
+  void Reset() override;
   // The self-attention cache of decoder layer (or Universal step) i, and layer i's cross K/V.
   KeyValues SelfCache(int64_t i) const;
   CrossAttention Cross(int64_t i) const;
-  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ [batch, seq] and
-  // over dec_x_ for one decoder position.
-  void UniversalEncoderSteps(int32_t batch, int64_t seq);
+  // Universal Transformer (runtime/models/universal.cc): the steps over enc_x_ and over dec_x_
+  // for one decoder position.
+  void UniversalEncoderSteps(const SequenceShape& shape, const KeyValues& kv);
   void UniversalDecoderSteps(const StepShape& shape);
   bool universal() const { return config_.architecture == Architecture::kUniversal; }
 
-  LayerWeights* encoder_layers_ = nullptr;
-  DecoderLayerWeights* decoder_layers_ = nullptr;
-  float* step_signal_ = nullptr;    // Universal: [d_model], PE(step)
-  ActState enc_act_{}, dec_act_{};  // Universal with ACT only
-  float* positions_ = nullptr;      // position tables (PositionFloats, models/positions.h)
-  int64_t position_rows_ = 0;
-  const float* enc_positions_ = nullptr;  // absolute positions added to embeddings, or null
-  const float* dec_positions_ = nullptr;
-  ref::RotaryTable rotary_;  // rotary: cos / sin tables inside positions_
+  float* step_signal_ = nullptr;      // Universal: [d_model], PE(step)
+  ActState enc_act_{}, dec_act_{};    // Universal with ACT only
+  float* position_tables_ = nullptr;  // PositionFloats (models/positions.h)
+  float* shaw_scratch_ = nullptr;
+  PositionTables positions_;
   int32_t* src_lengths_ = nullptr;
   float* enc_x_ = nullptr;
   LayerScratch enc_scratch_{};
@@ -109,9 +100,7 @@ class EncoderDecoder : public TransformerModel {
   float* dec_x_ = nullptr;
   LayerScratch dec_scratch_{};
   float* logits_ = nullptr;
-  int32_t* tokens_ = nullptr;
   float* beam_scratch_ = nullptr;  // [beam_size * max_target_length * d_kv]
-  void* decoder_state_ = nullptr;
   int32_t batch_ = 0;
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;

@@ -1,5 +1,7 @@
 #include "runtime/models/model_weights.h"
 
+#include <new>
+
 #include "runtime/models/architectures.h"
 
 namespace tern {
@@ -12,132 +14,29 @@ bool HasEncoder(const ModelConfig& c) { return c.architecture != Architecture::k
 // halting unit could flip halting decisions; it is d + 1 numbers).
 Status DescribeHalting(const ModelConfig& c, const char* stack, WeightVisitor& v,
                        HaltingWeights* h) {
-  char name[kNameSize];
-  FormatName(name, kNameSize, "%s.halting.weight", stack);
-  TERN_RETURN_IF_ERROR(v.Table(name, 1, c.d_model, &h->weight));
-  FormatName(name, kNameSize, "%s.halting.bias", stack);
-  return v.Vector(name, 1, true, &h->bias);
+  TensorName name;
+  TERN_RETURN_IF_ERROR(v.Table(name(stack, "halting.weight"), 1, c.d_model, &h->weight));
+  return v.Vector(name(stack, "halting.bias"), 1, true, &h->bias);
+}
+
+// An f32 tensor's data (read as floats directly by the kernels); `what` names the kind of
+// tensor in the refusal.
+Status RequireF32(const Model& model, const char* name, int rank, const int64_t* dims,
+                  const char* what, const float** out) {
+  TensorInfo info;
+  TERN_RETURN_IF_ERROR(model.Require(name, rank, dims, &info));
+  if (info.dtype != DType::kF32) {
+    return Status::Error(StatusCode::kDTypeMismatch, "tensor \"%s\" is %s; %s must be f32", name,
+                         DTypeName(info.dtype), what);
+  }
+  *out = static_cast<const float*>(info.data);
+  return Status::Ok();
 }
 
 }  // namespace
 
-Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisitor& v,
-                     ModelWeights* w, const ModelLayers& layers) {
-  const int64_t d = c.d_model;
-  const bool encoder = HasEncoder(c);
-  if (encoder) {
-    TERN_RETURN_IF_ERROR(
-        v.Matrix("encoder.embed_tokens.weight", c.src_vocab_size, d, &w->src_embed));
-  }
-  if (encoder && c.shared_embeddings) {
-    w->tgt_embed = w->src_embed;
-  } else {
-    TERN_RETURN_IF_ERROR(
-        v.Matrix("decoder.embed_tokens.weight", c.tgt_vocab_size, d, &w->tgt_embed));
-  }
-  if (c.tied_output) w->output.weight = w->tgt_embed;
-  TERN_RETURN_IF_ERROR(
-      v.Linear("output_projection", c.tgt_vocab_size, d, calls.output, c.tied_output, &w->output));
-  if (c.position == PositionKind::kLearned) {
-    // Looked up like token embeddings (int8 rows allowed).
-    if (encoder) {
-      TERN_RETURN_IF_ERROR(
-          v.Matrix("encoder.embed_positions.weight", c.max_positions, d, &w->encoder_learned));
-    }
-    TERN_RETURN_IF_ERROR(
-        v.Matrix("decoder.embed_positions.weight", c.max_positions, d, &w->decoder_learned));
-  }
-  if (encoder && c.position == PositionKind::kRelative &&
-      c.relative_attention == RelativeAttention::kT5Bias) {
-    // T5: one [buckets, heads] bias table per stack, shared by its layers.
-    TERN_RETURN_IF_ERROR(v.Table("encoder.relative_attention_bias.weight", c.relative_buckets,
-                                 c.heads, &w->encoder_t5));
-    TERN_RETURN_IF_ERROR(v.Table("decoder.relative_attention_bias.weight", c.relative_buckets,
-                                 c.heads, &w->decoder_t5));
-  }
-  LayerWeights scratch;
-  DecoderLayerWeights decoder_scratch;
-  for (int i = 0; encoder && i < c.encoder_layers; ++i) {
-    LayerWeights* layer = layers.encoder != nullptr ? &layers.encoder[i] : &scratch;
-    TERN_RETURN_IF_ERROR(DescribeLayer(c, "encoder", i, calls.encoder, v, layer, nullptr));
-  }
-  for (int i = 0; i < c.decoder_layers; ++i) {
-    if (encoder) {
-      DecoderLayerWeights* layer =
-          layers.decoder != nullptr ? &layers.decoder[i] : &decoder_scratch;
-      TERN_RETURN_IF_ERROR(
-          DescribeLayer(c, "decoder", i, calls.decoder, v, &layer->layer, &layer->cross));
-    } else {
-      LayerWeights* layer = layers.decoder_only != nullptr ? &layers.decoder_only[i] : &scratch;
-      TERN_RETURN_IF_ERROR(DescribeLayer(c, "decoder", i, calls.decoder, v, layer, nullptr));
-    }
-  }
-  if (c.has_final_norm()) {
-    if (encoder) TERN_RETURN_IF_ERROR(DescribeNorm(c, "encoder.layer_norm", v, &w->encoder_norm));
-    TERN_RETURN_IF_ERROR(DescribeNorm(c, "decoder.layer_norm", v, &w->decoder_norm));
-  }
-  if (c.architecture == Architecture::kUniversal && c.act_threshold > 0.0f) {
-    TERN_RETURN_IF_ERROR(DescribeHalting(c, "encoder", v, &w->encoder_halting));
-    TERN_RETURN_IF_ERROR(DescribeHalting(c, "decoder", v, &w->decoder_halting));
-  }
-  return Status::Ok();
-}
-
-Status ModelResolver::Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) {
-  TensorInfo info;
-  const int64_t dims[2] = {rows, cols};
-  TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-  if (info.dtype == DType::kI32) {
-    return Status::Error(StatusCode::kDTypeMismatch,
-                         "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4", name);
-  }
-  *out = info.AsWeight();
-  return Status::Ok();
-}
-
-Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const LinearCall& call,
-                             bool tied, LinearWeights* w) {
-  char name[kNameSize];
-  if (!tied) {
-    FormatName(name, kNameSize, "%s.weight", prefix);
-    TERN_RETURN_IF_ERROR(Matrix(name, out, in, &w->weight));
-  }
-  FormatName(name, kNameSize, "%s.bias", prefix);
-  TERN_RETURN_IF_ERROR(Vector(name, out, false, &w->bias));
-  w->kernel = nullptr;
-  return hook_ != nullptr ? (*hook_)(*w, call) : Status::Ok();
-}
-
-Status ModelResolver::Vector(const char* name, int64_t size, bool required, const float** out) {
-  if (!required && !model_.Find(name, nullptr)) {
-    *out = nullptr;
-    return Status::Ok();
-  }
-  TensorInfo info;
-  TERN_RETURN_IF_ERROR(model_.Require(name, 1, &size, &info));
-  if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch,
-                         "tensor \"%s\" is %s; biases and norms must be f32", name,
-                         DTypeName(info.dtype));
-  }
-  *out = static_cast<const float*>(info.data);
-  return Status::Ok();
-}
-
-Status ModelResolver::Table(const char* name, int64_t rows, int64_t cols, const float** out) {
-  TensorInfo info;
-  const int64_t dims[2] = {rows, cols};
-  TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
-  if (info.dtype != DType::kF32) {
-    return Status::Error(StatusCode::kDTypeMismatch,
-                         "tensor \"%s\" is %s; tables the kernels read directly (relative "
-                         "positions, halting units) must be f32",
-                         name, DTypeName(info.dtype));
-  }
-  *out = static_cast<const float*>(info.data);
-  return Status::Ok();
-}
-
+// The configuration checks of the Transformer stacks beyond the format's bounds (layer counts,
+// T5 buckets, what a Universal Transformer or a decoder-only model supports).
 Status CheckArchitectureConfig(const ModelConfig& c) {
   if (c.architecture == Architecture::kDecoderOnly) {
     // Relative positions (Shaw, T5 bias) would need their terms in the cached decode-step
@@ -197,6 +96,109 @@ Status CheckArchitectureConfig(const ModelConfig& c) {
     }
   }
   return Status::Ok();
+}
+
+Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisitor& v,
+                     ModelWeights* w, const ModelLayers& layers) {
+  const int64_t d = c.d_model;
+  const bool encoder = HasEncoder(c);
+  if (encoder) {
+    TERN_RETURN_IF_ERROR(
+        v.Matrix("encoder.embed_tokens.weight", c.src_vocab_size, d, &w->src_embed));
+  }
+  if (encoder && c.shared_embeddings) {
+    w->tgt_embed = w->src_embed;
+  } else {
+    TERN_RETURN_IF_ERROR(
+        v.Matrix("decoder.embed_tokens.weight", c.tgt_vocab_size, d, &w->tgt_embed));
+  }
+  if (c.tied_output) w->output.weight = w->tgt_embed;
+  TERN_RETURN_IF_ERROR(
+      v.Linear("output_projection", c.tgt_vocab_size, d, calls.output, c.tied_output, &w->output));
+  if (c.position == PositionKind::kLearned) {
+    // Looked up like token embeddings (int8 rows allowed).
+    if (encoder) {
+      TERN_RETURN_IF_ERROR(
+          v.Matrix("encoder.embed_positions.weight", c.max_positions, d, &w->encoder_learned));
+    }
+    TERN_RETURN_IF_ERROR(
+        v.Matrix("decoder.embed_positions.weight", c.max_positions, d, &w->decoder_learned));
+  }
+  if (encoder && c.position == PositionKind::kRelative &&
+      c.relative_attention == RelativeAttention::kT5Bias) {
+    // T5: one [buckets, heads] bias table per stack, shared by its layers.
+    TERN_RETURN_IF_ERROR(v.Table("encoder.relative_attention_bias.weight", c.relative_buckets,
+                                 c.heads, &w->encoder_t5));
+    TERN_RETURN_IF_ERROR(v.Table("decoder.relative_attention_bias.weight", c.relative_buckets,
+                                 c.heads, &w->decoder_t5));
+  }
+  // Each record is constructed in the caller's array (arena bytes) as it is described.
+  LayerWeights scratch;
+  DecoderLayerWeights decoder_scratch;
+  for (int i = 0; encoder && i < c.encoder_layers; ++i) {
+    LayerWeights* layer = layers.encoder ? new (&layers.encoder[i]) LayerWeights() : &scratch;
+    TERN_RETURN_IF_ERROR(DescribeLayer(c, "encoder", i, calls.encoder, v, layer, nullptr));
+  }
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    if (encoder) {
+      DecoderLayerWeights* layer =
+          layers.decoder ? new (&layers.decoder[i]) DecoderLayerWeights() : &decoder_scratch;
+      TERN_RETURN_IF_ERROR(
+          DescribeLayer(c, "decoder", i, calls.decoder, v, &layer->layer, &layer->cross));
+    } else {
+      LayerWeights* layer =
+          layers.decoder_only ? new (&layers.decoder_only[i]) LayerWeights() : &scratch;
+      TERN_RETURN_IF_ERROR(DescribeLayer(c, "decoder", i, calls.decoder, v, layer, nullptr));
+    }
+  }
+  if (c.has_final_norm()) {
+    if (encoder) TERN_RETURN_IF_ERROR(DescribeNorm(c, "encoder.layer_norm", v, &w->encoder_norm));
+    TERN_RETURN_IF_ERROR(DescribeNorm(c, "decoder.layer_norm", v, &w->decoder_norm));
+  }
+  if (c.architecture == Architecture::kUniversal && c.act_threshold > 0.0f) {
+    TERN_RETURN_IF_ERROR(DescribeHalting(c, "encoder", v, &w->encoder_halting));
+    TERN_RETURN_IF_ERROR(DescribeHalting(c, "decoder", v, &w->decoder_halting));
+  }
+  return Status::Ok();
+}
+
+Status ModelResolver::Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) {
+  TensorInfo info;
+  const int64_t dims[2] = {rows, cols};
+  TERN_RETURN_IF_ERROR(model_.Require(name, 2, dims, &info));
+  if (info.dtype == DType::kI32) {
+    return Status::Error(StatusCode::kDTypeMismatch,
+                         "tensor \"%s\" is i32; weights must be f32, f16, i8 or i4", name);
+  }
+  *out = info.AsWeight();
+  return Status::Ok();
+}
+
+Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const LinearCall& call,
+                             bool tied, LinearWeights* w) {
+  TensorName name;
+  if (!tied) {
+    TERN_RETURN_IF_ERROR(Matrix(name(prefix, "weight"), out, in, &w->weight));
+  }
+  TERN_RETURN_IF_ERROR(Vector(name(prefix, "bias"), out, false, &w->bias));
+  w->kernel = nullptr;
+  if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
+  if (create_ != nullptr) return create_->CreateLinear(w->weight, w->bias, call, &w->kernel);
+  return Status::Ok();
+}
+
+Status ModelResolver::Vector(const char* name, int64_t size, bool required, const float** out) {
+  if (!required && !model_.Find(name, nullptr)) {
+    *out = nullptr;
+    return Status::Ok();
+  }
+  return RequireF32(model_, name, 1, &size, "biases and norms", out);
+}
+
+Status ModelResolver::Table(const char* name, int64_t rows, int64_t cols, const float** out) {
+  const int64_t dims[2] = {rows, cols};
+  return RequireF32(model_, name, 2, dims,
+                    "tables the kernels read directly (relative positions, halting units)", out);
 }
 
 Status ValidateArchitecture(const Model& model) {

@@ -2,13 +2,14 @@
 // or a decoder-only Transformer, with the tensors outside the layers (embeddings, positions,
 // output projection, final norms, the Universal Transformer's halting units). This one walk is
 // the model's layout for every consumer: the loader's checks, Prepare's weight resolution, the
-// backend's measuring and creation (through a LinearHook), and the converter's expected tensors
-// (converter/architectures/layout.cc). Every failure is a Status naming the tensor.
+// backend's measuring and creation (each linear layer handed on), and the converter's expected
+// tensors (converter/architectures/layout.cc). Every failure is a Status naming the tensor.
 #pragma once
 
 #include <cstdint>
 
 #include "runtime/core/status.h"
+#include "runtime/kernels/backend.h"
 #include "runtime/model/model.h"
 #include "runtime/nn/adaptive_computation.h"
 #include "runtime/nn/describe.h"
@@ -26,8 +27,9 @@ struct ModelWeights {
   HaltingWeights encoder_halting, decoder_halting;  // Universal Transformer with ACT
 };
 
-// Where the layers' weight records go (arrays of config.encoder_layers / decoder_layers); a null
-// array: each layer is described into one scratch record (checks, measuring).
+// Where the layers' weight records go (arena bytes for config.encoder_layers / decoder_layers
+// records, constructed there by DescribeModel); a null array: each layer is described into one
+// scratch record (checks, measuring).
 struct ModelLayers {
   LayerWeights* encoder = nullptr;
   DecoderLayerWeights* decoder = nullptr;  // encoder-decoder
@@ -46,22 +48,14 @@ struct ModelCalls {
 Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisitor& v,
                      ModelWeights* w, const ModelLayers& layers);
 
-// What a linear layer's description is handed to after its weights were resolved: the
-// backend's measuring (RequiredArenaBytes) or the creation of its operator (Prepare).
-class LinearHook {
- public:
-  virtual Status operator()(LinearWeights& w, const LinearCall& call) = 0;
-
- protected:
-  ~LinearHook() = default;
-};
-
 // The description resolved against a loaded model: each tensor looked up by name, its shape and
-// dtype checked, its view stored; each linear layer then handed to the hook, if any.
+// dtype checked, its view stored; each linear layer then handed to the backend, if one is given:
+// measured (RequiredArenaBytes' dry run) or its operator created (Prepare), in the same order.
 class ModelResolver final : public WeightVisitor {
  public:
-  explicit ModelResolver(const Model& model, LinearHook* hook = nullptr)
-      : model_(model), hook_(hook) {}
+  explicit ModelResolver(const Model& model, BackendPlan* measure = nullptr,
+                         BackendSession* create = nullptr)
+      : model_(model), measure_(measure), create_(create) {}
   Status Matrix(const char* name, int64_t rows, int64_t cols, WeightView* out) override;
   Status Linear(const char* prefix, int64_t out, int64_t in, const LinearCall& call, bool tied,
                 LinearWeights* w) override;
@@ -70,11 +64,8 @@ class ModelResolver final : public WeightVisitor {
 
  private:
   const Model& model_;
-  LinearHook* hook_;
+  BackendPlan* measure_;
+  BackendSession* create_;
 };
-
-// The configuration checks of the Transformer stacks beyond the format's bounds (layer counts,
-// T5 buckets, what a Universal Transformer or a decoder-only model supports).
-Status CheckArchitectureConfig(const ModelConfig& c);
 
 }  // namespace tern

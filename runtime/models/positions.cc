@@ -2,26 +2,26 @@
 
 #include "runtime/kernels/ops.h"
 #include "runtime/memory/planner.h"
-#include "runtime/models/encoder_decoder.h"
 
 namespace tern {
 
-// Floats of the session's position tables (for positions [0, L), L = the longer of the source
-// and target limits): sinusoidal: one [L, d] table; learned: the encoder's and the decoder's
-// rows, dequantized; rotary: cos and sin [L, rotary_dim / 2]; T5: the encoder's and decoder's
-// bias by distance, [heads, 2L - 1] each; Shaw and none: nothing.
-size_t PositionFloats(const ModelConfig& c, const Limits& limits) {
-  const size_t rows = static_cast<size_t>(limits.max_source_length > limits.max_target_length
-                                              ? limits.max_source_length
-                                              : limits.max_target_length);
+namespace {
+
+// Rotated dimensions per head (config 0: all of d_head).
+int32_t RotaryDims(const ModelConfig& c) { return c.rotary_dim > 0 ? c.rotary_dim : c.d_head(); }
+
+}  // namespace
+
+size_t PositionFloats(const ModelConfig& c, int64_t rows_signed) {
+  const size_t rows = static_cast<size_t>(rows_signed);
   const size_t d = static_cast<size_t>(c.d_model);
   switch (c.position) {
     case PositionKind::kSinusoidal:
       return CheckedMul(rows, d);
     case PositionKind::kLearned:
-      return CheckedMul(2 * rows, d);
+      return c.architecture == Architecture::kDecoderOnly ? 0 : CheckedMul(2 * rows, d);
     case PositionKind::kRotary:
-      return CheckedMul(rows, static_cast<size_t>(c.rotary_dim > 0 ? c.rotary_dim : c.d_head()));
+      return CheckedMul(rows, static_cast<size_t>(RotaryDims(c)));
     case PositionKind::kRelative:
       if (c.relative_attention == RelativeAttention::kT5Bias) {
         return CheckedMul(2 * static_cast<size_t>(c.heads), 2 * rows - 1);
@@ -33,36 +33,36 @@ size_t PositionFloats(const ModelConfig& c, const Limits& limits) {
   return 0;
 }
 
-void EncoderDecoder::PreparePositions(float* relative_scratch) {
-  const ModelConfig& c = config_;
-  const int64_t d = c.d_model, rows = position_rows_;
-  enc_positions_ = dec_positions_ = nullptr;
+void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, float* tables,
+                   float* shaw_scratch, PositionTables* out) {
+  *out = PositionTables();
+  const int64_t d = c.d_model;
   switch (c.position) {
     case PositionKind::kSinusoidal:
-      ops::SinusoidalPositions(0, rows, d, c.sinusoid_layout, positions_);
-      enc_positions_ = dec_positions_ = positions_;
+      ops::SinusoidalPositions(0, rows, d, c.sinusoid_layout, tables);
+      out->encoder_rows = out->decoder_rows = tables;
       break;
     case PositionKind::kLearned: {
+      if (c.architecture == Architecture::kDecoderOnly) break;  // looked up per token
       // Rows 0..rows-1 of each table, dequantized once (the tables may be int8 like embeddings).
-      float* enc = positions_;
-      float* dec = positions_ + rows * d;
+      float* enc = tables;
+      float* dec = tables + rows * d;
       for (int32_t p = 0; p < rows; ++p) {
-        ops::Embedding(weights_.encoder_learned, &p, 1, 1.0f, enc + p * d);
-        ops::Embedding(weights_.decoder_learned, &p, 1, 1.0f, dec + p * d);
+        ops::Embedding(w.encoder_learned, &p, 1, 1.0f, enc + p * d);
+        ops::Embedding(w.decoder_learned, &p, 1, 1.0f, dec + p * d);
       }
-      enc_positions_ = enc;
-      dec_positions_ = dec;
+      out->encoder_rows = enc;
+      out->decoder_rows = dec;
       break;
     }
     case PositionKind::kRotary: {
-      rotary_.rotary_dim = c.rotary_dim > 0 ? c.rotary_dim : c.d_head();
-      float* cos = positions_;
-      float* sin = positions_ + rows * (rotary_.rotary_dim / 2);
-      ops::RotaryTables(rows, rotary_.rotary_dim, c.rotary_base, cos, sin);
-      rotary_.cos = cos;
-      rotary_.sin = sin;
-      enc_scratch_.positions.rotary = &rotary_;
-      dec_scratch_.positions.rotary = &rotary_;
+      out->rotary.rotary_dim = RotaryDims(c);
+      float* cos = tables;
+      float* sin = tables + rows * (out->rotary.rotary_dim / 2);
+      ops::RotaryTables(rows, out->rotary.rotary_dim, c.rotary_base, cos, sin);
+      out->rotary.cos = cos;
+      out->rotary.sin = sin;
+      out->encoder.rotary = out->decoder.rotary = &out->rotary;
       break;
     }
     case PositionKind::kRelative:
@@ -70,22 +70,22 @@ void EncoderDecoder::PreparePositions(float* relative_scratch) {
         // Bias by distance per head, bidirectional buckets for the encoder, unidirectional
         // (looking back only) for the decoder's self-attention.
         const int64_t span = 2 * rows - 1;
-        float* enc = positions_;
-        float* dec = positions_ + c.heads * span;
-        ops::T5BiasByDistance(weights_.encoder_t5, c.heads, c.relative_buckets,
-                              c.relative_max_distance, true, rows, enc);
-        ops::T5BiasByDistance(weights_.decoder_t5, c.heads, c.relative_buckets,
-                              c.relative_max_distance, false, rows, dec);
-        for (StackPositions* p : {&enc_scratch_.positions, &dec_scratch_.positions}) {
-          p->bias_stride = span;
-          p->bias_center = rows - 1;
+        float* enc = tables;
+        float* dec = tables + c.heads * span;
+        ops::T5BiasByDistance(w.encoder_t5, c.heads, c.relative_buckets, c.relative_max_distance,
+                              true, rows, enc);
+        ops::T5BiasByDistance(w.decoder_t5, c.heads, c.relative_buckets, c.relative_max_distance,
+                              false, rows, dec);
+        out->encoder.relative.bias = enc;
+        out->decoder.relative.bias = dec;
+        for (StackPositions* p : {&out->encoder, &out->decoder}) {
+          p->relative.bias_stride = span;
+          p->relative.bias_center = rows - 1;
         }
-        enc_scratch_.positions.t5_bias = enc;
-        dec_scratch_.positions.t5_bias = dec;
       } else {
-        for (StackPositions* p : {&enc_scratch_.positions, &dec_scratch_.positions}) {
-          p->relative_scratch = relative_scratch;
-          p->max_distance = c.relative_max_distance;
+        for (StackPositions* p : {&out->encoder, &out->decoder}) {
+          p->relative.scratch = shaw_scratch;
+          p->relative.max_distance = c.relative_max_distance;
         }
       }
       break;

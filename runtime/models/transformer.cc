@@ -4,32 +4,6 @@
 
 namespace tern {
 
-namespace {
-
-class Measure final : public LinearHook {
- public:
-  explicit Measure(BackendPlan* plan) : plan_(plan) {}
-  Status operator()(LinearWeights& w, const LinearCall& call) override {
-    return plan_->MeasureLinear(w.weight, w.bias, call);
-  }
-
- private:
-  BackendPlan* plan_;
-};
-
-class Create final : public LinearHook {
- public:
-  explicit Create(BackendSession* session) : session_(session) {}
-  Status operator()(LinearWeights& w, const LinearCall& call) override {
-    return session_->CreateLinear(w.weight, w.bias, call, &w.kernel);
-  }
-
- private:
-  BackendSession* session_;
-};
-
-}  // namespace
-
 Status TransformerModel::CheckSharedLimits(const ModelConfig& c, const Limits& limits,
                                            const char* source, const char* target) {
   TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
@@ -71,46 +45,52 @@ Status TransformerModel::CheckSequences(const int32_t* ids, int64_t stride, cons
 }
 
 Status TransformerModel::PlanBackend(const Model& model, const Limits& limits,
-                                     const ModelCalls& calls, const AttentionCall& attention,
-                                     BackendPlan* plan) {
-  if (!ChooseBackend(limits, plan)) return Status::Ok();
-  Measure measure(plan);
-  ModelResolver resolve(model, &measure);
+                                     const AttentionCall& attention, Planned* plan) {
+  if (!ChooseBackend(limits, &plan->backend)) return Status::Ok();
+  ModelResolver resolve(model, &plan->backend);
   ModelWeights weights;
-  TERN_RETURN_IF_ERROR(DescribeModel(model.config(), calls, resolve, &weights, ModelLayers()));
-  return plan->Finish(attention);
+  TERN_RETURN_IF_ERROR(
+      DescribeModel(model.config(), plan->calls, resolve, &weights, ModelLayers()));
+  return plan->backend.Finish(attention);
 }
 
-Status TransformerModel::Place(const Model& model, const Limits& limits,
-                               const GreedyPlanner& planner, void* arena, size_t arena_bytes,
-                               uint8_t** base) {
-  TERN_RETURN_IF_ERROR(planner.Place(arena, arena_bytes, base));
+Status TransformerModel::Prepare(const Model& model, const Limits& limits, void* arena,
+                                 size_t arena_bytes, const BufferRequests& requests) {
+  Reset();
+  const Status status = PrepareInArena(model, limits, arena, arena_bytes, requests);
+  if (!status.ok()) {
+    Reset();
+    std::snprintf(report_, sizeof report_, "not prepared: %s", status.message());
+  }
+  return status;
+}
+
+Status TransformerModel::PrepareInArena(const Model& model, const Limits& limits, void* arena,
+                                        size_t arena_bytes, const BufferRequests& requests) {
+  if (model.schema() == nullptr) {
+    return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
+  }
+  if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
+  Planned plan;
+  TERN_RETURN_IF_ERROR(PlanAll(model, limits, requests, &plan));
+  uint8_t* base = nullptr;
+  TERN_RETURN_IF_ERROR(plan.arena.Place(arena, arena_bytes, &base));
   config_ = model.config();
   limits_ = limits;
-  arena_used_ = planner.arena_bytes();
+  arena_used_ = plan.arena.planner().arena_bytes();
+  TERN_RETURN_IF_ERROR(backend_.Begin(&plan.backend, plan.backend_ids, plan.arena.planner(), base));
+  ModelResolver resolve(model, nullptr, &backend_);
+  weights_ = ModelWeights();
+  TERN_RETURN_IF_ERROR(DescribeModel(config_, plan.calls, resolve, &weights_, layers_));
+  TERN_RETURN_IF_ERROR(backend_.End(limits_, report_, sizeof report_));
+  Start();
   return Status::Ok();
 }
 
-Status TransformerModel::ResolveAndCreate(const Model& model, const ModelCalls& calls,
-                                          BackendPlan* plan, const BackendBuffers& ids,
-                                          const GreedyPlanner& planner, uint8_t* base,
-                                          const ModelLayers& layers) {
-  TERN_RETURN_IF_ERROR(backend_.Begin(plan, ids, planner, base));
-  Create create(&backend_);
-  ModelResolver resolve(model, &create);
-  weights_ = ModelWeights();
-  TERN_RETURN_IF_ERROR(DescribeModel(config_, calls, resolve, &weights_, layers));
-  return backend_.End(limits_, report_, sizeof report_);
-}
-
-void TransformerModel::ResetModel() {
+void TransformerModel::Reset() {
   arena_used_ = 0;
+  layers_ = ModelLayers();
   backend_.Release();
-}
-
-void TransformerModel::Failed(const Status& status) {
-  ResetModel();
-  std::snprintf(report_, sizeof report_, "not prepared: %s", status.message());
 }
 
 }  // namespace tern

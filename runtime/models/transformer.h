@@ -1,19 +1,19 @@
-// What every model class shares (EncoderDecoder, DecoderOnly): its configuration and limits, the
-// resolved weights, the backend session, the arena accounting and the report, and the two steps
-// of Prepare that only need the model's description (model_weights.h):
-//   PlanBackend       choose the backend and measure every linear layer (RequiredArenaBytes
-//                     and Prepare run it alike, so both see the same plan);
-//   ResolveAndCreate  resolve every weight into the arena's records and create each linear
-//                     layer's operator, in the measured order.
-// A model adds its limits, its arena plan (buffers and lifetimes) and its forward pass.
+// What every model class shares (EncoderDecoder, DecoderOnly): configuration and limits, the
+// resolved weights and layer records, the backend session, the arena accounting and the report,
+// and Prepare, the same steps for every model: the model's plan (PlanAll), placed in the
+// caller's arena (every buffer's pointer set), the weights resolved and each linear layer's
+// operator created in the measured order (model_weights.h), then the model's Start.
+// RequiredArenaBytes runs the same plan on a scratch object, so both see the same bytes. A
+// model adds its limits, its plan and its forward pass.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/core/result.h"
 #include "runtime/core/status.h"
 #include "runtime/kernels/backend.h"
-#include "runtime/memory/planner.h"
+#include "runtime/memory/arena_plan.h"
 #include "runtime/model/model.h"
 #include "runtime/models/model_weights.h"
 #include "tern/limits.h"
@@ -24,6 +24,14 @@ class TransformerModel {
  public:
   TransformerModel(const TransformerModel&) = delete;
   TransformerModel& operator=(const TransformerModel&) = delete;
+
+  // Plans the model's buffers and the caller's `requests` (the decoding algorithm's state, set
+  // by this call) in the caller's arena, of at least RequiredArenaBytes(model, limits, requests)
+  // bytes, resolves the weights and creates the backend's operators. This class owns no memory:
+  // the one exception is the optional thread pool (Limits::threads > 1), which pthreadpool
+  // allocates on the heap here. After a failure the model is unprepared and the report says why.
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                 const BufferRequests& requests = BufferRequests());
 
   const ModelConfig& config() const { return config_; }
   const Limits& limits() const { return limits_; }
@@ -37,8 +45,44 @@ class TransformerModel {
   uint64_t kernel_fallback_calls() const { return backend_.fallback_calls(); }
 
  protected:
+  // A model's plan: the backend's (every linear layer measured), the arena's, and how the
+  // stacks call their linear layers (the same calls measured and created).
+  struct Planned {
+    BackendPlan backend;
+    ArenaPlan arena;
+    BackendBuffers backend_ids;
+    ModelCalls calls;
+  };
+
   TransformerModel() = default;
   ~TransformerModel() = default;  // BackendSession destroys the thread pool, if any
+
+  // Checks the limits, measures the backend (PlanBackend) and adds every buffer to plan->arena,
+  // bound to this object's pointers; with XNNPACK this is a dry run: each distinct layer shape's
+  // operator is created up to XNNPACK's request for packed-weight memory, which is recorded and
+  // refused (runtime/kernels/xnnpack/allocator.h), so it costs a few small heap blocks and no
+  // packing.
+  virtual Status PlanAll(const Model& model, const Limits& limits, const BufferRequests& requests,
+                         Planned* plan) = 0;
+  // After the weights are resolved and the operators created: tables computed once, kernels.
+  virtual void Start() = 0;
+  // Forgets the session (the arena is the caller's) and stops the thread pool; a model that
+  // keeps state of its own (encoded, started) forgets it too.
+  virtual void Reset();
+
+  // The bytes of model class M's plan for these inputs (RequiredArenaBytes), made on a scratch
+  // M: its pointers are bound, nothing is placed. *planner, if given, receives the plan.
+  template <class M>
+  static Result<size_t> RequiredBytes(const Model& model, const Limits& limits,
+                                      const BufferRequests& requests,
+                                      GreedyPlanner* planner = nullptr) {
+    M scratch;
+    Planned plan;
+    TERN_RETURN_IF_ERROR(
+        static_cast<TransformerModel&>(scratch).PlanAll(model, limits, requests, &plan));
+    if (planner != nullptr) *planner = plan.arena.planner();
+    return plan.arena.planner().arena_bytes();  // with the slack to align the caller's pointer
+  }
 
   // The limits both models check: the backend's, 1 to 4096 sequences, and both lengths within
   // the model's max_positions; source / target say what the two lengths mean for the model.
@@ -49,26 +93,21 @@ class TransformerModel {
   static Status CheckSequences(const int32_t* ids, int64_t stride, const int32_t* lengths,
                                int32_t batch, int32_t most, int32_t vocab, const char* what,
                                const char* tokens);
-  static Status PlanBackend(const Model& model, const Limits& limits, const ModelCalls& calls,
-                            const AttentionCall& attention, BackendPlan* plan);
-  // Places the plan in the caller's arena (*base: the aligned start) and records config, limits
-  // and the bytes used.
-  Status Place(const Model& model, const Limits& limits, const GreedyPlanner& planner, void* arena,
-               size_t arena_bytes, uint8_t** base);
-  Status ResolveAndCreate(const Model& model, const ModelCalls& calls, BackendPlan* plan,
-                          const BackendBuffers& ids, const GreedyPlanner& planner, uint8_t* base,
-                          const ModelLayers& layers);
-  // Forgets the session (the arena is the caller's) and stops the thread pool.
-  void ResetModel();
-  // After a failed Prepare: reset, and the report says why.
-  void Failed(const Status& status);
+  // Chooses the backend and measures every linear layer as plan->calls calls it.
+  static Status PlanBackend(const Model& model, const Limits& limits,
+                            const AttentionCall& attention, Planned* plan);
 
   ModelConfig config_;
   Limits limits_;
-  size_t arena_used_ = 0;
+  size_t arena_used_ = 0;  // 0: not prepared
   ModelWeights weights_;
+  ModelLayers layers_;  // the layers' weight records, in the arena
   BackendSession backend_;
   char report_[512] = "not prepared";
+
+ private:
+  Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                        const BufferRequests& requests);
 };
 
 }  // namespace tern

@@ -11,25 +11,20 @@
 
 namespace tern {
 
-void EncoderDecoder::UniversalEncoderSteps(int32_t batch, int64_t seq) {
-  const int64_t d = config_.d_model;
+void EncoderDecoder::UniversalEncoderSteps(const SequenceShape& shape, const KeyValues& kv) {
+  const int64_t d = config_.d_model, batch = shape.sequences, seq = shape.seq;
   const int64_t rows = batch * seq;
   const int32_t steps = config_.universal_steps;
   const bool act = config_.act_threshold > 0.0f;
-  SequenceShape shape;
-  shape.sequences = batch;
-  shape.seq = seq;
-  shape.lengths = src_lengths_;
-  const KeyValues kv{enc_scratch_.k, enc_scratch_.v, seq};
   if (act) ActBegin(enc_act_, rows, d);
   for (int32_t t = 0; t < steps; ++t) {
     // One table row per step, computed here instead of stored: the arena does not grow with T.
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
-    ref::AddTimingSignal(enc_x_, batch, seq, d, positions_, step_signal_);
+    ref::AddTimingSignal(enc_x_, batch, seq, d, position_tables_, step_signal_);
     if (act)
       ActHaltingStep(weights_.encoder_halting, enc_x_, rows, d, config_.act_threshold,
                      t == steps - 1, enc_act_);
-    LayerForward(config_, encoder_layers_[0], enc_x_, shape, kv, enc_scratch_);
+    LayerForward(config_, layers_.encoder[0], enc_x_, shape, kv, enc_scratch_);
     if (act) {
       ActAccumulate(enc_act_, enc_x_, rows, d);
       // Once every real position has halted, later steps would only add zero-weighted states
@@ -54,11 +49,11 @@ void EncoderDecoder::UniversalDecoderSteps(const StepShape& shape) {
   if (act) ActBegin(dec_act_, rows, d);
   for (int32_t t = 0; t < steps; ++t) {
     ops::SinusoidalPositions(t, 1, d, config_.sinusoid_layout, step_signal_);
-    ref::AddTimingSignal(dec_x_, rows, 1, d, positions_ + shape.position * d, step_signal_);
+    ref::AddTimingSignal(dec_x_, rows, 1, d, position_tables_ + shape.position * d, step_signal_);
     if (act)
       ActHaltingStep(weights_.decoder_halting, dec_x_, rows, d, config_.act_threshold,
                      t == steps - 1, dec_act_);
-    LayerStep(config_, decoder_layers_[0].layer, dec_x_, shape, SelfCache(t), &cross, dec_scratch_);
+    LayerStep(config_, layers_.decoder[0].layer, dec_x_, shape, SelfCache(t), &cross, dec_scratch_);
     if (act) ActAccumulate(dec_act_, dec_x_, rows, d);
   }
   if (act) std::memcpy(dec_x_, dec_act_.out, static_cast<size_t>(rows * d) * sizeof(float));

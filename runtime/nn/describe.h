@@ -2,7 +2,7 @@
 // lists its tensors once, with canonical name (docs/CONVENTIONS.md), shape and role, and each
 // linear layer with the rows and strides it is called with. One walk over that description
 // serves every consumer through a WeightVisitor:
-//   - the loader's checks and Prepare's weight resolution (models/weight_resolver.h: each name
+//   - the loader's checks and Prepare's weight resolution (models/model_weights.h: each name
 //     looked up in the file, shape and dtype checked, views stored in the block's weights);
 //   - the backend's dry run (measure every linear layer's operator) and its creation at Prepare,
 //     in the same order;
@@ -66,9 +66,18 @@ Status DescribeFeedForward(const ModelConfig& c, const char* layer, int64_t rows
 Status DescribeLayer(const ModelConfig& c, const char* stack, int index, const LayerCalls& calls,
                      WeightVisitor& v, LayerWeights* w, CrossAttentionWeights* cross);
 
-// snprintf into a name buffer. Names are bounded (layer indices < 1024); one helper keeps gcc's
-// truncation analysis, which cannot see that bound, quiet.
-constexpr int kNameSize = 128;
-void FormatName(char* buf, int size, const char* format, ...) __attribute__((format(printf, 3, 4)));
+// A canonical name built in a fixed buffer, where it is used: name(prefix, "q_proj") is
+// "<prefix>.q_proj", valid until the next call. Names are bounded (layer indices < 1024); the one
+// snprintf keeps gcc's truncation analysis, which cannot see that bound, quiet.
+class TensorName {
+ public:
+  const char* operator()(const char* prefix, const char* part) {
+    return Format("%s.%s", prefix, part);
+  }
+  const char* Format(const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+ private:
+  char buf_[128];
+};
 
 }  // namespace tern

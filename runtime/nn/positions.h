@@ -14,11 +14,9 @@ namespace tern {
 
 struct StackPositions {
   const ref::RotaryTable* rotary = nullptr;  // set: rotate q and k (rotary positions)
-  const float* t5_bias = nullptr;            // [heads, bias_stride], distance 0 at bias_center
-  int64_t bias_stride = 0;
-  int64_t bias_center = 0;
-  float* relative_scratch = nullptr;  // Shaw: 2k+1 floats
-  int64_t max_distance = 0;           // Shaw's k
+  // The session's part of every call's relative terms: T5's bias by distance (bias, stride,
+  // center), or Shaw's k and scratch; the query position and a layer's Shaw tables come per call.
+  ref::RelativePositions relative;
 };
 
 // The relative-position terms of one attention call whose first query sits at query_position,
@@ -28,18 +26,11 @@ inline const ref::RelativePositions* RelativeTerms(const StackPositions& p,
                                                    const AttentionWeights& w,
                                                    int64_t query_position,
                                                    ref::RelativePositions* out) {
-  if (p.t5_bias == nullptr && w.relative_key == nullptr) return nullptr;
-  *out = ref::RelativePositions();
+  if (p.relative.bias == nullptr && w.relative_key == nullptr) return nullptr;
+  *out = p.relative;
   out->query_position = query_position;
-  out->bias = p.t5_bias;
-  out->bias_stride = p.bias_stride;
-  out->bias_center = p.bias_center;
-  if (w.relative_key != nullptr) {
-    out->shaw_key = w.relative_key;
-    out->shaw_value = w.relative_value;
-    out->max_distance = p.max_distance;
-    out->scratch = p.relative_scratch;
-  }
+  out->shaw_key = w.relative_key;  // Shaw: both set (T5: both null)
+  out->shaw_value = w.relative_value;
   return out;
 }
 

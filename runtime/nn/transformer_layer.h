@@ -41,6 +41,13 @@ struct KeyValues {
   float* k = nullptr;
   float* v = nullptr;
   int64_t capacity = 0;
+
+  // Layer i's in a stack's caches: per layer K then V, each [sequences, capacity, d_kv].
+  static KeyValues OfLayer(float* caches, int64_t i, int64_t sequences, int64_t capacity,
+                           int64_t d_kv) {
+    const int64_t half = sequences * capacity * d_kv;
+    return KeyValues{caches + 2 * i * half, caches + (2 * i + 1) * half, capacity};
+  }
 };
 
 struct SequenceShape {

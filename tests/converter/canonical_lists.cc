@@ -16,6 +16,7 @@
 
 #include "converter/architectures/decoder_only_layout.h"
 #include "converter/model_config_json.h"
+#include "runtime/models/architectures.h"
 #include "runtime/models/model_weights.h"
 
 namespace {

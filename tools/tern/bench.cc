@@ -229,6 +229,7 @@ int Bench(int argc, char** argv) {
   const double load_prepare_ms = Ms(t_load, Clock::now());
 
   EncoderDecoder& model = tern::internal::encoder_decoder(session);
+  const TranslationState& state = tern::internal::translation_state(session);
   auto encode_ms = [&](int32_t length) {
     const std::vector<int32_t> src = BenchSource(length, batch, config);
     const std::vector<int32_t> lengths(static_cast<size_t>(batch), length);
@@ -259,9 +260,9 @@ int Bench(int argc, char** argv) {
   std::vector<int32_t> out_lengths(static_cast<size_t>(batch));
   std::vector<float> out_scores(static_cast<size_t>(batch));
   auto decode = [&] {
-    return beam > 1 ? BeamSearch(model, options, out.data(), tokens, out_lengths.data(),
+    return beam > 1 ? BeamSearch(model, state, options, out.data(), tokens, out_lengths.data(),
                                  out_scores.data())
-                    : GreedyDecode(model, options, out.data(), tokens, out_lengths.data());
+                    : GreedyDecode(model, state, options, out.data(), tokens, out_lengths.data());
   };
   std::vector<double> totals, encodes, per_token, first_step, last_step, cpu_totals, cpu_encodes,
       cpu_per_token;
@@ -307,7 +308,7 @@ int Bench(int argc, char** argv) {
   std::vector<std::pair<int32_t, float>> top_first, top_last;
   if (beam == 1) {
     Check(model.Encode(src.data(), source_length, src_lengths.data(), batch), "encode");
-    int32_t* token = model.decode_tokens();
+    int32_t* token = state.tokens;
     std::fill(token, token + batch, config.decoder_start_id);
     const int32_t vocab = static_cast<int32_t>(config.tgt_vocab_size);
     std::vector<float> row(static_cast<size_t>(vocab));

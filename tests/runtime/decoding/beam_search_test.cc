@@ -238,7 +238,8 @@ TEST_CASE("beam options are validated", "[beam]") {
   options.beam_size = 3;
   EncoderDecoder& ed = tern::internal::encoder_decoder(session);
   REQUIRE(ed.Encode(src, 3, &length, 1).ok());
-  s = BeamSearch(ed, options, out.data(), 8, lengths.data(), nullptr);
+  s = BeamSearch(ed, tern::internal::translation_state(session), options, out.data(), 8,
+                 lengths.data(), nullptr);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK(std::string(s.message()).find("limits.beam_size") != std::string::npos);
 }

@@ -1,13 +1,13 @@
 // vec::Max and vec::LogSumExp (the log-softmax normalizer of greedy scoring and beam search)
 // against double-precision loops, on rows of vocabulary size and on the edge cases: short rows,
 // masked (-inf) entries, a fully masked row, large offsets.
+#include "runtime/kernels/vectorized/log_sum_exp.h"
+
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
-
-#include "runtime/kernels/vectorized/log_sum_exp.h"
 
 namespace tern {
 namespace {
