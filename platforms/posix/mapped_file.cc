@@ -6,10 +6,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 namespace tern::posix {
+
+void MappedFile::DropPages(void*, const void* data, size_t bytes) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0 || data == nullptr) return;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data), size = static_cast<uintptr_t>(page);
+  const uintptr_t first = (p + size - 1) / size * size, end = (p + bytes) / size * size;
+  // Only whole pages: the neighbours' bytes on a shared page stay. A failure only means the
+  // pages stay resident.
+  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
 
 namespace {
 

@@ -24,6 +24,12 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  bool mapped() const { return data_ != nullptr && !heap_; }
+
+  // A Model::ConsumedHook for a model on a mapping (Open, not Read): drops the whole pages
+  // inside [data, data + bytes) from this process (madvise MADV_DONTNEED). The mapping is
+  // private and never written, so a later read loads them from the file again. `user` unused.
+  static void DropPages(void* user, const void* data, size_t bytes);
 
  private:
   void Release();

@@ -22,6 +22,7 @@ Status OpenModelFile(const char* path, ModelFile* file) {
   file->data = owner->data();
   file->size = owner->size();
   file->handle = owner;
+  file->consumed = &posix::MappedFile::DropPages;  // packed weights are not resident twice
   return Status::Ok();
 }
 

@@ -156,6 +156,7 @@ tern_status tern_model_load_from_file(const char* path, tern_model** out) {
     return Report(model.status());
   }
   handle->model = model.value();
+  handle->model.set_consumed_hook(handle->file.consumed, handle->file.handle);
   *out = handle;
   return TERN_OK;
 }

@@ -20,6 +20,9 @@ struct ModelFile {
   const void* data = nullptr;  // at least kModelAlignment (16) aligned; 64 gives aligned weights
   size_t size = 0;
   void* handle = nullptr;  // the implementation's own (e.g. the mapping)
+  // Optional (Model::ConsumedHook, called with `handle`): gives back the memory of bytes the
+  // sessions packed a copy of, e.g. drops a mapping's pages. Null: the bytes stay as they are.
+  void (*consumed)(void* handle, const void* data, size_t bytes) = nullptr;
 };
 
 // Makes the file at `path` readable until ReleaseModelFile; on failure `file` is left empty and

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <new>
 
+#include "runtime/model/model.h"
+
 #if TERN_XNNPACK_BUILD
 #include <pthreadpool.h>
 #endif
@@ -218,7 +220,8 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
 }
 
 Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
-                                    const LinearCall& call, LinearKernel** kernel) {
+                                    const LinearCall& call, LinearKernel** kernel,
+                                    const Model* source) {
   *kernel = nullptr;
   if (backend_ != Backend::kXnnpack) return Status::Ok();
 #if TERN_XNNPACK_BUILD
@@ -229,10 +232,19 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
     return Status::Error(StatusCode::kInternal, "more linear layers than planned");
   xnn::LinearKernel* record = new (&records_[next_++]) xnn::LinearKernel();
   TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record));
-  if (choice.path != xnn::LinearPath::kReference) *kernel = record;
+  if (choice.path != xnn::LinearPath::kReference) {
+    *kernel = record;
+    // The operator holds its own packed copy; the model's bytes are read again only by a
+    // fallback call and, for a tied output projection, by the embedding lookup (its rows load
+    // back from the file as they are used, a page at a time, if the pages were dropped).
+    if (source != nullptr) {
+      source->Consumed(weight.data, DTypeRowBytes(weight.dtype, static_cast<size_t>(weight.cols)) *
+                                        static_cast<size_t>(weight.rows));
+    }
+  }
   return Status::Ok();
 #else
-  (void)weight, (void)bias, (void)call;
+  (void)weight, (void)bias, (void)call, (void)source;
   return Status::Ok();
 #endif
 }

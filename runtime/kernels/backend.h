@@ -35,6 +35,8 @@ struct pthreadpool;
 
 namespace tern {
 
+class Model;
+
 // How a linear layer is called: at most `rows` rows, input row stride ldx, output row stride ldy
 // (a K/V projection may write straight into a cache with a larger stride).
 struct LinearCall {
@@ -128,8 +130,9 @@ class BackendSession {
                uint8_t* base);
   // The next linear layer's operator, in the order they were measured; *kernel = null: the
   // reference kernel runs it.
+  // source (optional): told that the weight's bytes were packed (Model::Consumed).
   Status CreateLinear(const WeightView& weight, const float* bias, const LinearCall& call,
-                      LinearKernel** kernel);
+                      LinearKernel** kernel, const Model* source = nullptr);
   // Ends creation: checks that XNNPACK took exactly the measured bytes (the arena never grows
   // silently) and writes the report (which kernels run, every fallback taken).
   Status End(const Limits& limits, char* report, size_t size);

@@ -58,6 +58,20 @@ class Model {
   // (ValidateArchitecture, runtime/models/architectures.h), which refuse the model by name.
   static Result<Model> Load(const void* data, size_t size);
 
+  // Told, during a session's Prepare, of a tensor the session will not read again: the XNNPACK
+  // backend packed a copy of it into the arena. Whoever provided the bytes may give their
+  // memory back: a read-only file mapping drops those pages (they load again from the file if
+  // anything does read them, e.g. a second session's Prepare), so the weights are not resident
+  // twice. Not set (caller memory: flash, a heap copy): nothing happens.
+  using ConsumedHook = void (*)(void* user, const void* data, size_t bytes);
+  void set_consumed_hook(ConsumedHook hook, void* user) {
+    consumed_ = hook;
+    consumed_user_ = user;
+  }
+  void Consumed(const void* data, size_t bytes) const {
+    if (consumed_ != nullptr) consumed_(consumed_user_, data, bytes);
+  }
+
   const ModelConfig& config() const { return config_; }
   uint16_t format_major() const { return format_major_; }
   uint16_t format_minor() const { return format_minor_; }
@@ -84,6 +98,8 @@ class Model {
   ModelConfig config_;
   uint16_t format_major_ = 0;
   uint16_t format_minor_ = 0;
+  ConsumedHook consumed_ = nullptr;
+  void* consumed_user_ = nullptr;
 };
 
 }  // namespace tern

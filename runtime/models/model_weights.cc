@@ -183,7 +183,8 @@ Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const 
   TERN_RETURN_IF_ERROR(Vector(name(prefix, "bias"), out, false, &w->bias));
   w->kernel = nullptr;
   if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
-  if (create_ != nullptr) return create_->CreateLinear(w->weight, w->bias, call, &w->kernel);
+  if (create_ != nullptr)
+    return create_->CreateLinear(w->weight, w->bias, call, &w->kernel, &model_);
   return Status::Ok();
 }
 
