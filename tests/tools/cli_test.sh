@@ -31,6 +31,25 @@ check "translate --ids gives PyTorch's greedy ids (empty line passes through)" t
 out_batch=$(printf '22 10 24 29 28 26 2\n\n9 5 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --batch 2)
 check "batched translate equals one by one" test "$out_batch" == "$expected"
 
+# Length-sorted, token-budget batching (--batch with --buffer / --batch-tokens): every line's
+# translation is the one-by-one translation, in the input's order, long lines split in pieces
+# that end up in different batches included.
+lines=$'22 10 24 29 28 26 2\n9 5 26 2\n\n7 7 7 7 7 7 7 7 7 7 7 2\n3 2\n11 12 13 14 15 16 17 2\n5 2\n8 9 10 11 2\n21 22 23 24 25 26 27 28 29 2\n2\n14 4 2'
+one=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split <<<"$lines")
+sorted=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --batch 4 --batch-tokens 12 <<<"$lines")
+check "sorted, token-budget batches give the one-by-one translations in input order" test "$sorted" == "$one"
+small=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --batch 3 --buffer 4 <<<"$lines")
+check "a small read-ahead buffer too" test "$small" == "$one"
+check "11 input lines give 11 output lines" test "$(wc -l <<<"$sorted")" -eq 11
+# Line 9 splits into "21..25 EOS" and "26..29 EOS" (5 tokens + EOS each): its output is theirs,
+# joined in order, though the shorter second piece is translated in an earlier batch.
+first=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"21 22 23 24 25 2")
+second=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"26 27 28 29 2")
+check "a split line's pieces are joined in order" test "$(sed -n 9p <<<"$sorted")" == "$first $second"
+err=$(tern translate -m "$work/m.tern" --ids --max-source 6 --batch 4 --batch-tokens 5 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
+check "--batch-tokens below --max-source is a usage error" grep -q 'batch-tokens must be 0 (off) or at least --max-source (6), got 5' <<<"$err"
+check "... with exit status 2" grep -q 'rc=2' <<<"$err"
+
 beam=$(printf '22 10 24 29 28 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --beam 4 --n-best 3)
 check "--n-best 3 prints three hypotheses" test "$(grep -o ' ||| ' <<<"$beam" | wc -l)" -eq 2
 json=$(printf '22 10 24 29 28 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --json)

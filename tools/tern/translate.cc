@@ -41,7 +41,13 @@ const char kHelp[] =
     "  -m, --model PATH      the .tern model\n"
     "  --ids                 token ids in and out: a line is space-separated source ids (EOS\n"
     "                        included, as the model expects); output ids exclude start and EOS\n"
-    "  --batch N             sentences translated together (default 1, at most 4096)\n"
+    "  --batch N             sentences translated together (default 1, at most 4096). With\n"
+    "                        N > 1 the input is read --buffer lines at a time, sorted by length\n"
+    "                        and cut into batches of similar lengths (less padding); the output\n"
+    "                        keeps the input's order\n"
+    "  --batch-tokens T      also end a batch before its padded source tokens (sentences x\n"
+    "                        longest source) would exceed T (default 0: no token budget)\n"
+    "  --buffer L            lines read ahead and sorted (default 64 x --batch; 1 with --batch 1)\n"
     "  --max-source N        longest source in tokens incl. EOS (default min(256, max_positions))\n"
     "  --max-length N        longest output in tokens incl. EOS (default min(256, max_positions))\n"
     "  --long error|split    a source longer than --max-source is an error (default) or is\n"
@@ -65,6 +71,7 @@ const char kHelp[] =
     "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
     "                        be changed in place while it runs; see docs/security.md)\n"
     "\n"
+    "When stderr is a terminal (and stdin is not), the lines done so far are shown on it.\n"
     "A line that fails (a bad id, invalid UTF-8, too long) is one line on stderr naming its input\n"
     "line and an empty output line; every other line is still translated, at any --batch.\n"
     "exit status: 0 when every line was translated; 1 when any line failed, or stdout could not\n"
@@ -95,11 +102,21 @@ std::vector<int32_t> ParseIds(const std::string& line, int32_t vocab_size, std::
   return ids;
 }
 
+// One translated piece: its n_best hypotheses.
+struct PieceResult {
+  std::vector<std::vector<int32_t>> ids;  // [n_best]
+  std::vector<float> log_probs;           // [n_best]: raw sums of log-probabilities
+  std::vector<int64_t> lengths;           // [n_best]: scored tokens (EOS included)
+};
+
 struct Pending {
   size_t line_number = 0;
   std::string source;
   std::vector<std::vector<int32_t>>
       pieces;  // source pieces (split long input), empty for an empty line
+  // [piece]: batches are cut from length-sorted pieces, so a split line's pieces may finish
+  // in any order; they are joined in order when the line is written.
+  std::vector<PieceResult> results;
   std::vector<std::vector<int32_t>> outputs;  // [n_best]: concatenated over pieces
   std::vector<float> log_probs;               // [n_best]: raw sums, added over pieces
   std::vector<int64_t> lengths;               // [n_best]: scored tokens (EOS included)
@@ -120,7 +137,8 @@ int Translate(int argc, char** argv) {
   std::set<std::string> valued = {"model",           "long",
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
-                                  "no-repeat-ngram", "repetition-penalty"};
+                                  "no-repeat-ngram", "repetition-penalty",
+                                  "batch-tokens",    "buffer"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
@@ -199,6 +217,17 @@ int Translate(int argc, char** argv) {
   if (!status.ok()) throw std::runtime_error(status.message());
 
   const bool interactive = input_is_stdin && ::isatty(STDIN_FILENO) && !ids_mode;
+  const bool progress = !interactive && ::isatty(STDERR_FILENO);
+  const int64_t batch_tokens = args.get_int("batch-tokens", 0, 0, INT32_MAX);
+  if (batch_tokens > 0 && batch_tokens < limits.max_source_length) {
+    // Any single sentence must fit: a budget below the longest source would have no batch
+    // for it.
+    throw UsageError("option --batch-tokens must be 0 (off) or at least --max-source (" +
+                     std::to_string(limits.max_source_length) + "), got " +
+                     std::to_string(batch_tokens));
+  }
+  const size_t buffer = static_cast<size_t>(
+      args.get_int("buffer", limits.max_batch > 1 ? 64LL * limits.max_batch : 1, 1, 1 << 20));
   const int64_t stride = limits.max_source_length;
   const int64_t out_stride = limits.max_target_length;
   std::vector<int32_t> src(static_cast<size_t>(limits.max_batch * stride));
@@ -208,6 +237,7 @@ int Translate(int argc, char** argv) {
   std::vector<int32_t> out_lengths(static_cast<size_t>(limits.max_batch * n_best));
   std::vector<float> out_scores(static_cast<size_t>(limits.max_batch * n_best));
   int failures = 0;
+  size_t lines_done = 0;
 
   // A failed line: one message on stderr with its real line number, counted once.
   auto fail = [&](Pending& p, const std::string& message) {
@@ -224,15 +254,16 @@ int Translate(int argc, char** argv) {
     auto collect = [&](size_t k, size_t row_base) {
       Pending& p = pending[slots[k].first];
       if (!p.error.empty()) return;
-      p.outputs.resize(static_cast<size_t>(n_best));
-      p.log_probs.resize(static_cast<size_t>(n_best), 0.0f);
-      p.lengths.resize(static_cast<size_t>(n_best), 0);
+      PieceResult& r = p.results[slots[k].second];
+      r.ids.assign(static_cast<size_t>(n_best), {});
+      r.log_probs.assign(static_cast<size_t>(n_best), 0.0f);
+      r.lengths.assign(static_cast<size_t>(n_best), 0);
       const int32_t cap = EffectiveMaxLength(options, limits.max_target_length, lengths[k]);
       for (int32_t j = 0; j < n_best; ++j) {
         const size_t row = row_base * static_cast<size_t>(n_best) + static_cast<size_t>(j);
-        auto& o = p.outputs[static_cast<size_t>(j)];
-        o.insert(o.end(), out.begin() + static_cast<std::ptrdiff_t>(row * out_stride),
-                 out.begin() + static_cast<std::ptrdiff_t>(row * out_stride + out_lengths[row]));
+        r.ids[static_cast<size_t>(j)].assign(
+            out.begin() + static_cast<std::ptrdiff_t>(row * out_stride),
+            out.begin() + static_cast<std::ptrdiff_t>(row * out_stride + out_lengths[row]));
         // Scored tokens: the output and its EOS, unless it stopped at the length cap.
         const int32_t scored = std::min(out_lengths[row] + 1, cap);
         // Greedy returns the raw sum of log-probabilities, beam search the length-normalized
@@ -241,8 +272,8 @@ int Translate(int argc, char** argv) {
         if (options.beam_size > 1 && options.length_penalty != 0.0f && scored > 0) {
           raw *= std::pow(static_cast<float>(scored), options.length_penalty);
         }
-        p.log_probs[static_cast<size_t>(j)] += raw;
-        p.lengths[static_cast<size_t>(j)] += scored;
+        r.log_probs[static_cast<size_t>(j)] = raw;
+        r.lengths[static_cast<size_t>(j)] = scored;
       }
     };
     auto flush = [&]() {
@@ -273,18 +304,59 @@ int Translate(int argc, char** argv) {
       }
       slots.clear();
     };
+    // Every piece of the buffer, shortest first when batching (stable: equal lengths keep the
+    // input order), cut into batches of at most max_batch pieces and batch_tokens padded
+    // source tokens. A sentence's translation does not depend on its batch (the runtime's
+    // batch invariance), so only the padding changes.
+    std::vector<std::pair<size_t, size_t>> order;
     for (size_t p = 0; p < pending.size(); ++p) {
+      pending[p].results.assign(pending[p].pieces.size(), {});
       if (!pending[p].error.empty()) continue;
-      for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece) {
-        const auto& ids = pending[p].pieces[piece];
-        std::copy(ids.begin(), ids.end(),
-                  src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
-        lengths[slots.size()] = static_cast<int32_t>(ids.size());
-        slots.emplace_back(p, piece);
-        if (static_cast<int32_t>(slots.size()) == limits.max_batch) flush();
+      for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece)
+        order.emplace_back(p, piece);
+    }
+    auto piece_length = [&](const std::pair<size_t, size_t>& e) {
+      return pending[e.first].pieces[e.second].size();
+    };
+    if (limits.max_batch > 1) {
+      std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+        return piece_length(a) < piece_length(b);
+      });
+    }
+    size_t longest = 0;
+    for (const auto& e : order) {
+      const size_t length = piece_length(e);
+      const size_t padded = (slots.size() + 1) * std::max(longest, length);
+      if (!slots.empty() && batch_tokens > 0 && padded > static_cast<size_t>(batch_tokens)) {
+        flush();
+        longest = 0;
+      }
+      const auto& ids = pending[e.first].pieces[e.second];
+      std::copy(ids.begin(), ids.end(),
+                src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
+      lengths[slots.size()] = static_cast<int32_t>(ids.size());
+      slots.push_back(e);
+      longest = std::max(longest, length);
+      if (static_cast<int32_t>(slots.size()) == limits.max_batch) {
+        flush();
+        longest = 0;
       }
     }
     flush();
+    for (auto& p : pending) {
+      // The pieces joined in order: ids concatenated, log-probabilities and lengths added.
+      p.outputs.assign(static_cast<size_t>(n_best), {});
+      p.log_probs.assign(static_cast<size_t>(n_best), 0.0f);
+      p.lengths.assign(static_cast<size_t>(n_best), 0);
+      for (const PieceResult& r : p.results) {
+        for (size_t j = 0; j < r.ids.size(); ++j) {
+          p.outputs[j].insert(p.outputs[j].end(), r.ids[j].begin(), r.ids[j].end());
+          p.log_probs[j] += r.log_probs[j];
+          p.lengths[j] += r.lengths[j];
+        }
+      }
+      if (p.pieces.empty()) p.outputs.clear();
+    }
     for (auto& p : pending) {
       std::vector<std::string> texts(p.outputs.size());
       for (size_t j = 0; j < p.outputs.size() && p.error.empty(); ++j) {
@@ -323,6 +395,8 @@ int Translate(int argc, char** argv) {
       std::cout << '\n';
     }
     FlushStdout();
+    lines_done += pending.size();
+    if (progress) std::fprintf(stderr, "\r%zu lines translated", lines_done);
     pending.clear();
   };
 
@@ -376,12 +450,13 @@ int Translate(int argc, char** argv) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
       std::fprintf(stderr, "(%.1f ms)\n> ", ms);
-    } else if (static_cast<int32_t>(pending.size()) >= limits.max_batch) {
+    } else if (pending.size() >= buffer) {
       run(pending);
     }
   }
   if (input->bad()) throw std::runtime_error("cannot read the input");
   run(pending);
+  if (progress && lines_done > 0) std::fprintf(stderr, "\n");
   return failures == 0 ? 0 : 1;
 }
 
