@@ -1,5 +1,6 @@
 #include "runtime/tokenizer/bpe_tokenizer.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/model/model.h"
@@ -194,7 +195,14 @@ size_t BpeTokenizer::merge_count() const {
   return table_ && table_->merges() ? table_->merges()->size() : 0;
 }
 
+size_t BpeTokenizer::MaxTextBytes() {
+  // Piece positions are int32_t, and the workspace (< 64 bytes per byte) must fit in size_t.
+  const size_t by_size = (SIZE_MAX - 64) / 64 - 1;
+  return by_size < 0x7FFFFFFEu ? by_size : 0x7FFFFFFEu;
+}
+
 size_t BpeTokenizer::EncodeWorkspaceBytes(size_t size) {
+  if (size > MaxTextBytes()) return SIZE_MAX;
   // [alignment][scratch: size + 1, for a prefix space][alignment][merge workspace]
   return 3 + AlignUp(size + 1, 4) + bpe::BpeMerger::WorkspaceBytes(size + 1);
 }
@@ -224,6 +232,11 @@ Status BpeTokenizer::EncodeInto(const uint8_t* text, size_t size, const BpeEncod
                                 bpe::IdWriter* out, Span<uint8_t> workspace) const {
   if (table_ == nullptr) {
     return Status::Error(StatusCode::kFailedPrecondition, "tokenizer not loaded");
+  }
+  if (size > MaxTextBytes()) {
+    return Status::Error(StatusCode::kOutOfRange,
+                         "tokenizer: a text of %zu bytes, at most %zu are taken at once", size,
+                         MaxTextBytes());
   }
   const int64_t bad = FindInvalidUtf8(reinterpret_cast<const char*>(text), size);
   if (bad >= 0) {
@@ -267,6 +280,12 @@ Status BpeTokenizer::Encode(const char* text, size_t size, const BpeEncodeOption
 
 Status BpeTokenizer::Encode(const std::string& text, const BpeEncodeOptions& options,
                             std::vector<int32_t>* ids) const {
+  ids->clear();
+  if (text.size() > MaxTextBytes()) {
+    return Status::Error(StatusCode::kOutOfRange,
+                         "tokenizer: a text of %zu bytes, at most %zu are taken at once",
+                         text.size(), MaxTextBytes());
+  }
   std::vector<uint8_t> workspace(EncodeWorkspaceBytes(text.size()));
   // One id per byte at most, plus the post-processor's.
   ids->resize(text.size() + (table_ && table_->prefix_ids() ? table_->prefix_ids()->size() : 0) +

@@ -56,7 +56,11 @@ class BpeTokenizer {
   size_t merge_count() const;
   size_t added_token_count() const { return added_.size(); }
 
-  // Workspace bytes Encode needs for text of `size` bytes (about 60 per byte).
+  // The longest text Encode takes: 2^31 - 2 bytes, less on 32-bit targets where the workspace
+  // would not fit in size_t.
+  static size_t MaxTextBytes();
+  // Workspace bytes Encode needs for text of `size` bytes (about 60 per byte); SIZE_MAX above
+  // MaxTextBytes().
   static size_t EncodeWorkspaceBytes(size_t size);
 
   // Encodes valid UTF-8 (invalid input is an error naming the byte offset). *count gets the
