@@ -287,13 +287,19 @@ Status BpeTokenizer::Encode(const std::string& text, const BpeEncodeOptions& opt
                          text.size(), MaxTextBytes());
   }
   std::vector<uint8_t> workspace(EncodeWorkspaceBytes(text.size()));
-  // One id per byte at most, plus the post-processor's.
-  ids->resize(text.size() + (table_ && table_->prefix_ids() ? table_->prefix_ids()->size() : 0) +
-              (table_ && table_->suffix_ids() ? table_->suffix_ids()->size() : 0));
+  // About one id per byte; a prefix space per piece can make it more, and then the count
+  // says how many, for a second try.
+  const size_t extra = (table_ && table_->prefix_ids() ? table_->prefix_ids()->size() : 0) +
+                       (table_ && table_->suffix_ids() ? table_->suffix_ids()->size() : 0);
+  ids->resize(text.size() + extra);
   size_t count = 0;
-  const Status s =
-      Encode(text.data(), text.size(), options, Span<int32_t>(ids->data(), ids->size()), &count,
-             Span<uint8_t>(workspace.data(), workspace.size()));
+  Status s = Encode(text.data(), text.size(), options, Span<int32_t>(ids->data(), ids->size()),
+                    &count, Span<uint8_t>(workspace.data(), workspace.size()));
+  if (s.code() == StatusCode::kOutOfRange && count > ids->size()) {
+    ids->resize(count);
+    s = Encode(text.data(), text.size(), options, Span<int32_t>(ids->data(), ids->size()), &count,
+               Span<uint8_t>(workspace.data(), workspace.size()));
+  }
   ids->resize(s.ok() ? count : 0);
   return s;
 }

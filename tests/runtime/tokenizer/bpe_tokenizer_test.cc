@@ -190,6 +190,18 @@ TEST_CASE("caller buffers: ids that do not fit, a small workspace, bad input", "
   CHECK(empty.Encode("x", {}, &out).code() == StatusCode::kFailedPrecondition);
 }
 
+TEST_CASE("a prefix space per piece: more ids than bytes", "[tokenizer][bpe]") {
+  // Found by the load fuzzer's seed: the vector overload once assumed one id per byte.
+  MiniTokenizer m;
+  m.pre_tokenizer = {{"type", "Sequence"},
+                     {"pretokenizers",
+                      {{{"type", "Digits"}, {"individual_digits", true}},
+                       {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", false}}}}};
+  const LoadedBpe t(m.Text());
+  CHECK(Encode(t, "12") == Ids{m.Id("Ġ"), m.Id("1"), m.Id("Ġ"), m.Id("2")});
+  CHECK(Decode(t, Encode(t, "a1")) == " a 1");
+}
+
 TEST_CASE("a byte-level token's bytes: multi-byte characters split and come back",
           "[tokenizer][bpe]") {
   MiniTokenizer m;  // no merges: one token per byte
