@@ -8,7 +8,8 @@ One text per line, UTF-8, several thousand lines:
     (/usr/share/locale/{de,...}/LC_MESSAGES/*.mo: msgid and the German msgstr), and messages in
     Japanese, Chinese, Korean, Russian, Ukrainian, Greek, Arabic, Hebrew, Hindi, Thai and
     Vietnamese from the same catalogs;
-  - lines of this repository's code and documentation (C++, Python, shell, CMake, Markdown);
+  - lines of this repository's code and documentation (C++, Python, shell, CMake, Markdown) at
+    a fixed commit (SOURCE_COMMIT);
   - written-out edge cases: contractions in every case, white space runs (tabs, no-break and
     ideographic spaces, U+2028), digits of several scripts, emoji sequences (ZWJ, flags, skin
     tones, keycaps), combining marks (NFD text, Indic, Thai, Arabic, Hebrew), special tokens
@@ -20,13 +21,16 @@ version, and U+FEFF / U+0085, the two code points where JavaScript's \\s and Uni
 White_Space differ (the JavaScript ByteLevel split uses \\s; tern and the Rust tokenizers use
 White_Space), so that a difference found is a difference of tokenization.
 
-Deterministic for a given host (the catalogs are whatever its packages installed): the
-committed file is the reference, this script documents how it was made.
+Deterministic for a given host (the catalogs are whatever its packages installed; rerunning on
+the host that made it gives the same bytes): the committed file is the reference, this script
+documents how it was made.
 Usage: python3 tools/tokenizer/make_corpus.py [OUTPUT]
 """
+import fnmatch
 import glob
 import os
 import random
+import subprocess
 import sys
 import unicodedata
 
@@ -87,20 +91,25 @@ def message_lines(rng):
     return lines
 
 
+# The repository text is read at a fixed commit (the one this branch started from), so that
+# rerunning the script gives the same corpus whatever the working tree holds now.
+SOURCE_COMMIT = "9d5c74b"
+
+
 def repository_lines(rng):
+    def git(*args):
+        return subprocess.run(["git", "-C", ROOT] + list(args), check=True,
+                              capture_output=True).stdout.decode("utf-8")
+
+    files = git("ls-tree", "-r", "--name-only", SOURCE_COMMIT).split("\n")
+    code_patterns = ["runtime/*.cc", "runtime/*.h", "converter/*.cc", "tools/*.py", "tools/*.sh",
+                     "tests/*.sh", "*CMakeLists.txt", "Makefile"]
     code, docs = [], []
-    patterns = ["runtime/**/*.cc", "runtime/**/*.h", "converter/**/*.cc", "tools/**/*.py",
-                "tools/**/*.sh", "tests/**/*.sh", "**/CMakeLists.txt", "Makefile"]
-    for pattern in patterns:
-        for path in sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True)):
-            if "/build/" in path or path.endswith("unicode_classes_data.cc"):
-                continue
-            with open(path, encoding="utf-8") as f:
-                code += [l.rstrip("\n") for l in f]
-    for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [
-            os.path.join(ROOT, "README.md")]:
-        with open(path, encoding="utf-8") as f:
-            docs += [l.rstrip("\n") for l in f]
+    for path in files:
+        if any(fnmatch.fnmatch(path, p) for p in code_patterns):
+            code += git("show", SOURCE_COMMIT + ":" + path).split("\n")
+        elif fnmatch.fnmatch(path, "docs/*.md") or path == "README.md":
+            docs += git("show", SOURCE_COMMIT + ":" + path).split("\n")
     return (sample([l for l in code if allowed(l) and l.strip()], 800, rng) +
             sample([l for l in docs if allowed(l) and l.strip()], 450, rng))
 
