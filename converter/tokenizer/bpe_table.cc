@@ -46,7 +46,8 @@ flatbuffers::Offset<schema::Tokenizer> BuildBpeTokenizer(flatbuffers::FlatBuffer
       fbb, fbb.CreateVector(steps), fbb.CreateVector(bytes), fbb.CreateVector(offsets),
       fbb.CreateVector(d.byte_tokens), fbb.CreateVector(by_bytes),
       fbb.CreateVectorOfStructs(merges), d.ignore_merges, fbb.CreateVector(added),
-      fbb.CreateVector(by_content), fbb.CreateVector(d.prefix_ids), fbb.CreateVector(d.suffix_ids));
+      fbb.CreateVector(by_content), fbb.CreateVector(d.prefix_ids), fbb.CreateVector(d.suffix_ids),
+      d.nfc ? schema::Normalizer_NFC : schema::Normalizer_None);
   return schema::CreateTokenizer(fbb, schema::TokenizerKind_ByteLevelBpe, 0, 0, table);
 }
 

@@ -10,6 +10,7 @@
 #include "converter/error.h"
 #include "converter/readers/file_bytes.h"
 #include "converter/tokenizer/byte_level.h"
+#include "runtime/tokenizer/nfc.h"
 #include "runtime/tokenizer/pre_tokenizer.h"
 
 namespace tern::convert {
@@ -178,7 +179,23 @@ void ReadNormalizer(const Reader& r, const Json& root, BpeTokenizerData* out) {
     out->notes.push_back("normalizer: an empty Sequence (nothing to do)");
     return;
   }
+  if (type == "NFC") {
+    r.Keys(n, "normalizer", {"type"});
+    out->nfc = true;
+    return;
+  }
   r.Fail("normalizer.type", Quote(type) + " is not implemented");
+}
+
+std::string Nfc(const std::string& text) {
+  std::vector<uint32_t> work(unicode::NfcWorkCodePoints(text.size()));
+  std::vector<uint8_t> out(unicode::NfcOutputBytes(text.size()));
+  size_t size = 0;
+  const Status s = unicode::NormalizeNfc(reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                                         Span<uint32_t>(work.data(), work.size()),
+                                         Span<uint8_t>(out.data(), out.size()), &size);
+  if (!s.ok()) throw Error(std::string("internal: ") + s.message());
+  return std::string(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(size));
 }
 
 void ReadPreTokenizer(const Reader& r, const Json& p, const std::string& where,
@@ -443,6 +460,7 @@ std::string BpeTokenizerData::Describe() const {
                      std::to_string(merges.size()) + " merges, pre-tokenizer " +
                      (steps.empty() ? "none" : steps);
   if (ignore_merges) text += ", ignore_merges";
+  if (nfc) text += ", normalizer NFC";
   return text;
 }
 
@@ -490,6 +508,19 @@ BpeTokenizerData ParseTokenizerJson(const std::string& json, const std::string& 
   out.suffix_ids = t.suffix;
   ReadDecoder(r, root);
   Assemble(r, parsed, &out);
+  // Normalized added tokens are looked for in normalized text, so their contents are
+  // normalized too (as the Rust and JavaScript tokenizers do); decoding keeps token_bytes.
+  if (out.nfc) {
+    std::set<std::string> contents;
+    for (AddedTokenData& a : out.added_tokens) {
+      if (a.normalized) a.content = Nfc(a.content);
+    }
+    for (const AddedTokenData& a : out.added_tokens) {
+      if (!contents.insert(a.content).second) {
+        r.Fail("added_tokens", "two tokens are " + Quote(a.content) + " after NFC");
+      }
+    }
+  }
   return out;
 }
 

@@ -5,7 +5,7 @@
 //   model           BPE with vocab and merges ("a b" strings or [a, b] pairs), ignore_merges;
 //                   dropout, continuing_subword_prefix and end_of_word_suffix unset,
 //                   byte_fallback false; every byte's token in the vocabulary
-//   normalizer      null
+//   normalizer      null, or NFC (Qwen2)
 //   pre_tokenizer   ByteLevel, or a Sequence of Split (behavior Isolated, not inverted, with the
 //                   GPT-2, LLaMA 3 or Qwen2 pattern exactly) and Digits steps ending with
 //                   ByteLevel (add_prefix_space; use_regex: GPT-2's split)
@@ -47,8 +47,11 @@ struct BpeTokenizerData {
   std::vector<int32_t> byte_tokens;      // 256: the token of each byte
   std::vector<BpeMergeData> merges;      // in rank order
   bool ignore_merges = false;
-  std::vector<AddedTokenData> added_tokens;  // sorted by id
-  std::vector<int32_t> prefix_ids;           // the post-processor's, around the text
+  bool nfc = false;  // the NFC normalizer
+  // Sorted by id. A normalized token's content is normalized (what is matched); what it
+  // decodes to is in token_bytes.
+  std::vector<AddedTokenData> added_tokens;
+  std::vector<int32_t> prefix_ids;  // the post-processor's, around the text
   std::vector<int32_t> suffix_ids;
   std::vector<std::string> notes;  // what was accepted but does not matter to ids
 

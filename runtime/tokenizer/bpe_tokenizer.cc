@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/model/model.h"
+#include "runtime/tokenizer/nfc.h"
 #include "runtime/tokenizer/utf8.h"
 #include "tern_generated.h"
 
@@ -29,17 +30,30 @@ Status Invalid(const char* what) {
 class BpeEncoding final : public bpe::AddedTokenSink, public bpe::PieceSink {
  public:
   BpeEncoding(const BpeTokenizer& t, const BpeEncodeOptions& options, bpe::IdWriter* out,
-              Span<uint8_t> scratch, Span<uint8_t> merge_workspace)
-      : t_(t), options_(options), out_(out), scratch_(scratch), merge_workspace_(merge_workspace) {}
+              Span<uint8_t> scratch, Span<uint8_t> merge_workspace, Span<uint32_t> nfc_work,
+              Span<uint8_t> nfc_out)
+      : t_(t),
+        options_(options),
+        out_(out),
+        scratch_(scratch),
+        merge_workspace_(merge_workspace),
+        nfc_work_(nfc_work),
+        nfc_out_(nfc_out) {}
 
   Status Run(const uint8_t* text, size_t size) {
     return t_.added_.Split(text, size, /*normalized=*/false, options_.parse_special, this);
   }
 
-  // Between the tokens of the first pass, the second (normalized = true) finds its tokens; the
-  // text between those is pre-tokenized. (No normalizer: the text is what was given.)
+  // The text between the tokens of the first pass is normalized; in it the second pass
+  // (normalized = true) finds its tokens, and the text between those is pre-tokenized.
   Status Gap(const uint8_t* text, size_t size) override {
     if (in_second_pass_) return t_.pre_tokenizer_.Run(text, size, scratch_, this);
+    if (t_.nfc_) {
+      size_t normalized = 0;
+      TERN_RETURN_IF_ERROR(unicode::NormalizeNfc(text, size, nfc_work_, nfc_out_, &normalized));
+      text = nfc_out_.data();
+      size = normalized;
+    }
     in_second_pass_ = true;
     const Status s = t_.added_.Split(text, size, /*normalized=*/true, options_.parse_special, this);
     in_second_pass_ = false;
@@ -66,6 +80,8 @@ class BpeEncoding final : public bpe::AddedTokenSink, public bpe::PieceSink {
   bpe::IdWriter* out_;
   Span<uint8_t> scratch_;
   Span<uint8_t> merge_workspace_;
+  Span<uint32_t> nfc_work_;
+  Span<uint8_t> nfc_out_;
   bool in_second_pass_ = false;
 };
 
@@ -179,9 +195,15 @@ Result<BpeTokenizer> BpeTokenizer::FromTable(const schema::ByteLevelBpe& table) 
     }
   }
 
+  if (table.normalizer() != schema::Normalizer_None &&
+      table.normalizer() != schema::Normalizer_NFC) {
+    return Status::Error(StatusCode::kInvalidModel, "tokenizer: normalizer %d is unknown",
+                         static_cast<int>(table.normalizer()));
+  }
   BpeTokenizer t;
   t.table_ = &table;
   t.vocab_size_ = vocab;
+  t.nfc_ = table.normalizer() == schema::Normalizer_NFC;
   const auto* steps = table.pre_tokenizer();
   TERN_RETURN_IF_ERROR(
       t.pre_tokenizer_.Init(steps ? reinterpret_cast<const uint8_t*>(steps->data()) : nullptr,
@@ -196,15 +218,33 @@ size_t BpeTokenizer::merge_count() const {
 }
 
 size_t BpeTokenizer::MaxTextBytes() {
-  // Piece positions are int32_t, and the workspace (< 64 bytes per byte) must fit in size_t.
-  const size_t by_size = (SIZE_MAX - 64) / 64 - 1;
-  return by_size < 0x7FFFFFFEu ? by_size : 0x7FFFFFFEu;
+  // Piece positions are int32_t, NFC triples the text at most, and the workspace (below 256
+  // bytes per byte) must fit in size_t.
+  const size_t by_size = (SIZE_MAX - 1024) / 256;
+  return by_size < 0x7FFFFFFEu / 3 ? by_size : 0x7FFFFFFEu / 3;
 }
 
-size_t BpeTokenizer::EncodeWorkspaceBytes(size_t size) {
+namespace {
+
+// Where the parts of the Encode workspace are, for text of `size` bytes.
+struct WorkspaceLayout {
+  size_t piece;  // the longest piece: the text, normalized, plus a prefix space
+  size_t scratch, merge, nfc_work, nfc_out, total;
+  WorkspaceLayout(size_t size, bool nfc) {
+    piece = (nfc ? unicode::NfcOutputBytes(size) : size) + 1;
+    scratch = AlignUp(piece, 4);
+    merge = AlignUp(bpe::BpeMerger::WorkspaceBytes(piece), 4);
+    nfc_work = nfc ? unicode::NfcWorkCodePoints(size) * sizeof(uint32_t) : 0;
+    nfc_out = nfc ? unicode::NfcOutputBytes(size) : 0;
+    total = 3 + scratch + merge + nfc_work + nfc_out;  // 3: to align the start
+  }
+};
+
+}  // namespace
+
+size_t BpeTokenizer::EncodeWorkspaceBytes(size_t size) const {
   if (size > MaxTextBytes()) return SIZE_MAX;
-  // [alignment][scratch: size + 1, for a prefix space][alignment][merge workspace]
-  return 3 + AlignUp(size + 1, 4) + bpe::BpeMerger::WorkspaceBytes(size + 1);
+  return WorkspaceLayout(size, nfc_).total;
 }
 
 int32_t BpeTokenizer::FindByBytes(const uint8_t* bytes, size_t size) const {
@@ -248,15 +288,18 @@ Status BpeTokenizer::EncodeInto(const uint8_t* text, size_t size, const BpeEncod
                          "tokenizer: a workspace of %zu bytes, %zu needed for %zu bytes of text",
                          workspace.size(), EncodeWorkspaceBytes(size), size);
   }
-  const size_t skip = (4 - reinterpret_cast<uintptr_t>(workspace.data()) % 4) % 4;
-  const size_t scratch_size = AlignUp(size + 1, 4);
-  const Span<uint8_t> scratch(workspace.data() + skip, size + 1);
-  const Span<uint8_t> merge(workspace.data() + skip + scratch_size,
-                            workspace.size() - skip - scratch_size);
+  const WorkspaceLayout layout(size, nfc_);
+  uint8_t* at = workspace.data() + (4 - reinterpret_cast<uintptr_t>(workspace.data()) % 4) % 4;
+  const Span<uint8_t> scratch(at, layout.piece);
+  const Span<uint8_t> merge(at + layout.scratch, layout.merge);
+  at += layout.scratch + layout.merge;
+  const Span<uint32_t> nfc_work(reinterpret_cast<uint32_t*>(at),
+                                layout.nfc_work / sizeof(uint32_t));
+  const Span<uint8_t> nfc_out(at + layout.nfc_work, layout.nfc_out);
   if (options.add_special_tokens && table_->prefix_ids()) {
     for (const int32_t id : *table_->prefix_ids()) out->Push(id);
   }
-  BpeEncoding encoding(*this, options, out, scratch, merge);
+  BpeEncoding encoding(*this, options, out, scratch, merge, nfc_work, nfc_out);
   TERN_RETURN_IF_ERROR(encoding.Run(text, size));
   if (options.add_special_tokens && table_->suffix_ids()) {
     for (const int32_t id : *table_->suffix_ids()) out->Push(id);

@@ -2,8 +2,8 @@
 // Qwen2 and SmolLM use it), stored in the .tern file by `tern convert` (schema ByteLevelBpe).
 // Encoding, as the Rust tokenizers do it:
 //   1. added tokens are found first (added_tokens.h) and never split;
-//   2. the text between them is pre-tokenized (pre_tokenizer.h: the split patterns, Digits,
-//      ByteLevel's prefix space);
+//   2. the text between them is normalized (nfc.h, when the tokenizer has NFC) and
+//      pre-tokenized (pre_tokenizer.h: the split patterns, Digits, ByteLevel's prefix space);
 //   3. each piece's bytes are merged by rank (bpe_merge.h), or, with ignore_merges, a piece that
 //      is a vocabulary token is that token.
 // Decoding concatenates each token's bytes (the ByteLevel decoder's unicode-to-byte mapping was
@@ -56,12 +56,13 @@ class BpeTokenizer {
   size_t merge_count() const;
   size_t added_token_count() const { return added_.size(); }
 
-  // The longest text Encode takes: 2^31 - 2 bytes, less on 32-bit targets where the workspace
-  // would not fit in size_t.
+  // The longest text Encode takes: about 700 MB, 16 MB on 32-bit targets (where the workspace
+  // must fit in size_t).
   static size_t MaxTextBytes();
-  // Workspace bytes Encode needs for text of `size` bytes (about 60 per byte); SIZE_MAX above
-  // MaxTextBytes().
-  static size_t EncodeWorkspaceBytes(size_t size);
+  // Workspace bytes Encode needs for text of `size` bytes: about 60 per byte, 200 with the NFC
+  // normalizer; SIZE_MAX above MaxTextBytes().
+  size_t EncodeWorkspaceBytes(size_t size) const;
+  bool normalizes() const { return nfc_; }
 
   // Encodes valid UTF-8 (invalid input is an error naming the byte offset). *count gets the
   // number of ids; when that exceeds ids.size() the ids that fit are written and the status is
@@ -93,6 +94,7 @@ class BpeTokenizer {
   bpe::PreTokenizer pre_tokenizer_;
   bpe::BpeMerger merger_;
   bpe::AddedTokenMatcher added_;
+  bool nfc_ = false;
 };
 
 }  // namespace tern

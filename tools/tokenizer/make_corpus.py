@@ -13,7 +13,8 @@ One text per line, UTF-8, several thousand lines:
   - written-out edge cases: contractions in every case, white space runs (tabs, no-break and
     ideographic spaces, U+2028), digits of several scripts, emoji sequences (ZWJ, flags, skin
     tones, keycaps), combining marks (NFD text, Indic, Thai, Arabic, Hebrew), special tokens
-    of the fixtures, and random mixes of all of these.
+    of the fixtures, and random mixes of all of these;
+  - text that NFC changes: decomposed (NFD) messages, and marks out of canonical order.
 
 Left out everywhere: invalid UTF-8 (none can occur: the text is Python str), control
 characters other than tab, unassigned and private-use code points of this Python's Unicode
@@ -228,6 +229,23 @@ def edge_lines():
     return lines
 
 
+def unnormalized_lines(messages, rng):
+    """Text that NFC changes (for the tokenizers with the NFC normalizer): decomposed messages,
+    and marks in an order that is not canonical."""
+    out = []
+    for line in messages:
+        nfd = unicodedata.normalize("NFD", line)
+        if nfd != line:
+            out.append(nfd)
+    out = sample(out, 150, rng)
+    marks = ["\u0301", "\u0323", "\u0308", "\u0327", "\u0302", "\u031b", "\u0345"]
+    for _ in range(40):
+        word = "".join(rng.choice("aeiouAEIOUnsyw\u03b1\u03c9") + "".join(
+            rng.sample(marks, rng.randint(1, 3))) for _ in range(rng.randint(2, 6)))
+        out.append("marks out of order: " + word)
+    return out
+
+
 def random_lines(rng, count):
     pools = [
         ["the", "Haus", "naïve", "über", "日本", "данные", "λόγος", "x", "I", "A", "ok", "nicht"],
@@ -251,7 +269,9 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         ROOT, "tests", "fixtures", "tokenizer", "corpus.txt")
     rng = random.Random(15)
-    lines = message_lines(rng) + repository_lines(rng) + edge_lines() + random_lines(rng, 300)
+    messages = message_lines(rng)
+    lines = (messages + repository_lines(rng) + edge_lines() + random_lines(rng, 300) +
+             unnormalized_lines(messages, rng))
     seen, out = set(), []
     for line in lines:
         if line not in seen and allowed(line) or line in ("", " ", "   ", "\t"):

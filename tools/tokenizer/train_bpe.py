@@ -9,9 +9,9 @@ Usage: python3 tools/tokenizer/train_bpe.py STYLE TEXT OUTPUT [--vocab N] [--eve
                   tokens after the vocabulary, a TemplateProcessing post-processor adding
                   <|begin_of_text|>, merges as [a, b] pairs, and some whole words in the
                   vocabulary that no merge builds (so that ignore_merges matters)
-          qwen2   Split (Qwen2's pattern) + ByteLevel(use_regex false), <|endoftext|>,
-                  <|im_start|>, <|im_end|> and a non-special <tool_call> after the vocabulary
-                  (Qwen2's own files also have an NFC normalizer, left out here)
+          qwen2   the NFC normalizer, Split (Qwen2's pattern) + ByteLevel(use_regex false),
+                  <|endoftext|>, <|im_start|>, <|im_end|> and the non-special <tool_call>,
+                  </tool_call> (normalized) after the vocabulary; trained on NFC text
           smollm  Digits(individual) + ByteLevel(use_regex true), special tokens first (ids 0..),
                   a <mask> that absorbs white space before it (lstrip) and a <sep> after it
                   (rstrip)
@@ -222,6 +222,8 @@ def main():
         lines = f.read().split("\n")[:-1]
     pieces = collections.Counter()
     for line in lines[::args.every]:
+        if args.style == "qwen2":
+            line = unicodedata.normalize("NFC", line)
         for piece in style["split"](line + "\n"):
             pieces["".join(b2u[b] for b in piece.encode("utf-8"))] += 1
 
@@ -234,7 +236,8 @@ def main():
                                       "<|end_header_id|>", "<|eot_id|>"]]
     elif args.style == "qwen2":
         specials = [("<|endoftext|>", {}), ("<|im_start|>", {}), ("<|im_end|>", {}),
-                    ("<tool_call>", dict(special=False)), ("</tool_call>", dict(special=False))]
+                    ("<tool_call>", dict(special=False)),
+                    ("</tool_call>", dict(special=False, normalized=True))]
     else:
         specials = [("<|endoftext|>", {}), ("<|im_start|>", {}), ("<|im_end|>", {}),
                     ("<mask>", dict(lstrip=True)), ("<sep>", dict(rstrip=True))]
@@ -301,7 +304,7 @@ def main():
         "truncation": None,
         "padding": None,
         "added_tokens": added_tokens,
-        "normalizer": None,
+        "normalizer": {"type": "NFC"} if args.style == "qwen2" else None,
         "pre_tokenizer": pre,
         "post_processor": post,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,

@@ -107,14 +107,42 @@ TEST_CASE("pre-tokenizer and post-processor forms", "[tokenizer][convert]") {
   CHECK_THAT(d.notes[0], ContainsSubstring("truncation settings are not stored"));
 }
 
+TEST_CASE("the NFC normalizer; normalized added tokens are matched in NFC",
+          "[tokenizer][convert]") {
+  MiniTokenizer m = Base();
+  m.normalizer = {{"type", "NFC"}};
+  m.added.push_back({"e\xcc\x81!", false, false, false, /*normalized=*/true});
+  m.added.push_back({"o\xcc\x81!", false, false, false, /*normalized=*/false});
+  const BpeTokenizerData d = ParseTokenizerJson(m.Text(), "t.json");
+  CHECK(d.nfc);
+  CHECK_THAT(d.Describe(), ContainsSubstring("normalizer NFC"));
+  REQUIRE(d.added_tokens.size() == 3);
+  CHECK(d.added_tokens[1].content == "\xc3\xa9!");             // what the matcher looks for
+  CHECK(d.added_tokens[2].content == "o\xcc\x81!");            // not normalized: as written
+  CHECK(d.token_bytes[d.added_tokens[1].id] == "e\xcc\x81!");  // decoding: as written
+  m.added.push_back({"\xc3\xa9!", false, false, false, true});
+  CHECK_THROWS_WITH(ParseTokenizerJson(m.Text(), "t.json"),
+                    ContainsSubstring("two tokens are \"é!\" after NFC"));
+}
+
 TEST_CASE("what tern does not implement is refused by name", "[tokenizer][convert]") {
   ExpectRefused([](json* j) { (*j)["model"]["type"] = "WordPiece"; },
                 "t.json: model.type: \"WordPiece\" is not supported");
   ExpectRefused(
       [](json* j) {
-        (*j)["normalizer"] = {{"type", "NFC"}};
+        (*j)["normalizer"] = {{"type", "NFKC"}};
       },
-      "normalizer.type: \"NFC\" is not implemented");
+      "normalizer.type: \"NFKC\" is not implemented");
+  ExpectRefused(
+      [](json* j) {
+        (*j)["normalizer"] = {{"type", "Lowercase"}};
+      },
+      "normalizer.type: \"Lowercase\" is not implemented");
+  ExpectRefused(
+      [](json* j) {
+        (*j)["normalizer"] = {{"type", "NFC"}, {"extra", 1}};
+      },
+      "normalizer: unknown field \"extra\"");
   ExpectRefused(
       [](json* j) {
         (*j)["pre_tokenizer"] = {{"type", "Whitespace"}};

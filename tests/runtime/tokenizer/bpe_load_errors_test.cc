@@ -27,6 +27,7 @@ struct RawTable {
   std::vector<schema::BpeMerge> merges;
   std::vector<convert::AddedTokenData> added;
   bool ignore_merges = false;
+  int8_t normalizer = 0;
 };
 
 RawTable Unpack(const schema::ByteLevelBpe& t) {
@@ -45,6 +46,7 @@ RawTable Unpack(const schema::ByteLevelBpe& t) {
         {a->id(), a->content()->str(), a->special(), a->lstrip(), a->rstrip(), a->normalized()});
   }
   r.ignore_merges = t.ignore_merges();
+  r.normalizer = t.normalizer();
   return r;
 }
 
@@ -60,7 +62,8 @@ Status Load(const RawTable& r) {
       fbb, fbb.CreateVector(r.steps), fbb.CreateVector(r.bytes), fbb.CreateVector(r.offsets),
       fbb.CreateVector(r.byte_tokens), fbb.CreateVector(r.by_bytes),
       fbb.CreateVectorOfStructs(r.merges), r.ignore_merges, fbb.CreateVector(added),
-      fbb.CreateVector(r.by_content), fbb.CreateVector(r.prefix), fbb.CreateVector(r.suffix)));
+      fbb.CreateVector(r.by_content), fbb.CreateVector(r.prefix), fbb.CreateVector(r.suffix),
+      static_cast<schema::Normalizer>(r.normalizer)));
   const auto* table = flatbuffers::GetRoot<schema::ByteLevelBpe>(fbb.GetBufferPointer());
   const auto t = BpeTokenizer::FromTable(*table);
   return t.ok() ? Status::Ok() : t.status();
@@ -101,6 +104,7 @@ TEST_CASE("broken vocabulary tables are refused by name", "[tokenizer][bpe][load
                 "vocab_by_bytes is not sorted and unique at 1");
   ExpectRefused([](RawTable* r) { r->prefix.push_back(4000); }, "post-processor token 4000");
   ExpectRefused([](RawTable* r) { r->steps.push_back(42); }, "step 1 is 42, which is unknown");
+  ExpectRefused([](RawTable* r) { r->normalizer = 7; }, "normalizer 7 is unknown");
 }
 
 TEST_CASE("broken merges are refused by name", "[tokenizer][bpe][load]") {

@@ -28,6 +28,7 @@ struct MiniTokenizer {
   nlohmann::json pre_tokenizer = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
   nlohmann::json post_processor = nullptr;
+  nlohmann::json normalizer = nullptr;
   bool ignore_merges = false;
 
   nlohmann::json Json() const {
@@ -56,7 +57,7 @@ struct MiniTokenizer {
             {"truncation", nullptr},
             {"padding", nullptr},
             {"added_tokens", added_tokens},
-            {"normalizer", nullptr},
+            {"normalizer", normalizer},
             {"pre_tokenizer", pre_tokenizer},
             {"post_processor", post_processor},
             {"decoder", {{"type", "ByteLevel"}}},
