@@ -203,8 +203,17 @@ TernContents BuildContents(const ConvertOptions& options) {
   const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
   std::string tokenizer_path = options.tokenizer;
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
-  const bool found = tokenizer_path.empty() && !options.no_tokenizer && arch::FileExists(beside);
+  // Beside a language model only: a translation model's text path takes SentencePiece models.
+  const bool beside_exists =
+      tokenizer_path.empty() && !options.no_tokenizer && arch::FileExists(beside);
+  const bool found = beside_exists && decoder_only;
   if (found) tokenizer_path = beside;
+  if (beside_exists && !decoder_only && options.note) {
+    options.note(beside +
+                 " not taken: a translation model's text path uses SentencePiece "
+                 "models (--tokenizer X.model); --tokenizer " +
+                 beside + " embeds it anyway");
+  }
   if (!tokenizer_path.empty()) {
     // Shared or source side; a decoder-only model has only the target vocabulary.
     const bool shared = options.target_tokenizer.empty();

@@ -32,8 +32,8 @@ struct ConvertOptions {
   std::string state_key;       // torch.save files: descend into this entry (e.g. "model")
   bool ignore_position_mismatch = false;
   // Optional: a SentencePiece model (source, or shared), or a Hugging Face tokenizer.json
-  // (a name ending in .json: byte-level BPE). Empty: tokenizer.json beside the checkpoint if
-  // there is one (unless no_tokenizer), else none.
+  // (a name ending in .json: byte-level BPE). Empty: for a decoder-only model tokenizer.json
+  // beside the checkpoint if there is one (unless no_tokenizer), else none.
   std::string tokenizer;
   std::string target_tokenizer;  // optional SentencePiece model, when the target has its own
   bool no_tokenizer = false;     // embed no tokenizer, not even one found beside the checkpoint

@@ -208,7 +208,8 @@ Result<BpeTokenizer> BpeTokenizer::FromTable(const schema::ByteLevelBpe& table) 
   TERN_RETURN_IF_ERROR(
       t.pre_tokenizer_.Init(steps ? reinterpret_cast<const uint8_t*>(steps->data()) : nullptr,
                             steps ? steps->size() : 0));
-  t.merger_ = bpe::BpeMerger(merges ? merges->Get(0) : nullptr, merge_count, byte_tokens->data());
+  t.merger_ =
+      bpe::BpeMerger(merge_count > 0 ? merges->Get(0) : nullptr, merge_count, byte_tokens->data());
   TERN_RETURN_IF_ERROR(t.added_.Init(table, vocab));
   return t;
 }

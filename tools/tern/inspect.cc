@@ -80,8 +80,9 @@ std::string TokenizerLine(const nlohmann::ordered_json& t) {
            (t["ignore_merges"].get<bool>() ? "; ignore_merges" : "") + "; adds " +
            t["prefix_ids"].dump() + " before and " + t["suffix_ids"].dump() + " after a text";
   }
-  return (kind == "none" ? std::string("none: ") : std::string("SentencePiece, ")) + "source " +
-         t["source_bytes"].dump() + " bytes, target " + t["target_bytes"].dump() + " bytes";
+  if (kind == "none") return "none";
+  return "SentencePiece, source " + t["source_bytes"].dump() + " bytes, target " +
+         t["target_bytes"].dump() + " bytes";
 }
 
 }  // namespace

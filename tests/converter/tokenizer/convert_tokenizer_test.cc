@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/decoder_only_layout.h"
 #include "converter/convert.h"
 #include "converter/error.h"
 #include "converter/model_config_json.h"
@@ -25,13 +25,26 @@ using Catch::Matchers::ContainsSubstring;
 
 const std::string kFixture = std::string(TERN_FIXTURES) + "/tokenizer/bpe_gpt2/tokenizer.json";
 
-// A tern checkpoint (TinyConfig with `vocab` tokens) in dir/model.safetensors.
-std::string WriteCheckpoint(const testing::ScratchDir& dir, int32_t vocab) {
+// A tern checkpoint of a small language model with `vocab` tokens in dir/model.safetensors
+// (translation: a TinyConfig encoder-decoder).
+std::string WriteCheckpoint(const testing::ScratchDir& dir, int32_t vocab,
+                            bool translation = false) {
   ModelConfig config = testing::TinyConfig();
-  config.src_vocab_size = config.tgt_vocab_size = vocab;
+  if (!translation) {
+    config.architecture = Architecture::kDecoderOnly;
+    config.encoder_layers = 0;
+    config.norm_placement = NormPlacement::kPre;
+    config.position = PositionKind::kLearned;
+    config.src_vocab_size = 0;
+    config.shared_embeddings = false;
+    config.eos_id = config.bos_id = config.pad_id = config.unk_id = config.decoder_start_id = 1;
+  } else {
+    config.src_vocab_size = vocab;
+  }
+  config.tgt_vocab_size = vocab;
   std::vector<HostTensor> tensors;
   float v = 0.0f;
-  for (const auto& e : EncoderDecoderLayout(config)) {
+  for (const auto& e : ModelLayout(config)) {
     HostTensor t;
     t.name = e.name;
     t.shape = e.shape;
@@ -108,7 +121,7 @@ TEST_CASE("a named tokenizer.json; the ones that do not fit are refused", "[toke
 
   options.checkpoint = WriteCheckpoint(dir, 1000);
   CHECK_THROWS_WITH(Build(options),
-                    ContainsSubstring("1500 tokens, more than the model's vocabulary size"));
+                    ContainsSubstring("1500 tokens, more than the model's tgt_vocab_size = 1000"));
   options.checkpoint = WriteCheckpoint(dir, 1600);
   options.target_tokenizer = std::string(TERN_FIXTURES) + "/tokenizer/tgt41.model";
   CHECK_THROWS_WITH(Build(options), ContainsSubstring("serves both sides"));
@@ -121,6 +134,22 @@ TEST_CASE("a named tokenizer.json; the ones that do not fit are refused", "[toke
   CHECK_THROWS_WITH(Build(beside), ContainsSubstring("--no-tokenizer converts without it"));
   beside.no_tokenizer = true;
   CHECK_NOTHROW(Build(beside));
+}
+
+TEST_CASE("beside a translation model tokenizer.json is not taken, unless named",
+          "[tokenizer][convert]") {
+  testing::ScratchDir dir;
+  ConvertOptions options;
+  options.checkpoint = WriteCheckpoint(dir, 1600, /*translation=*/true);
+  testing::WriteBytes(dir / "tokenizer.json", testing::ReadBytes(kFixture));
+  const Converted c = Build(options);
+  CHECK_FALSE(c.contents.bpe_tokenizer.has_value());
+  CHECK(HasNote(c, dir.path + "/tokenizer.json not taken: a translation model's text path uses "
+                              "SentencePiece"));
+  options.tokenizer = dir / "tokenizer.json";
+  const Converted named = Build(options);
+  CHECK(named.contents.bpe_tokenizer.has_value());
+  CHECK(named.contents.bpe_tokenizer->vocab_size() == 1500);
 }
 
 }  // namespace
