@@ -13,8 +13,8 @@ flatbuffers::Offset<schema::Tokenizer> BuildBpeTokenizer(flatbuffers::FlatBuffer
     bytes.insert(bytes.end(), t.begin(), t.end());
     offsets.push_back(static_cast<uint32_t>(bytes.size()));
   }
-  std::vector<int32_t> by_bytes;
-  for (int32_t id = 0; id < d.vocab_size(); ++id) {
+  std::vector<int32_t> by_bytes;  // only ignore_merges looks here
+  for (int32_t id = 0; d.ignore_merges && id < d.vocab_size(); ++id) {
     if (d.byte_level[id]) by_bytes.push_back(id);
   }
   // Unsigned byte order, a prefix before what it starts (std::string compares chars, which may

@@ -73,6 +73,7 @@ RawTable Valid() {
   MiniTokenizer m;
   m.merges = {{"a", "b"}, {"ab", "c"}, {"Ġ", "a"}};
   m.added = {{"<s>"}, {"<t>", false}};
+  m.ignore_merges = true;  // so that vocab_by_bytes is there
   flatbuffers::FlatBufferBuilder fbb;
   fbb.Finish(convert::BuildBpeTokenizer(fbb, convert::ParseTokenizerJson(m.Text(), "mini")));
   const auto* tok = flatbuffers::GetRoot<schema::Tokenizer>(fbb.GetBufferPointer());
