@@ -17,6 +17,11 @@ Usage: python3 tools/tokenizer/train_bpe.py STYLE TEXT OUTPUT [--vocab N] [--eve
                   (rstrip)
   TEXT    training text, one text per line; lines 0, K, 2K, ... are used (--every, default 2)
   --vocab the vocabulary size to reach, special tokens included (default 1200)
+  --shuffle-merges SEED
+          write the merges in a seeded random order instead of the order they were learnt: a
+          valid tokenizer no trainer makes, where a merge may need tokens only later merges
+          build, so the merge order of an implementation is tested beyond what trained files
+          show
 
 Training: the text is pre-tokenized with the style's pattern (the same matchers as tern's
 runtime/tokenizer/split_patterns.cc, written again here for Python's unicodedata), each piece
@@ -28,6 +33,7 @@ import collections
 import heapq
 import json
 import os
+import random
 import sys
 import unicodedata
 
@@ -214,6 +220,7 @@ def main():
     ap.add_argument("output")
     ap.add_argument("--vocab", type=int, default=1200)
     ap.add_argument("--every", type=int, default=2)
+    ap.add_argument("--shuffle-merges", type=int, default=None)
     args = ap.parse_args()
     style = STYLES[args.style]
     b2u, order = byte_to_unicode()
@@ -243,12 +250,15 @@ def main():
                     ("<mask>", dict(lstrip=True)), ("<sep>", dict(rstrip=True))]
     extra_words = 40 if args.style == "llama3" else 0
     merges = train(pieces, order, args.vocab - 256 - len(specials) - extra_words)
+    learnt = list(merges)
+    if args.shuffle_merges is not None:
+        random.Random(args.shuffle_merges).shuffle(merges)
 
     vocab = {}
     first = len(specials) if style["specials_first"] else 0
     for b in order:
         vocab[b2u[b]] = first + len(vocab)
-    for a, b in merges:
+    for a, b in learnt:  # ids in the order learnt, whatever order the merges are written in
         if a + b not in vocab:
             vocab[a + b] = first + len(vocab)
     # Whole words no merge builds: with ignore_merges a piece that is one of them is that token.
