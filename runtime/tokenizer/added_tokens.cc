@@ -93,14 +93,14 @@ bool AddedTokenMatcher::IsSpecial(int32_t id) const {
 }
 
 const schema::AddedToken* AddedTokenMatcher::LongestAt(const uint8_t* text, size_t size, size_t pos,
-                                                       bool normalized, bool parse_special) const {
+                                                       bool normalized) const {
   const auto* tokens = bpe_->added_tokens();
   const auto* order = bpe_->added_by_content();
   const schema::AddedToken* best = nullptr;
   size_t best_size = 0;
   for (uint32_t k = first_[text[pos]]; k < first_[text[pos] + 1]; ++k) {
     const schema::AddedToken* t = tokens->Get(order->Get(k));
-    if (t->normalized() != normalized || (t->special() && !parse_special)) continue;
+    if (t->normalized() != normalized) continue;
     const size_t n = t->content()->size();
     if (n > best_size && n <= size - pos && std::memcmp(t->content()->data(), text + pos, n) == 0) {
       best = t;
@@ -115,9 +115,15 @@ Status AddedTokenMatcher::Split(const uint8_t* text, size_t size, bool normalize
   size_t done = 0;  // the text before it went to the sink (as gaps or absorbed by tokens)
   size_t pos = 0;
   while (count_ > 0 && pos < size) {
-    const schema::AddedToken* t = LongestAt(text, size, pos, normalized, parse_special);
+    const schema::AddedToken* t = LongestAt(text, size, pos, normalized);
     if (t == nullptr) {
       ++pos;
+      continue;
+    }
+    if (t->special() && !parse_special) {
+      // Text, as the Rust tokenizers' encode_special_tokens has it: the match is found and
+      // dropped, so no other token is looked for inside it.
+      pos += t->content()->size();
       continue;
     }
     size_t start = pos;

@@ -39,15 +39,15 @@ class AddedTokenMatcher {
   // Whether id is a special added token (binary search by id).
   bool IsSpecial(int32_t id) const;
 
-  // One pass over text: the tokens whose `normalized` flag equals `normalized`, special ones
-  // only when parse_special.
+  // One pass over text: the tokens whose `normalized` flag equals `normalized`. Without
+  // parse_special a special token found is text (and no token is looked for inside it).
   Status Split(const uint8_t* text, size_t size, bool normalized, bool parse_special,
                AddedTokenSink* sink) const;
 
  private:
   // The longest token of the pass that starts at text[pos], or nullptr.
-  const schema::AddedToken* LongestAt(const uint8_t* text, size_t size, size_t pos, bool normalized,
-                                      bool parse_special) const;
+  const schema::AddedToken* LongestAt(const uint8_t* text, size_t size, size_t pos,
+                                      bool normalized) const;
 
   const schema::ByteLevelBpe* bpe_ = nullptr;
   size_t count_ = 0;

@@ -97,12 +97,17 @@ TEST_CASE("added tokens are found first, longest first, and never split", "[toke
 
 TEST_CASE("parse_special = false: special tokens in the text are text", "[tokenizer][bpe]") {
   MiniTokenizer m;
-  m.added = {{"<s>"}, {"ab", false}};
+  m.added = {{"<sx>"}, {"ab", false}, {"sx", false}};
   const LoadedBpe t(m.Text());
   BpeEncodeOptions text_only;
   text_only.parse_special = false;
-  CHECK(Encode(t, "<s>ab", text_only) == Ids{m.Id("<"), m.Id("s"), m.Id(">"), m.AddedId(1)});
-  CHECK(Encode(t, "<s>ab") == Ids{m.AddedId(0), m.AddedId(1)});
+  // The "sx" inside "<sx>" stays text too: the special match is found, then dropped (Rust's
+  // encode_special_tokens).
+  CHECK(Encode(t, "<sx>ab", text_only) ==
+        Ids{m.Id("<"), m.Id("s"), m.Id("x"), m.Id(">"), m.AddedId(1)});
+  CHECK(Encode(t, "<sx>ab") == Ids{m.AddedId(0), m.AddedId(1)});
+  CHECK(Encode(t, "sx<sx>", text_only) ==
+        Ids{m.AddedId(2), m.Id("<"), m.Id("s"), m.Id("x"), m.Id(">")});
 }
 
 TEST_CASE("added tokens: the normalized = false ones are matched first", "[tokenizer][bpe]") {
