@@ -3,7 +3,8 @@
 # JavaScript tokenizers (npm @huggingface/tokenizers 0.2.0, js/package-lock.json): for every
 # committed tokenizer.json fixture (tests/fixtures/tokenizer/bpe_*/tokenizer.json), the ids of
 # every text of tests/fixtures/tokenizer/corpus.txt (its lines, and blocks of lines) must be
-# identical, and decode back to the text exactly (js/agreement.mjs, bpe_encode.cc).
+# identical, and decode back to the text exactly (js/agreement.mjs, bpe_encode.cc); also for
+# 4000 seeded random texts of the corpus's code points and special tokens.
 # Registered in tests/CMakeLists.txt (x86-64 native configuration). Needs node and the package:
 # `make test` installs both (tools/setup-host.sh test, then npm ci here); without them this test
 # fails, it never skips.
