@@ -1,5 +1,6 @@
 # tern: the front door.
-#   make test          set up the host and the Debian 13 sysroots, then build (-Werror) and test,
+#   make test          set up the host (packages, the test suite's npm package) and the Debian 13
+#                      sysroots, then build (-Werror) and test,
 #                      in this order: x86_64, x86_64-portable (no XNNPACK), x86_64-asan (ASan +
 #                      UBSan), aarch64 (under qemu-aarch64), armv7 (under qemu-arm); a summary
 #                      with times at the end
@@ -90,6 +91,7 @@ ctest-%: FORCE
 # summary says which failed and how long each build and test run took, and make fails.
 test: FORCE
 	tools/setup-host.sh test $(call host_args_of,$(TEST_TARGETS))
+	$(if $(filter x86_64,$(TEST_TARGETS)),tools/setup-npm.sh)
 	@failed=""; summary=""; all_start=$$(date +%s); \
 	for t in $(TEST_TARGETS); do \
 	  echo "=== make test: $$t"; \

@@ -8,12 +8,14 @@
 #include <set>
 
 #include "converter/architectures/architecture.h"
+#include "converter/architectures/architecture_util.h"
 #include "converter/architectures/decoder_only_layout.h"
 #include "converter/error.h"
 #include "converter/precision.h"
 #include "converter/readers/checkpoint.h"
 #include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
+#include "converter/tokenizer/tokenizer_json.h"
 #include "runtime/model/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -44,6 +46,32 @@ std::vector<uint8_t> ReadTokenizer(const std::string& path, const char* flag, in
                 std::to_string(vocab_size));
   }
   return bytes;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A tokenizer.json to embed: checked completely (tokenizer_json.h), its ids inside the model's
+// vocabulary. `found` says it was picked up beside the checkpoint rather than named.
+BpeTokenizerData ReadBpeTokenizer(const std::string& path, bool found, int32_t vocab_size,
+                                  const char* vocab_name) {
+  const std::string hint = found ? " (found beside the checkpoint; --no-tokenizer converts "
+                                   "without it)"
+                                 : "";
+  BpeTokenizerData data;
+  try {
+    data = ReadTokenizerJson(path);
+  } catch (const Error& e) {
+    throw Error(e.what() + hint);
+  }
+  if (data.vocab_size() > vocab_size) {
+    throw Error(path + ": " + std::to_string(data.vocab_size()) +
+                " tokens, more than the model's " + vocab_name + " = " +
+                std::to_string(vocab_size) + hint);
+  }
+  return data;
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
@@ -173,16 +201,43 @@ TernContents BuildContents(const ConvertOptions& options) {
 
   // The tokenizers are checked before the (possibly long) tensor conversion.
   const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
-  if (!options.tokenizer.empty()) {
+  std::string tokenizer_path = options.tokenizer;
+  const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
+  // Beside a language model only: a translation model's text path takes SentencePiece models.
+  const bool beside_exists =
+      tokenizer_path.empty() && !options.no_tokenizer && arch::FileExists(beside);
+  const bool found = beside_exists && decoder_only;
+  if (found) tokenizer_path = beside;
+  if (beside_exists && !decoder_only && options.note) {
+    options.note(beside +
+                 " not taken: a translation model's text path uses SentencePiece "
+                 "models (--tokenizer X.model); --tokenizer " +
+                 beside + " embeds it anyway");
+  }
+  if (!tokenizer_path.empty()) {
     // Shared or source side; a decoder-only model has only the target vocabulary.
     const bool shared = options.target_tokenizer.empty();
     const int32_t vocab = decoder_only ? out.config.tgt_vocab_size
                           : shared ? std::min(out.config.src_vocab_size, out.config.tgt_vocab_size)
                                    : out.config.src_vocab_size;
-    out.source_tokenizer = ReadTokenizer(options.tokenizer, "--tokenizer", vocab,
-                                         decoder_only ? "tgt_vocab_size"
-                                         : shared ? "vocabulary size (the smaller of src and tgt)"
-                                                  : "src_vocab_size");
+    const char* vocab_name = decoder_only ? "tgt_vocab_size"
+                             : shared     ? "vocabulary size (the smaller of src and tgt)"
+                                          : "src_vocab_size";
+    if (EndsWith(tokenizer_path, ".json")) {
+      if (!shared) {
+        throw Error(tokenizer_path +
+                    ": a byte-level BPE tokenizer serves both sides; --target-tokenizer "
+                    "takes SentencePiece models only");
+      }
+      out.bpe_tokenizer = ReadBpeTokenizer(tokenizer_path, found, vocab, vocab_name);
+      if (options.note) {
+        options.note(std::string("tokenizer: ") + (found ? "took " : "") + tokenizer_path + ": " +
+                     out.bpe_tokenizer->Describe());
+        for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
+      }
+    } else {
+      out.source_tokenizer = ReadTokenizer(tokenizer_path, "--tokenizer", vocab, vocab_name);
+    }
   }
   if (!options.target_tokenizer.empty()) {
     out.target_tokenizer = ReadTokenizer(options.target_tokenizer, "--target-tokenizer",
@@ -233,7 +288,8 @@ TernContents BuildContents(const ConvertOptions& options) {
   out.creation_options = options.command_line;
   out.inputs = ckpt.files();
   for (const std::string* f :
-       {&options.config, &options.map, &options.tokenizer, &options.target_tokenizer}) {
+       {&options.config, &options.map, static_cast<const std::string*>(&tokenizer_path),
+        &options.target_tokenizer}) {
     if (!f->empty()) out.inputs.push_back(*f);
   }
   return out;

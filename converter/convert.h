@@ -31,8 +31,12 @@ struct ConvertOptions {
   std::string overrides_json;  // --set key=value pairs as a JSON object ("" = none)
   std::string state_key;       // torch.save files: descend into this entry (e.g. "model")
   bool ignore_position_mismatch = false;
-  std::string tokenizer;         // optional SentencePiece model (source, or shared)
-  std::string target_tokenizer;  // optional, when the target side has its own
+  // Optional: a SentencePiece model (source, or shared), or a Hugging Face tokenizer.json
+  // (a name ending in .json: byte-level BPE). Empty: for a decoder-only model tokenizer.json
+  // beside the checkpoint if there is one (unless no_tokenizer), else none.
+  std::string tokenizer;
+  std::string target_tokenizer;  // optional SentencePiece model, when the target has its own
+  bool no_tokenizer = false;     // embed no tokenizer, not even one found beside the checkpoint
   DType dtype = DType::kF32;
   int64_t group_size = 32;                 // int4 block size along the input dimension
   std::vector<std::string> keep;           // "DTYPE:GLOB" rules

@@ -4,9 +4,11 @@
 
 #include "converter/error.h"
 #include "converter/output_file.h"
+#include "converter/tokenizer/bpe_table.h"
 #include "flatbuffers/flatbuffers.h"
 #include "runtime/model/model.h"
 #include "runtime/models/architectures.h"
+#include "runtime/tokenizer/bpe_tokenizer.h"
 #include "tern_generated.h"
 
 namespace tern::convert {
@@ -59,7 +61,13 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
   }
   auto tensor_vec = fbb.CreateVector(tensors);
   flatbuffers::Offset<schema::Tokenizer> tokenizer = 0;
-  if (!c.source_tokenizer.empty()) {
+  if (c.bpe_tokenizer) {
+    if (!c.source_tokenizer.empty() || !c.target_tokenizer.empty()) {
+      throw Error(
+          "a model file holds a byte-level BPE tokenizer or SentencePiece models, not both");
+    }
+    tokenizer = BuildBpeTokenizer(fbb, *c.bpe_tokenizer);
+  } else if (!c.source_tokenizer.empty()) {
     auto src = fbb.CreateVector(c.source_tokenizer);
     auto tgt = fbb.CreateVector(c.target_tokenizer);
     tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePiece, src, tgt);
@@ -68,7 +76,10 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
       fbb, fbb.CreateString(c.converter_version), fbb.CreateString(c.source_digest),
       fbb.CreateString(c.source_format), fbb.CreateString(c.creation_options));
   auto config = BuildConfig(fbb, c.config);
-  auto model = schema::CreateModel(fbb, 1, 2, config, tensor_vec, tokenizer, metadata);
+  // The oldest minor version that has everything the file uses (1.2 files read the same in
+  // every 1.x reader; the byte-level BPE tokenizer is 1.4).
+  const uint16_t minor = c.bpe_tokenizer ? 4 : 2;
+  auto model = schema::CreateModel(fbb, 1, minor, config, tensor_vec, tokenizer, metadata);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -123,6 +134,13 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
   const Status architecture = ValidateArchitecture(loaded.value());
   if (!architecture.ok()) {
     throw Error(std::string("the converted model does not load: ") + architecture.message());
+  }
+  if (contents.bpe_tokenizer) {  // what a text path will load
+    const auto tokenizer = BpeTokenizer::FromModel(loaded.value());
+    if (!tokenizer.ok()) {
+      throw Error(std::string("the converted tokenizer does not load: ") +
+                  tokenizer.status().message());
+    }
   }
   std::vector<uint8_t>().swap(aligned);
   // Never in place: a temporary file beside the target, fsynced, then moved onto it.

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "converter/quantize.h"
+#include "converter/tokenizer/tokenizer_json.h"
 #include "runtime/model/config.h"
 
 namespace tern::convert {
@@ -17,6 +19,8 @@ struct TernContents {
   std::vector<EncodedTensor> tensors;     // any order; written sorted by name
   std::vector<uint8_t> source_tokenizer;  // serialized SentencePiece model, may be empty
   std::vector<uint8_t> target_tokenizer;  // empty: same as source
+  // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
+  std::optional<BpeTokenizerData> bpe_tokenizer;
   std::string converter_version;
   std::string source_digest;
   std::string source_format;

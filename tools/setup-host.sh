@@ -7,7 +7,9 @@
 #         binaries (`make test` asks for these: it tests both ARM targets).
 # "test": also what the test suite itself runs: python3 with Debian's torch, numpy and
 #         sentencepiece (the PyTorch references' self-checks, BLEU, the training smoke test, the
-#         CLI tests' JSON checks). `make test` asks for these; a missing one fails the run.
+#         CLI tests' JSON checks), and node with npm (the tokenizer agreement test; its npm
+#         package comes from tools/setup-npm.sh). `make test` asks for these; a missing one
+#         fails the run.
 # Does nothing (no apt-get update) when every package is already installed, and waits for a
 # concurrently running apt/dpkg instead of failing on its lock.
 set -euo pipefail
@@ -16,7 +18,12 @@ PACKAGES=(cmake ninja-build g++ make git ca-certificates debian-archive-keyring 
 for arg in "$@"; do
   case "$arg" in
     arm) PACKAGES+=(qemu-user crossbuild-essential-arm64 crossbuild-essential-armhf) ;;
-    test) PACKAGES+=(python3 python3-torch python3-numpy python3-sentencepiece) ;;
+    test)
+      PACKAGES+=(python3 python3-torch python3-numpy python3-sentencepiece nodejs)
+      # Debian's nodejs comes without npm; a nodejs from elsewhere (NodeSource) may bundle it
+      # and conflict with Debian's npm package, so that is asked for only when npm is missing.
+      command -v npm >/dev/null || PACKAGES+=(npm)
+      ;;
     *) echo "usage: $0 [test] [arm]" >&2; exit 2 ;;
   esac
 done

@@ -9,41 +9,6 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
-int64_t FindInvalidUtf8(const char* text, size_t size) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text);
-  size_t i = 0;
-  while (i < size) {
-    const unsigned char c = s[i];
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return static_cast<int64_t>(i);
-    }
-    if (i + n >= size) return static_cast<int64_t>(i);  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return static_cast<int64_t>(i);
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return static_cast<int64_t>(i);
-    i += n + 1;
-  }
-  return -1;
-}
-
 Status Tokenizer::Load(Span<const uint8_t> serialized_model) {
   if (serialized_model.empty()) {
     return Status::Error(StatusCode::kFailedPrecondition, "the model file has no tokenizer");

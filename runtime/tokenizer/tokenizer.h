@@ -16,6 +16,7 @@
 
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
+#include "runtime/tokenizer/utf8.h"  // FindInvalidUtf8, which Encode applies
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -45,9 +46,5 @@ class Tokenizer {
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
 };
-
-// Offset of the first invalid UTF-8 byte in text, or -1 when it is valid (overlong forms,
-// surrogates and code points above U+10FFFF are invalid).
-int64_t FindInvalidUtf8(const char* text, size_t size);
 
 }  // namespace tern

@@ -166,14 +166,20 @@ expect_error "convert refuses a fifo" 1 "fifo: not a regular file (a fifo, devic
 expect_error "convert refuses a fifo as --config" 1 "fifo: not a regular file" \
   timeout 20 "${emulator[@]}" "$tern_bin" convert "$pre" --skip-prefix expected. --config "$work/fifo" -o "$work/x.tern"
 
-# --tokenizer is loaded by SentencePiece at convert time: anything else is refused, no output.
+# --tokenizer is loaded (by SentencePiece, or as a tokenizer.json) at convert time: anything
+# else is refused, no output.
 : >"$work/empty.model"
 echo '{"model": "not sentencepiece"}' >"$work/tok.json"
 expect_error "an empty tokenizer" 1 "empty.model (--tokenizer): empty file, not a SentencePiece model" \
   conv -o "$work/x.tern" --tokenizer "$work/empty.model"
 expect_error "/dev/null as tokenizer" 1 "/dev/null: not a regular file" conv -o "$work/x.tern" --tokenizer /dev/null
-expect_error "a JSON tokenizer" 1 "tok.json (--tokenizer): not a SentencePiece model" \
+# A name ending in .json is a Hugging Face tokenizer.json (docs/tokenizers.md); any other name
+# is SentencePiece's.
+expect_error "a JSON file that is not a tokenizer.json" 1 "tok.json: model: expected an object, found string" \
   conv -o "$work/x.tern" --tokenizer "$work/tok.json"
+cp "$work/tok.json" "$work/tok.model"
+expect_error "JSON as a SentencePiece model" 1 "tok.model (--tokenizer): not a SentencePiece model" \
+  conv -o "$work/x.tern" --tokenizer "$work/tok.model"
 expect_error "an ELF binary as tokenizer" 1 "(--target-tokenizer): not a SentencePiece model" \
   conv -o "$work/x.tern" --tokenizer "$all_fixtures/tokenizer/src37.model" --target-tokenizer "$tern_bin"
 expect_error "a tokenizer larger than the vocabulary" 1 \

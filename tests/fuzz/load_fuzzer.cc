@@ -4,14 +4,17 @@
 // a model every later step can use: accessors, tokenizer bytes, the architecture check that
 // RequiredArenaBytes / Prepare run first (a refusal there must be what a session says), then
 // RequiredArenaBytes, Prepare (reference and XNNPACK backends, small limits) and a short greedy
-// and beam translation.
+// and beam translation. A byte-level BPE tokenizer table is checked by BpeTokenizer::FromModel;
+// one it accepts must encode and decode texts of every kind without leaving its vocabulary.
 // Nothing here may crash, read outside the input or the arena, or hit undefined behaviour.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "runtime/models/architectures.h"
+#include "runtime/tokenizer/bpe_tokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tern/tern.hpp"
 #include "tests/fuzz/fuzz_util.h"
@@ -107,6 +110,34 @@ void RunSession(const tern::Model& model, tern::Backend backend, int32_t beam) {
   if (produced > one.size()) Die("TranslateIds produced more ids than the output holds");
 }
 
+void RunBpeTokenizer(const tern::Model& model) {
+  auto loaded = tern::BpeTokenizer::FromModel(model);
+  if (!loaded.ok()) {
+    if (loaded.status().message()[0] == '\0') Die("a tokenizer refusal without a message");
+    return;
+  }
+  const tern::BpeTokenizer& t = loaded.value();
+  const char* texts[] = {"", "abc 12 xyz", "I'M  don't\n\n  <s><m> x <r>  y<n>",
+                         "\xe6\x97\xa5\xf0\x9f\x91\x8d e\xcc\x81 \xd9\xa3\xc2\xbd\t\r\n"};
+  for (const char* text : texts) {
+    for (const bool special : {false, true}) {
+      tern::BpeEncodeOptions options;
+      options.add_special_tokens = special;
+      options.parse_special = !special;
+      std::vector<int32_t> ids;
+      const tern::Status s = t.Encode(text, options, &ids);
+      if (!s.ok()) Die("a loaded BPE tokenizer failed to encode", s.message());
+      for (const int32_t id : ids) {
+        if (id < 0 || id >= t.vocab_size()) Die("an encoded id is outside the vocabulary");
+      }
+      std::string back;
+      const tern::Status d =
+          t.Decode(tern::Span<const int32_t>(ids.data(), ids.size()), special, &back);
+      if (!d.ok()) Die("a loaded BPE tokenizer failed to decode its own ids", d.message());
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -141,6 +172,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tern::Tokenizer tokenizer;  // SentencePiece parses untrusted bytes here (tern_translate_text)
     (void)tokenizer.Load(src_tok);
   }
+
+  RunBpeTokenizer(model);
 
   // Load checked the format only; a prepare checks the architecture first, and so does this.
   const tern::Status architecture = tern::ValidateArchitecture(model);

@@ -11,7 +11,9 @@
 
 #include "converter/quantize.h"
 #include "converter/readers/safetensors.h"
+#include "converter/tokenizer/tokenizer_json.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/runtime/tokenizer/mini_tokenizer.h"
 #include "tests/support/tiny_model.h"
 
 namespace {
@@ -81,6 +83,38 @@ int main(int argc, char** argv) {
   with_tokenizers.target_tokenizer =
       tern::fuzz::ReadFileOrDie(std::string(TERN_FIXTURES) + "/tokenizer/tgt41.model");
   WriteFile(dir + "/load/tokenizers_i8.tern", SerializeModel(with_tokenizers));
+
+  // A byte-level BPE tokenizer (format 1.4): every kind of table entry, kept small. LLaMA 3's
+  // split, individual digits, a prefix space; merges, a whole-word token for ignore_merges,
+  // added tokens of every flag, a post-processor's BOS.
+  tern::testing::MiniTokenizer mini;
+  mini.merges = {{"a", "b"}, {"ab", "c"}, {"Ġ", "a"}, {"1", "2"}};
+  mini.extra_vocab = {"xyz"};
+  mini.added = {
+      {"<s>"}, {"<m>", true, true}, {"<r>", true, false, true}, {"<n>", false, false, false, true}};
+  mini.ignore_merges = true;
+  mini.pre_tokenizer = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"},
+         {"pattern",
+          {{"Regex",
+            R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+         {"behavior", "Isolated"},
+         {"invert", false}},
+        {{"type", "Digits"}, {"individual_digits", true}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", false}}}}};
+  mini.post_processor = {{"type", "BertProcessing"}, {"cls", {"<s>", 261}}, {"sep", {"<r>", 263}}};
+  tern::ModelConfig bpe = Small();
+  auto with_bpe = RandomContents(bpe, 7, DType::kI8);
+  with_bpe.bpe_tokenizer = tern::convert::ParseTokenizerJson(mini.Text(), "mini");
+  with_bpe.config.src_vocab_size = with_bpe.config.tgt_vocab_size =
+      with_bpe.bpe_tokenizer->vocab_size();
+  with_bpe.config.d_model = 2;
+  with_bpe.config.heads = 1;
+  with_bpe.config.d_ff = 2;
+  with_bpe.tensors = RandomContents(with_bpe.config, 7, DType::kI8).tensors;
+  WriteFile(dir + "/load/byte_level_bpe_i8.tern", SerializeModel(with_bpe));
 
   // The f32 tiny model's tensors under their canonical names, as a checkpoint would hold them.
   std::vector<tern::convert::HostTensor> tensors;

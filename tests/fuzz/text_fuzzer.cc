@@ -5,17 +5,24 @@
 //  - Tokenizer::Decode on arbitrary ids (some out of range) must refuse or decode, never crash,
 //  - tern_translate_text (the C API's whole text path: tokenize, translate, detokenize) on a
 //    tiny random model carrying the src37 / tgt41 tokenizers must answer with a status and a
-//    NUL-terminated output that fits the buffer.
+//    NUL-terminated output that fits the buffer,
+//  - the byte-level BPE tokenizer of three fixtures (tests/fixtures/tokenizer/bpe_*: GPT-2's
+//    and LLaMA 3's splits, Qwen2's with NFC), through the caller-buffer API with exactly the
+//    workspace it asks for, must refuse exactly the invalid inputs, give ids inside the
+//    vocabulary, and decode them back to the text (GPT-2, LLaMA 3; with NFC: to valid UTF-8).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "converter/tokenizer/tokenizer_json.h"
+#include "runtime/tokenizer/bpe_tokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tern/tern.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/support/tiny_model.h"
+#include "tests/support/tokenizer_model.h"
 
 namespace {
 
@@ -61,11 +68,17 @@ struct TextEnv {
   std::vector<uint8_t> arena;
   tern_session* session = nullptr;
   int32_t max_source_length = 24;
+  std::vector<tern::testing::LoadedBpe*> bpe;  // gpt2, llama3, qwen2 (NFC)
 };
 
 TextEnv* MakeEnv() {
   auto* env = new TextEnv();
   const std::string dir = std::string(TERN_FIXTURES) + "/tokenizer/";
+  for (const char* name : {"bpe_gpt2", "bpe_llama3", "bpe_qwen2"}) {
+    env->bpe.push_back(new tern::testing::LoadedBpe(
+        tern::convert::ReadTokenizerJson(dir + name + "/tokenizer.json")));
+    if (!env->bpe.back()->status().ok()) Die("cannot load", name);
+  }
   const std::vector<uint8_t> src = tern::fuzz::ReadFileOrDie(dir + "src37.model");
   const std::vector<uint8_t> tgt = tern::fuzz::ReadFileOrDie(dir + "tgt41.model");
   if (!env->source.Load({src.data(), src.size()}).ok() ||
@@ -126,6 +139,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const tern::Status decoded = env->source.Decode(ids.data(), ids.size(), &back);
     if (!decoded.ok()) Die("Decode refused ids Encode made", decoded.message());
     if (tern::FindInvalidUtf8(back.data(), back.size()) >= 0) Die("Decode produced invalid UTF-8");
+  }
+
+  for (const tern::testing::LoadedBpe* loaded : env->bpe) {
+    const tern::BpeTokenizer& t = loaded->tokenizer();
+    std::vector<uint8_t> workspace(t.EncodeWorkspaceBytes(size));
+    std::vector<int32_t> bpe_ids(size + 1);
+    size_t count = 0;
+    const tern::Status s =
+        t.Encode(text.data(), size, {}, tern::Span<int32_t>(bpe_ids.data(), bpe_ids.size()), &count,
+                 tern::Span<uint8_t>(workspace.data(), workspace.size()));
+    if (bad >= 0) {
+      if (s.ok()) Die("BpeTokenizer::Encode accepted invalid UTF-8");
+      continue;
+    }
+    if (!s.ok()) Die("BpeTokenizer::Encode refused valid UTF-8", s.message());
+    bpe_ids.resize(count);
+    for (const int32_t id : bpe_ids) {
+      if (id < 0 || id >= t.vocab_size()) Die("BpeTokenizer gave an id outside the vocabulary");
+    }
+    std::string back;
+    const tern::Status d =
+        t.Decode(tern::Span<const int32_t>(bpe_ids.data(), bpe_ids.size()), false, &back);
+    if (!d.ok()) Die("BpeTokenizer::Decode refused its own ids", d.message());
+    if (t.normalizes()) {
+      if (tern::FindInvalidUtf8(back.data(), back.size()) >= 0)
+        Die("BpeTokenizer with NFC decoded to invalid UTF-8");
+    } else if (back != text) {
+      Die("BpeTokenizer did not decode back to the text");
+    }
   }
 
   // Arbitrary ids, some out of range.

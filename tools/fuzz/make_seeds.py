@@ -9,7 +9,7 @@
   npz/      numpy.savez archives (f32, f16, f64, int32, uint8, fortran order, 0-d, empty) and
             a bare .npy
   safetensors/  a few hand-made headers (dtypes, metadata, an empty tensor)
-  text/     a few lines: ASCII, umlauts, CJK, emoji, invalid UTF-8, NUL, empty
+  text/     a few lines: ASCII, umlauts, CJK, emoji, invalid UTF-8, NUL, empty, BPE cases
   decode/   a few fixed pseudo-random blobs (options, batch and ids for decode_fuzzer)
 
 Every file is small (well under 4 KB). Deterministic: the same bytes on every run.
@@ -154,6 +154,10 @@ def main(root):
         "nul.txt": b"a\x00b c",
         "spaces.txt": b" \t \r\n",
         "long.txt": b"the quick brown fox jumps over the lazy dog " * 4,
+        # For the byte-level BPE tokenizers: contractions, digit runs, space runs and line
+        # breaks, decomposed marks (NFC), special tokens.
+        "bpe.txt": ("I'M don'ſ 1234567 ٣½  x  \n\n  y\r\n...\t(z e\u0301 a\u0323\u0302 "
+                    "\u1112\u1161\u11ab <|endoftext|><|im_start|>\u0338 <|begin_of_text|>").encode(),
     }
     for name, data in lines.items():
         write(f"{root}/text/{name}", data)

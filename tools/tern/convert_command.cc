@@ -76,10 +76,21 @@ const char kHelp[] =
     "\n"
     "output:\n"
     "  -o, --output PATH         the .tern file to write\n"
-    "  --tokenizer PATH          SentencePiece model to embed (shared or source side)\n"
+    "  --tokenizer PATH          tokenizer to embed: a SentencePiece model (shared or source\n"
+    "                            side), or a Hugging Face tokenizer.json (byte-level BPE; a\n"
+    "                            name ending in .json). Default for a decoder-only model:\n"
+    "                            tokenizer.json beside the checkpoint if there is one (a note\n"
+    "                            says it was taken)\n"
     "  --target-tokenizer PATH   SentencePiece model of the target side, if different\n"
+    "  --no-tokenizer            embed no tokenizer, not even tokenizer.json beside the\n"
+    "                            checkpoint\n"
     "  --force                   overwrite OUTPUT if it exists\n"
     "  --quiet                   no progress bar and no notes on stderr\n";
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 // Options that may be given more than once are taken out of argv before Args sees it.
 std::vector<std::string> TakeRepeated(int* argc, char** argv, const std::string& name) {
@@ -170,7 +181,8 @@ int Convert(int argc, char** argv) {
             {"output", "arch", "config", "map", "state-key", "dtype", "group-size", "auto-budget",
              "tokenizer", "target-tokenizer", "report", "references", "report-text",
              "references-text", "max-length"},
-            {"force", "quiet", "help", "ignore-position-table"}, {{"-o", "--output"}});
+            {"force", "quiet", "help", "ignore-position-table", "no-tokenizer"},
+            {{"-o", "--output"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -184,8 +196,11 @@ int Convert(int argc, char** argv) {
     throw UsageError("--references needs --report (ids); with --report-text use --references-text");
   if (args.has("references-text") && !args.has("report-text"))
     throw UsageError("--references-text needs --report-text");
-  if (args.has("report-text") && !args.has("tokenizer"))
+  if (args.has("report-text") &&
+      (!args.has("tokenizer") || EndsWith(args.get("tokenizer"), ".json")))
     throw UsageError("--report-text needs the SentencePiece model: --tokenizer PATH");
+  if (args.has("no-tokenizer") && (args.has("tokenizer") || args.has("target-tokenizer")))
+    throw UsageError("--no-tokenizer excludes --tokenizer and --target-tokenizer");
   convert::ConvertOptions options;
   options.checkpoint = args.positional()[0];
   options.arch = args.get("arch", "tern");
@@ -196,6 +211,7 @@ int Convert(int argc, char** argv) {
   options.ignore_position_mismatch = args.has("ignore-position-table");
   options.tokenizer = args.get("tokenizer");
   options.target_tokenizer = args.get("target-tokenizer");
+  options.no_tokenizer = args.has("no-tokenizer");
   options.dtype = convert::ParseDType(args.get("dtype", "fp32"));
   options.group_size = args.get_int("group-size", 32);
   if (options.group_size < 0) throw UsageError("--group-size must be >= 0");

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "converter/model_config_json.h"
+#include "runtime/tokenizer/bpe_tokenizer.h"
+#include "runtime/tokenizer/pre_tokenizer.h"
 #include "tern_generated.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
@@ -26,6 +28,62 @@ const char kHelp[] =
     "(at most 256), min(256, max_positions) source and target tokens.\n";
 
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+// The tokenizer's kind and sizes; a byte-level BPE table is loaded as a text path would load
+// it, so a broken one shows here.
+nlohmann::ordered_json DescribeTokenizer(const Model& model) {
+  nlohmann::ordered_json j = {{"kind", "none"},
+                              {"source_bytes", model.source_tokenizer().size()},
+                              {"target_bytes", model.target_tokenizer().size()}};
+  const schema::Tokenizer* t = model.schema()->tokenizer();
+  if (t == nullptr) return j;
+  if (t->kind() == schema::TokenizerKind_SentencePiece) j["kind"] = "sentencepiece";
+  if (t->kind() != schema::TokenizerKind_ByteLevelBpe) return j;
+  j["kind"] = "byte-level-bpe";
+  const auto bpe = BpeTokenizer::FromModel(model);
+  if (!bpe.ok()) {
+    j["error"] = bpe.status().message();
+    return j;
+  }
+  const schema::ByteLevelBpe& table = *t->byte_level_bpe();
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  if (table.pre_tokenizer()) {
+    for (const auto step : *table.pre_tokenizer()) {
+      steps.push_back(bpe::PreTokenizerStepName(static_cast<bpe::PreTokenizerStep>(step)));
+    }
+  }
+  auto ids = [](const flatbuffers::Vector<int32_t>* v) {
+    return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>();
+  };
+  j["tokens"] = bpe->vocab_size();
+  j["added_tokens"] = bpe->added_token_count();
+  j["merges"] = bpe->merge_count();
+  j["token_bytes"] = table.token_bytes()->size();
+  j["pre_tokenizer"] = steps;
+  j["ignore_merges"] = table.ignore_merges();
+  j["prefix_ids"] = ids(table.prefix_ids());
+  j["suffix_ids"] = ids(table.suffix_ids());
+  return j;
+}
+
+std::string TokenizerLine(const nlohmann::ordered_json& t) {
+  const std::string kind = t["kind"];
+  if (kind == "byte-level-bpe") {
+    if (t.contains("error"))
+      return "byte-level BPE that does not load: " + t["error"].get<std::string>();
+    std::string steps;
+    for (const auto& s : t["pre_tokenizer"])
+      steps += (steps.empty() ? "" : ", ") + s.get<std::string>();
+    return "byte-level BPE, " + t["tokens"].dump() + " tokens (" + t["added_tokens"].dump() +
+           " added), " + t["merges"].dump() + " merges, " + t["token_bytes"].dump() +
+           " bytes of tokens; pre-tokenizer " + (steps.empty() ? "none" : steps) +
+           (t["ignore_merges"].get<bool>() ? "; ignore_merges" : "") + "; adds " +
+           t["prefix_ids"].dump() + " before and " + t["suffix_ids"].dump() + " after a text";
+  }
+  if (kind == "none") return "none";
+  return "SentencePiece, source " + t["source_bytes"].dump() + " bytes, target " +
+         t["target_bytes"].dump() + " bytes";
+}
 
 }  // namespace
 
@@ -69,8 +127,7 @@ int Inspect(int argc, char** argv) {
   }
   j["tensors"] = tensors;
   j["bytes_by_dtype"] = by_dtype;
-  j["tokenizer"] = {{"source_bytes", model.source_tokenizer().size()},
-                    {"target_bytes", model.target_tokenizer().size()}};
+  j["tokenizer"] = DescribeTokenizer(model);
   const auto* meta = model.schema()->metadata();
   if (meta) {
     j["metadata"] = {{"converter_version", Str(meta->converter_version())},
@@ -104,8 +161,7 @@ int Inspect(int argc, char** argv) {
   }
   std::printf("\nbytes by dtype:\n");
   for (const auto& kv : by_dtype) std::printf("  %-4s %llu\n", kv.first.c_str(), kv.second);
-  std::printf("\ntokenizer: source %zu bytes, target %zu bytes\n", model.source_tokenizer().size(),
-              model.target_tokenizer().size());
+  std::printf("\ntokenizer: %s\n", TokenizerLine(j["tokenizer"]).c_str());
   if (meta) {
     std::printf("metadata:\n");
     for (auto it = j["metadata"].begin(); it != j["metadata"].end(); ++it) {

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Writes runtime/tokenizer/unicode_classes_data.cc: the Unicode tables the byte-level BPE
+pre-tokenizer's split patterns need, from this Python's unicodedata (the Unicode version is
+recorded in the output).
+
+  \\p{L}        general category L* (Lu Ll Lt Lm Lo)
+  \\p{N}        general category N* (Nd Nl No); Rust's char::is_numeric, the Digits
+               pre-tokenizer's test, is the same set
+  \\s           the White_Space property (Oniguruma's \\s in Unicode mode, Rust's
+               char::is_whitespace). unicodedata has no White_Space, so the list is written
+               out below from PropList.txt; it has not changed since Unicode 6.3, and the
+               script checks every entry against its general category.
+  (?i:'s...)   the code points whose simple case folding is one of the ASCII letters of the
+               LLaMA-3 pattern's contractions (s t r e v m l d) but are not ASCII themselves.
+
+Also runtime/tokenizer/unicode_nfc_data.cc, what NFC (the normalizer of Qwen2's
+tokenizer.json) needs: the canonical combining classes, every code point's full canonical
+decomposition (Hangul syllables are left to the algorithm), and the primary composites (pairs
+that NFC composes: a two-code-point canonical decomposition that this Python's NFC gives back,
+so composition exclusions and non-starter decompositions are out).
+
+And tests/fixtures/tokenizer/nfc_cases.txt, test cases of tern's NFC from this Python's
+unicodedata.normalize (an independent implementation): every code point that has a canonical
+decomposition or a combining class (the latter after "a"), Hangul syllables and jamo
+sequences, and seeded random sequences of a base and up to four marks in any order.
+
+Usage: python3 tools/tokenizer/make_unicode_tables.py [CLASSES_OUTPUT [NFC_OUTPUT [CASES]]]
+(default: the files above). Deterministic: the same Python gives the same bytes; `git diff`
+after running it shows whether the committed files are current.
+"""
+import os
+import sys
+import unicodedata
+
+# PropList.txt, White_Space (unchanged since Unicode 6.3, where U+180E left it).
+WHITE_SPACE = [(0x0009, 0x000D), (0x0020, 0x0020), (0x0085, 0x0085), (0x00A0, 0x00A0),
+               (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2028), (0x2029, 0x2029),
+               (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)]
+CONTRACTION_LETTERS = "strevmld"
+
+OTHER, LETTER, NUMBER, WHITESPACE = 0, 1, 2, 3
+NAMES = {LETTER: "kLetter", NUMBER: "kNumber", WHITESPACE: "kWhitespace"}
+
+
+def classes():
+    white = set()
+    for first, last in WHITE_SPACE:
+        for cp in range(first, last + 1):
+            category = unicodedata.category(chr(cp))
+            assert category in ("Zs", "Zl", "Zp", "Cc"), (hex(cp), category)
+            white.add(cp)
+    out = []
+    for cp in range(0x110000):
+        category = unicodedata.category(chr(cp))
+        if cp in white:
+            out.append(WHITESPACE)
+        elif category[0] == "L":
+            out.append(LETTER)
+        elif category[0] == "N":
+            out.append(NUMBER)
+        else:
+            out.append(OTHER)
+    return out
+
+
+def ranges(cls):
+    out = []
+    start = 0
+    for cp in range(1, 0x110001):
+        if cp == 0x110000 or cls[cp] != cls[start]:
+            if cls[start] != OTHER:
+                out.append((start, cp - 1, cls[start]))
+            start = cp
+    return out
+
+
+def folds():
+    out = []
+    for cp in range(0x80, 0x110000):
+        f = chr(cp).casefold()
+        if len(f) == 1 and f in CONTRACTION_LETTERS:
+            out.append((cp, f))
+    return out
+
+
+def full_decomposition(cp):
+    d = unicodedata.decomposition(chr(cp))
+    if not d or d.startswith("<"):
+        return [cp]
+    out = []
+    for part in d.split():
+        out += full_decomposition(int(part, 16))
+    return out
+
+
+def is_hangul_syllable(cp):
+    return 0xAC00 <= cp <= 0xD7A3
+
+
+def write_nfc(path):
+    ccc = []
+    for cp in range(0x110000):
+        c = unicodedata.combining(chr(cp))
+        if not c:
+            continue
+        if ccc and ccc[-1][1] == cp - 1 and ccc[-1][2] == c:
+            ccc[-1][1] = cp
+        else:
+            ccc.append([cp, cp, c])
+    decompositions, pool = [], []
+    compositions = []
+    for cp in range(0x110000):
+        if is_hangul_syllable(cp) or 0xD800 <= cp <= 0xDFFF:
+            continue
+        d = unicodedata.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        full = full_decomposition(cp)
+        decompositions.append((cp, len(pool), len(full)))
+        pool += full
+        parts = [int(x, 16) for x in d.split()]
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(cp):
+            compositions.append((parts[0], parts[1], cp))
+    compositions.sort()
+    assert len(pool) < 0x10000 and max(n for _, _, n in decompositions) <= 4
+    lines = [
+        "// Generated by tools/tokenizer/make_unicode_tables.py from Python %d.%d's unicodedata"
+        % sys.version_info[:2],
+        "// (Unicode %s). Do not edit: rerun the script." % unicodedata.unidata_version,
+        "// clang-format off",
+        '#include "runtime/tokenizer/nfc.h"',
+        "",
+        "namespace tern::unicode {",
+        "",
+        "// Code points whose canonical combining class is not 0: sorted, disjoint ranges.",
+        "const CombiningClassRange kCombiningClasses[] = {",
+    ]
+    lines += ["    {0x%04X, 0x%04X, %d}," % tuple(r) for r in ccc]
+    lines += [
+        "};",
+        "const size_t kCombiningClassCount = sizeof(kCombiningClasses) / sizeof(kCombiningClasses[0]);",
+        "",
+        "// Full canonical decompositions (Hangul syllables aside), by code point: kDecompositionPool",
+        "// [offset, offset + length).",
+        "const Decomposition kDecompositions[] = {",
+    ]
+    lines += ["    {0x%04X, %d, %d}," % d for d in decompositions]
+    lines += [
+        "};",
+        "const size_t kDecompositionCount = sizeof(kDecompositions) / sizeof(kDecompositions[0]);",
+        "const uint32_t kDecompositionPool[] = {",
+    ]
+    for i in range(0, len(pool), 8):
+        lines.append("    " + " ".join("0x%04X," % cp for cp in pool[i:i + 8]))
+    lines += [
+        "};",
+        "",
+        "// Primary composites, sorted by (first, second).",
+        "const Composition kCompositions[] = {",
+    ]
+    lines += ["    {0x%04X, 0x%04X, 0x%04X}," % c for c in compositions]
+    lines += [
+        "};",
+        "const size_t kCompositionCount = sizeof(kCompositions) / sizeof(kCompositions[0]);",
+        "",
+        "}  // namespace tern::unicode",
+        "// clang-format on",
+        "",
+    ]
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines))
+    print("%s: %d combining class ranges, %d decompositions (%d code points), %d compositions" %
+          (path, len(ccc), len(decompositions), len(pool), len(compositions)))
+
+
+def write_nfc_cases(path):
+    import random
+    rng = random.Random(15)
+    cases = []
+    marks = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            cases.append([cp])
+        if unicodedata.combining(chr(cp)):
+            cases.append([0x61, cp])
+            marks.append(cp)
+    for s in range(0xAC00, 0xD7A4, 97):
+        cases.append([s])
+        cases.append([s, 0x11A8])
+    for _ in range(200):
+        cases.append([0x1100 + rng.randrange(19), 0x1161 + rng.randrange(21)] +
+                     ([0x11A8 + rng.randrange(27)] if rng.random() < 0.5 else []))
+    bases = [0x41, 0x61, 0x45, 0x65, 0x4F, 0x6F, 0x55, 0x75, 0x3B1, 0x3C9, 0x415, 0x627, 0x915,
+             0x1100, 0xE01, 0x1EA0, 0x00C5, 0x212B]
+    common = [0x300, 0x301, 0x302, 0x303, 0x304, 0x306, 0x307, 0x308, 0x309, 0x30A, 0x30B, 0x30C,
+              0x31B, 0x323, 0x324, 0x327, 0x328, 0x331, 0x342, 0x345, 0x313, 0x314, 0x93C, 0x94D]
+    for _ in range(800):
+        seq = [rng.choice(bases)]
+        for _ in range(rng.randint(1, 4)):
+            seq.append(rng.choice(common) if rng.random() < 0.8 else rng.choice(marks))
+        cases.append(seq)
+    lines = ["# Generated by tools/tokenizer/make_unicode_tables.py: NFC test cases from Python",
+             "# %d.%d's unicodedata.normalize (Unicode %s). source code points ; their NFC" %
+             (sys.version_info[:2] + (unicodedata.unidata_version,))]
+    for seq in cases:
+        text = "".join(map(chr, seq))
+        nfc = unicodedata.normalize("NFC", text)
+        lines.append(" ".join("%X" % c for c in seq) + ";" + " ".join("%X" % ord(c) for c in nfc))
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
+    print("%s: %d cases" % (path, len(cases)))
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        root, "runtime", "tokenizer", "unicode_classes_data.cc")
+    write_nfc(sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        root, "runtime", "tokenizer", "unicode_nfc_data.cc"))
+    write_nfc_cases(sys.argv[3] if len(sys.argv) > 3 else os.path.join(
+        root, "tests", "fixtures", "tokenizer", "nfc_cases.txt"))
+    table = ranges(classes())
+    lines = [
+        "// Generated by tools/tokenizer/make_unicode_tables.py from Python %d.%d's unicodedata"
+        % sys.version_info[:2],
+        "// (Unicode %s). Do not edit: rerun the script." % unicodedata.unidata_version,
+        "// clang-format off",
+        '#include "runtime/tokenizer/unicode_classes.h"',
+        "",
+        "namespace tern::unicode {",
+        "",
+        'const char kUnicodeVersion[] = "%s";' % unicodedata.unidata_version,
+        "",
+        "// Sorted, disjoint [first, last] ranges; a code point in none of them is kOther.",
+        "const ClassRange kClassRanges[] = {",
+    ]
+    for first, last, cls in table:
+        lines.append("    {0x%04X, 0x%04X, CharClass::%s}," % (first, last, NAMES[cls]))
+    lines += [
+        "};",
+        "const size_t kClassRangeCount = sizeof(kClassRanges) / sizeof(kClassRanges[0]);",
+        "",
+        "// Non-ASCII code points whose case folding is an ASCII letter of " +
+        "\"%s\"." % CONTRACTION_LETTERS,
+        "const CaseFold kContractionFolds[] = {",
+    ]
+    for cp, letter in folds():
+        lines.append("    {0x%04X, '%s'},  // %s" % (cp, letter, unicodedata.name(chr(cp))))
+    lines += [
+        "};",
+        "const size_t kContractionFoldCount = sizeof(kContractionFolds) / sizeof(kContractionFolds[0]);",
+        "",
+        "}  // namespace tern::unicode",
+        "// clang-format on",
+        "",
+    ]
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines))
+    print("%s: %d class ranges, %d folds, Unicode %s" %
+          (path, len(table), len(folds()), unicodedata.unidata_version))
+
+
+if __name__ == "__main__":
+    main()
