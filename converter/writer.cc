@@ -77,8 +77,10 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
       fbb.CreateString(c.source_format), fbb.CreateString(c.creation_options));
   auto config = BuildConfig(fbb, c.config);
   // The oldest minor version that has everything the file uses (1.2 files read the same in
-  // every 1.x reader; the byte-level BPE tokenizer is 1.4).
-  const uint16_t minor = c.bpe_tokenizer ? 4 : 2;
+  // every 1.x reader; grouped-query attention, kv_heads, is 1.3; the byte-level BPE tokenizer
+  // is 1.4).
+  const bool grouped = c.config.kv_heads != 0 && c.config.kv_heads != c.config.heads;
+  const uint16_t minor = c.bpe_tokenizer ? 4 : grouped ? 3 : 2;
   auto model = schema::CreateModel(fbb, 1, minor, config, tensor_vec, tokenizer, metadata);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
