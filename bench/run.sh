@@ -126,7 +126,10 @@ done
 run_engine() {  # label engine batch beam threads -> one JSON line on stdout
   local label=$1 engine=$2 dir=$WORK/models/$1 threads=$5
   local common=(--source-length "$SOURCE" --tokens "$TOKENS" --repeat "$REPEAT" --warmup "$WARMUP"
-                --batch "$3" --beam "$4" --threads "$threads")
+                --threads "$threads")
+  # Batch and beam flags only off batch-1 greedy, so a TERN_BASELINE binary older than tern
+  # bench's --batch / --beam still runs the 1x1 setting.
+  if [[ $3 != 1 || $4 != 1 ]]; then common+=(--batch "$3" --beam "$4"); fi
   export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
   case $engine in
     tern-old-*) "${PRIO[@]}" "${TERN_BASELINE:?tern-old-* engines need TERN_BASELINE}" bench \
