@@ -41,7 +41,7 @@ def bucket(frames):
     if phase == "search":
         if "ReorderRows" in stack:
             what = "beam reordering (K/V caches)"
-        elif "LogSoftmax" in stack or "log_softmax" in stack.lower():
+        elif "LogSumExp" in stack:
             what = "log-softmax"
         else:
             what = "top-k, argmax, bookkeeping"
