@@ -27,21 +27,22 @@ const char* Generator::backend_report() const {
 // Model::Load checked the file format only: the architecture's tensors and shapes are checked
 // here, before anything is sized from them, as Session does. The arena holds the generation
 // state too, planned by the model from these requests (as Session's).
-Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits) {
+Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits,
+                                             const SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   GenerationState scratch;  // only asked for sizes
   BufferRequests requests;
   scratch.Request(model.config(), limits, &requests);
-  return DecoderOnly::RequiredArenaBytes(model, limits, requests);
+  return DecoderOnly::RequiredArenaBytes(model, limits, requests, shared != nullptr);
 }
 
-Status Generator::Prepare(const Model& model, const Limits& limits, void* arena,
-                          size_t arena_bytes) {
+Status Generator::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                          SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   internal::Generation& g = SessionAccess::Get(*this);
   BufferRequests requests;
   g.decoding.Request(model.config(), limits, &requests);
-  return g.model.Prepare(model, limits, arena, arena_bytes, requests);
+  return g.model.Prepare(model, limits, arena, arena_bytes, requests, SessionAccess::Get(shared));
 }
 
 Status Generator::Generate(const int32_t* prompts, int64_t prompt_stride,

@@ -192,6 +192,39 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
   }
 }
 
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+// Sessions whose packed weights are shared (tern::SharedWeights): the one that packed them and
+// one that reuses them, each translating with every allocation counted.
+TEST_CASE("translate with shared weights allocates nothing after prepare", "[allocation]") {
+  for (DType dtype : {DType::kF32, DType::kI8, DType::kI4}) {
+    INFO(DTypeName(dtype));
+    const testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 21, dtype, 0);
+    const Model model = Model::Load(bytes.data(), bytes.size()).value();
+    const Limits limits = LimitsFor(Backend::kXnnpack, 10);
+    std::vector<uint8_t> memory(SharedWeights::RequiredBytes(model, limits).value());
+    SharedWeights shared;
+    REQUIRE(shared.Init(memory.data(), memory.size()).ok());
+    const size_t need = Session::RequiredArenaBytes(model, limits, &shared).value();
+    std::vector<uint8_t> arena_a(need), arena_b(need);
+    Session a, b;
+    REQUIRE(a.Prepare(model, limits, arena_a.data(), need, &shared).ok());
+    REQUIRE(b.Prepare(model, limits, arena_b.data(), need, &shared).ok());
+    int32_t out[3 * 10];
+    int32_t out_lengths[3];
+    testing::StartCountingAllocations();
+    const Status first =
+        a.TranslateIds(kIds, 12, kLengths, 3, DecodingOptions(), out, 10, out_lengths);
+    const Status second =
+        b.TranslateIds(kIds, 12, kLengths, 3, DecodingOptions(), out, 10, out_lengths);
+    const size_t allocations = testing::StopCountingAllocations();
+    CHECK(first.ok());
+    CHECK(second.ok());
+    CHECK(allocations == 0);
+    CHECK(shared.packed());
+  }
+}
+#endif
+
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
 // bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, and
 // grouped-query attention, on both backends.

@@ -38,6 +38,45 @@ struct SessionAccess;  // runtime/api/session_internal.h
 
 const char* Version();
 
+// Packed weights shared by the Sessions and Generators of one model. The XNNPACK backend repacks
+// every linear layer's weights at Prepare into its own layout; by default each session holds its
+// own packed copy in its arena. With a SharedWeights, the first Session or Generator prepared with
+// it packs them into the caller's memory, and every later one (with any limits, on any thread,
+// once that Prepare has returned) uses them read-only: its arena holds only its activations,
+// caches and operator records. The reference backend packs nothing (it reads the model's bytes,
+// which sessions share anyway): RequiredBytes is 0 and sessions ignore the object.
+//
+//   size_t bytes = tern::SharedWeights::RequiredBytes(*model, limits).value();
+//   std::vector<uint8_t> memory(bytes);
+//   tern::SharedWeights shared;
+//   shared.Init(memory.data(), memory.size());
+//   size_t need = tern::Session::RequiredArenaBytes(*model, limits, &shared).value();
+//   session_a.Prepare(*model, limits, arena_a, need, &shared);  // packs
+//   session_b.Prepare(*model, limits, arena_b, need, &shared);  // reuses
+class SharedWeights {
+ public:
+  SharedWeights();
+  ~SharedWeights();
+  SharedWeights(const SharedWeights&) = delete;
+  SharedWeights& operator=(const SharedWeights&) = delete;
+
+  // Memory the packed layers of this model take with these limits' backend (and this CPU: the
+  // layout follows XNNPACK's micro-kernels); the other limits do not change it.
+  static Result<size_t> RequiredBytes(const Model& model, const Limits& limits);
+  // Binds the memory, which must stay valid and untouched while sessions use it; empty until a
+  // session packs into it. Rebinding forgets what was packed: only with no session using it.
+  Status Init(void* memory, size_t bytes);
+  // Whether a session has packed the weights, and the bytes they take.
+  bool packed() const;
+  size_t used_bytes() const;
+
+  static constexpr size_t kStorageBytes = 128;
+
+ private:
+  friend struct internal::SessionAccess;
+  alignas(16) unsigned char storage_[kStorageBytes];
+};
+
 class Session {
  public:
   Session();
@@ -47,12 +86,15 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Arena bytes Prepare needs for this model and these limits (alignment slack included).
-  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
+  // Arena bytes Prepare needs for this model and these limits (alignment slack included); with
+  // shared weights, without the packed copy of the weights.
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
+                                           const SharedWeights* shared = nullptr);
 
   // Plans the arena and resolves the weights. The arena must stay valid and untouched by the
-  // caller while the session is used; the model's bytes too.
-  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  // caller while the session is used; the model's bytes too, and the shared weights' memory.
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                 SharedWeights* shared = nullptr);
 
   // Translates a batch: sentence b is src_ids[b * src_stride + i] for i < src_lengths[b]
   // (ids as the model expects them, EOS included). Output as GreedyDecode describes.
@@ -101,8 +143,11 @@ class Generator {
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
 
-  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits);
-  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes);
+  // As Session's: with shared, the packed weights come from there.
+  static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
+                                           const SharedWeights* shared = nullptr);
+  Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                 SharedWeights* shared = nullptr);
 
   // Sequence b's prompt is prompts[b * prompt_stride + i], i < prompt_lengths[b]. Writes its new
   // tokens (without the prompt, without EOS) to out_ids[b * out_stride ...] and their count to
