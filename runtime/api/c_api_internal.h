@@ -14,6 +14,11 @@ struct tern_model {
 
   tern::platform::ModelFile file;  // empty when loaded from memory
   tern::Model model;
+  // tern_model_share_weights: the packed weights its sessions and generators share.
+  tern::SharedWeights shared_weights;
+  bool sharing = false;
+  tern::SharedWeights* shared() { return sharing ? &shared_weights : nullptr; }
+  const tern::SharedWeights* shared() const { return sharing ? &shared_weights : nullptr; }
 };
 
 namespace tern::capi {

@@ -128,6 +128,18 @@ TERN_API void tern_model_free(tern_model* model);
 TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
                                                size_t* out_bytes);
 
+/* Packed weights shared by the sessions and generators of one model (XNNPACK repacks every
+ * linear layer at creation; by default each session keeps its own packed copy in its arena).
+ * After tern_model_share_weights(model, memory, bytes), with bytes from
+ * tern_shared_weights_bytes(), the first session or generator created from the model packs its
+ * weights into memory and every later one reuses them: tern_required_arena_bytes and
+ * tern_generator_required_arena_bytes then count no packed copy. Create the first session before
+ * the others on other threads; memory stays valid and untouched until tern_model_free. Call it
+ * before any session of the model exists. The reference backend packs nothing (0 bytes). */
+TERN_API tern_status tern_shared_weights_bytes(const tern_model* model, const tern_limits* limits,
+                                               size_t* out_bytes);
+TERN_API tern_status tern_model_share_weights(tern_model* model, void* memory, size_t bytes);
+
 /* arena: caller memory of at least tern_required_arena_bytes() bytes, valid until
  * tern_session_free. The model must outlive the session. */
 TERN_API tern_status tern_session_create(const tern_model* model, const tern_limits* limits,

@@ -98,8 +98,8 @@ class WeightsCache {
  private:
   static size_t LookUpFn(void* context, const xnn_weights_cache_look_up_key* key);
   static void* ReserveFn(void* context, size_t n);
-  static size_t LookUpOrInsertFn(void* context, const xnn_weights_cache_look_up_key* key,
-                                 void* ptr, size_t size);
+  static size_t LookUpOrInsertFn(void* context, const xnn_weights_cache_look_up_key* key, void* ptr,
+                                 size_t size);
   static bool IsFinalizedFn(void* context);
   static void* OffsetToAddrFn(void* context, size_t offset);
   static xnn_status DeleteFn(void* context);

@@ -14,8 +14,8 @@
 namespace tern {
 namespace {
 
-const int32_t kIds[] = {5, 9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0,  //
-                        8, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,   //
+const int32_t kIds[] = {5,  9, 4, 11, 7,  2,  0, 0, 0, 0, 0, 0,  //
+                        8,  3, 2, 0,  0,  0,  0, 0, 0, 0, 0, 0,  //
                         13, 6, 6, 10, 17, 12, 3, 2, 0, 0, 0, 0};
 const int32_t kLengths[] = {6, 3, 8};
 
@@ -39,8 +39,8 @@ Output Translate(Session& session, int32_t batch, int32_t beam = 1) {
   out.lengths.assign(3, -1);
   DecodingOptions options;
   options.beam_size = beam;
-  const Status s =
-      session.TranslateIds(kIds, 12, kLengths, batch, options, out.ids.data(), 10, out.lengths.data());
+  const Status s = session.TranslateIds(kIds, 12, kLengths, batch, options, out.ids.data(), 10,
+                                        out.lengths.data());
   INFO(s.message());
   REQUIRE(s.ok());
   return out;
