@@ -302,7 +302,7 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
   if (a.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan->attention_shape, attention));
   return Status::Ok();
 #else
-  (void)ids, (void)planner, (void)base;
+  (void)ids, (void)planner, (void)base, (void)shared, (void)identity;
   return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
 #endif
 }
