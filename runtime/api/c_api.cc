@@ -47,6 +47,7 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.beam_size = limits->beam_size;
     out.backend = static_cast<tern::Backend>(limits->backend);
     out.threads = limits->threads;
+    out.max_batch_tokens = limits->max_batch_tokens;
   }
   return out;
 }
@@ -104,7 +105,8 @@ tern_limits tern_default_limits(void) {
                      d.max_target_length,
                      d.beam_size,
                      static_cast<tern_backend>(d.backend),
-                     d.threads};
+                     d.threads,
+                     d.max_batch_tokens};
 }
 
 tern_translate_options tern_default_translate_options(void) {

@@ -36,6 +36,9 @@ class EncoderDecoder final : public TransformerModel {
   EncoderDecoder() = default;
 
   static Status CheckLimits(const Model& model, const Limits& limits);
+  // Source tokens in flight the encoder's buffers hold: limits.max_batch_tokens when it is set
+  // (and smaller), else max_batch x max_source_length.
+  static int64_t SourceTokens(const Limits& limits);
   // Bytes of arena Prepare needs for these limits and the caller's requests, including
   // alignment slack: a pure function of its inputs (and, for the XNNPACK backend, of the CPU).
   // Prepare uses exactly this many.

@@ -74,6 +74,9 @@ typedef struct tern_limits {
                                 picks 1..this in tern_translate_options.beam_size */
   tern_backend backend;      /* default TERN_BACKEND_AUTO */
   int32_t threads;           /* intra-op threads (default 1); the pool is made at session create */
+  int32_t max_batch_tokens;  /* source tokens in flight: sentences x longest source of a call
+                                (default 0: max_batch x max_source_length); the encoder and
+                                cross-attention caches are planned for it (tern::Limits) */
 } tern_limits;
 
 /* Called for each new token of each sentence (greedy: as generated; beam search: the best
