@@ -51,7 +51,9 @@ const char kHelp[] =
     "                        and cut into batches of similar lengths (less padding); the output\n"
     "                        keeps the input's order\n"
     "  --batch-tokens T      also end a batch before its padded source tokens (sentences x\n"
-    "                        longest source) would exceed T (default 0: no token budget)\n"
+    "                        longest source) would exceed T (default 0: no token budget); the\n"
+    "                        encoder's buffers and cross-attention caches are then planned for T\n"
+    "                        tokens instead of --batch x --max-source (tern inspect shows it)\n"
     "  --buffer L            lines read ahead and sorted (default 64 x --batch x --workers; 1\n"
     "                        with --batch 1 and one worker)\n"
     "  --max-source N        longest source in tokens incl. EOS (default min(256, max_positions))\n"
@@ -147,8 +149,7 @@ int Translate(int argc, char** argv) {
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty",
-                                  "batch-tokens",    "buffer",
-                                  "workers"};
+                                  "buffer",          "workers"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
@@ -237,14 +238,9 @@ int Translate(int argc, char** argv) {
 
   const bool interactive = input_is_stdin && ::isatty(STDIN_FILENO) && !ids_mode;
   const bool progress = !interactive && ::isatty(STDERR_FILENO);
-  const int64_t batch_tokens = args.get_int("batch-tokens", 0, 0, INT32_MAX);
-  if (batch_tokens > 0 && batch_tokens < limits.max_source_length) {
-    // Any single sentence must fit: a budget below the longest source would have no batch
-    // for it.
-    throw UsageError("option --batch-tokens must be 0 (off) or at least --max-source (" +
-                     std::to_string(limits.max_source_length) + "), got " +
-                     std::to_string(batch_tokens));
-  }
+  // The session's arena is planned for this budget too (Limits::max_batch_tokens), and the
+  // batches below are cut to it.
+  const int64_t batch_tokens = limits.max_batch_tokens;
   const size_t buffer = static_cast<size_t>(args.get_int(
       "buffer",
       limits.max_batch > 1 || workers_wanted > 1 ? 64LL * limits.max_batch * workers_wanted : 1, 1,
