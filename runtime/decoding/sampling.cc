@@ -113,4 +113,19 @@ int32_t Sample(const float* logits, int32_t vocab, const SamplingOptions& option
   return last;
 }
 
+float TokenLogProbability(const float* logits, int32_t vocab, const SamplingOptions& options,
+                          int32_t token) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  auto z = [&](int32_t i) { return std::isnan(logits[i]) ? neg_inf : double{logits[i]}; };
+  const double t = options.temperature > 0.0f ? static_cast<double>(options.temperature) : 1.0;
+  double max = neg_inf;
+  for (int32_t i = 0; i < vocab; ++i) max = std::max(max, z(i));
+  if (!(max > neg_inf) || !(z(token) > neg_inf)) return static_cast<float>(neg_inf);
+  double total = 0.0;
+  for (int32_t i = 0; i < vocab; ++i) {
+    if (z(i) > neg_inf) total += std::exp((z(i) - max) / t);
+  }
+  return static_cast<float>((z(token) - max) / t - std::log(total));
+}
+
 }  // namespace tern
