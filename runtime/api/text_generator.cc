@@ -24,6 +24,7 @@ struct TextGenerator::State {
   const TextGenerationOptions* options = nullptr;
   Status failure;
   bool ended = false;  // by a stop string or the callback
+  size_t seen = 0;     // tokens OnToken saw (Generate reports no count when it is cut short)
   FinishReason finish = FinishReason::kLength;
 };
 
@@ -60,6 +61,7 @@ namespace {
 bool OnToken(void* user, int32_t /*sequence*/, int32_t step, int32_t token) {
   auto* s = static_cast<TextGenerator::State*>(user);
   const TextGenerationOptions& o = *s->options;
+  s->seen = static_cast<size_t>(step) + 1;
   Span<const uint8_t> bytes;
   const Status got = s->tokenizer.TokenBytes(token, o.print_special, &bytes);
   if (!got.ok()) {
@@ -132,8 +134,8 @@ Status TextGenerator::Generate(Generator& generator, const char* prompt, size_t 
   result->prompt_tokens = s.prompt_ids.size();
   const DecoderOnly& model = internal::decoder_only(generator);
   // The budget Generate applies: what is asked, and what still fits in the cache.
-  const int64_t room = static_cast<int64_t>(model.capacity()) -
-                       static_cast<int64_t>(s.prompt_ids.size());
+  const int64_t room =
+      static_cast<int64_t>(model.capacity()) - static_cast<int64_t>(s.prompt_ids.size());
   const int32_t asked = options.generation.max_new_tokens;
   const int64_t budget = asked > 0 && asked < room ? asked : room;
   s.ids.resize(static_cast<size_t>(budget > 1 ? budget : 1));
@@ -146,14 +148,17 @@ Status TextGenerator::Generate(Generator& generator, const char* prompt, size_t 
   s.options = &options;
   s.failure = Status::Ok();
   s.ended = false;
+  s.seen = 0;
   s.finish = FinishReason::kLength;
   size_t produced = 0;
-  Status status =
-      generator.Generate(Span<const int32_t>(s.prompt_ids.data(), s.prompt_ids.size()),
-                         Span<int32_t>(s.ids.data(), s.ids.size()), &produced, g,
-                         Span<float>(s.log_probs.data(), s.log_probs.size()));
+  Status status = generator.Generate(Span<const int32_t>(s.prompt_ids.data(), s.prompt_ids.size()),
+                                     Span<int32_t>(s.ids.data(), s.ids.size()), &produced, g,
+                                     Span<float>(s.log_probs.data(), s.log_probs.size()));
   if (!s.failure.ok()) status = s.failure;
-  if (status.code() == StatusCode::kCancelled && s.ended) status = Status::Ok();
+  if (status.code() == StatusCode::kCancelled && s.ended) {
+    status = Status::Ok();
+    produced = s.seen;
+  }
   if (!status.ok()) {
     s.ids.clear();
     s.log_probs.clear();

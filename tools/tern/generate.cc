@@ -3,8 +3,8 @@
 // whose continuation is printed as it is generated (tern::TextGenerator), or token ids (--ids,
 // --ids - for one prompt per stdin line), whose new ids go to stdout on one line.
 #include <cerrno>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "runtime/decoding/sampling.h"
-#include "tools/tern/json_string.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
+#include "tools/tern/json_string.h"
 #include "tools/tern/load.h"
 #include "tools/tern/output.h"
 #include "tools/tern/session_flags.h"
@@ -38,7 +38,8 @@ const char kHelp[] =
     "options:\n"
     "  -m, --model PATH      the .tern model (architecture decoder_only, e.g. --arch gpt2)\n"
     "  --prompt TEXT         the prompt as text\n"
-    "  --ids \"ID ...\"        the prompt as space-separated token ids; --ids -: one per stdin line\n"
+    "  --ids \"ID ...\"        the prompt as space-separated token ids; --ids -: one per stdin "
+    "line\n"
     "  --stop S              stop when the text contains S (repeatable; \\n \\r \\t \\\\ are\n"
     "                        escapes); S and what follows are not printed\n"
     "  --print-special       print special tokens (EOS with --ignore-eos, ...) as their text\n"
@@ -150,8 +151,8 @@ int Generate(int argc, char** argv) {
   if (!args.has("model")) throw UsageError("--model is required");
   if (args.has("prompt") && args.has("ids")) throw UsageError("give --prompt or --ids, not both");
   const bool text_mode = !args.has("ids");
-  if (!text_mode && (args.has("stop") || args.has("print-special") ||
-                     args.has("no-special-tokens"))) {
+  if (!text_mode &&
+      (args.has("stop") || args.has("print-special") || args.has("no-special-tokens"))) {
     throw UsageError("--stop, --print-special and --no-special-tokens are for text prompts");
   }
   std::vector<std::string> stop;
@@ -219,7 +220,8 @@ int Generate(int argc, char** argv) {
     if (!json) text_options.on_text = PrintPiece;
     auto run_text = [&](const std::string& prompt, const std::string& where) {
       TextResult result;
-      const Status s = text.Generate(generator, prompt.data(), prompt.size(), text_options, &result);
+      const Status s =
+          text.Generate(generator, prompt.data(), prompt.size(), text_options, &result);
       if (!s.ok()) throw std::runtime_error(where + ": " + s.message());
       if (json) {
         const Span<const char> t = text.text();
