@@ -124,7 +124,9 @@ Status TextGenerator::Generate(Generator& generator, const char* prompt, size_t 
       return Status::Error(StatusCode::kInvalidArgument, "stop string %zu is null", i);
     s.stop[i].assign(options.stop[i]);
   }
-  TERN_RETURN_IF_ERROR(s.stream.Start(s.stop));
+  const size_t max_token = s.tokenizer.max_token_bytes();
+  TERN_RETURN_IF_ERROR(s.stream.Start(s.stop, max_token));
+  s.piece.reserve(s.stream.MaxPieceBytes());
   TERN_RETURN_IF_ERROR(s.tokenizer.EncodePrompt(prompt, prompt_size, options.add_special_tokens,
                                                 options.parse_special, &s.prompt_ids));
   if (s.prompt_ids.empty()) {
@@ -138,6 +140,13 @@ Status TextGenerator::Generate(Generator& generator, const char* prompt, size_t 
       static_cast<int64_t>(model.capacity()) - static_cast<int64_t>(s.prompt_ids.size());
   const int32_t asked = options.generation.max_new_tokens;
   const int64_t budget = asked > 0 && asked < room ? asked : room;
+  // Sized for the longest continuation the generator allows (its capacity), whatever this
+  // prompt's length, and for the most text that many tokens can give (each byte a U+FFFD at
+  // worst, 3 bytes): after the first request, only a longer prompt or stop string allocates.
+  const size_t most = static_cast<size_t>(model.capacity() > 1 ? model.capacity() : 1);
+  s.ids.reserve(most);
+  s.log_probs.reserve(most);
+  s.text.reserve(most * 3 * max_token + s.stream.MaxPieceBytes());
   s.ids.resize(static_cast<size_t>(budget > 1 ? budget : 1));
   s.log_probs.resize(s.ids.size());
 

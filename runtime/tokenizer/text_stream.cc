@@ -20,12 +20,18 @@ void AppendValidUtf8(const char* bytes, size_t size, std::string* out) {
   }
 }
 
-Status TextStream::Start(const std::vector<std::string>& stop) {
+Status TextStream::Start(const std::vector<std::string>& stop, size_t max_token_bytes) {
+  max_stop_ = 0;
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) {
       return Status::Error(StatusCode::kInvalidArgument, "stop string %zu is empty", i);
     }
+    max_stop_ = std::max(max_stop_, stop[i].size());
   }
+  max_token_bytes_ = max_token_bytes;
+  raw_.reserve(Utf8Stream::OutputBytes(max_token_bytes));
+  chars_.reserve(3 * Utf8Stream::OutputBytes(max_token_bytes));
+  held_.reserve(MaxPieceBytes());
   utf8_ = Utf8Stream();
   stop_ = stop;
   held_.clear();

@@ -23,8 +23,14 @@ namespace tern {
 class TextStream {
  public:
   // Starts a stream; stop strings must be non-empty (an error names the one that is not).
-  // Their bytes are copied.
-  Status Start(const std::vector<std::string>& stop);
+  // Their bytes are copied. The buffers are sized for tokens of up to max_token_bytes bytes
+  // (TextTokenizer::max_token_bytes), so Next and Finish never allocate; they grow only when a
+  // stream needs more than any before (longer tokens or stop strings).
+  Status Start(const std::vector<std::string>& stop, size_t max_token_bytes = 0);
+
+  // The most bytes one Next or Finish can release: 3 per byte (U+FFFD) of a token and of the
+  // 3 bytes Utf8Stream may hold, plus the held part of a stop string.
+  size_t MaxPieceBytes() const { return 3 * (max_token_bytes_ + 3) + max_stop_; }
 
   // Appends one token's bytes. *text gets the text released by this token (valid until the
   // next call; possibly empty); *stopped becomes true when a stop string is complete, after
@@ -47,6 +53,8 @@ class TextStream {
   std::string held_;   // text a stop string could continue
   std::vector<char> raw_;
   bool stopped_ = false;
+  size_t max_token_bytes_ = 0;
+  size_t max_stop_ = 0;
 };
 
 // Appends bytes to *out with each byte that does not start a well-formed UTF-8 sequence

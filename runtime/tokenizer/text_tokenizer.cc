@@ -13,11 +13,20 @@ Status TextTokenizer::Load(const Model& model) {
     if (!bpe.ok()) return bpe.status();
     bpe_ = bpe.value();
     kind_ = Kind::kByteLevelBpe;
-    return Status::Ok();
-  }
-  if (!model.source_tokenizer().empty()) {
+  } else if (!model.source_tokenizer().empty()) {
     TERN_RETURN_IF_ERROR(sentencepiece_.Load(model.source_tokenizer()));
     kind_ = Kind::kSentencePiece;
+  }
+  if (kind_ != Kind::kNone) {
+    const int32_t vocab =
+        kind_ == Kind::kSentencePiece ? sentencepiece_.vocab_size() : bpe_.vocab_size();
+    max_token_bytes_ = 0;
+    for (int32_t id = 0; id < vocab; ++id) {
+      Span<const uint8_t> bytes;
+      TERN_RETURN_IF_ERROR(TokenBytes(id, true, &bytes));
+      if (bytes.size() > max_token_bytes_) max_token_bytes_ = bytes.size();
+    }
+    piece_.reserve(max_token_bytes_);
     return Status::Ok();
   }
   return Status::Error(StatusCode::kFailedPrecondition,

@@ -53,12 +53,17 @@ class TextTokenizer {
   // the model has and the tokenizer does not (a vocabulary padded past the tokenizer's).
   Status TokenBytes(int32_t id, bool print_special, Span<const uint8_t>* bytes);
 
+  // The most bytes TokenBytes gives for any id (special tokens printed): what the streaming
+  // buffers are sized by, so that generating never grows them.
+  size_t max_token_bytes() const { return max_token_bytes_; }
+
  private:
   Kind kind_ = Kind::kNone;
   BpeTokenizer bpe_;
   Tokenizer sentencepiece_;
   std::vector<uint8_t> workspace_;  // BPE encode workspace, grown to the longest prompt
   std::string piece_;               // SentencePiece: the bytes of the last TokenBytes
+  size_t max_token_bytes_ = 0;
 };
 
 }  // namespace tern

@@ -25,8 +25,11 @@ static int valid_utf8(const unsigned char* s, size_t n) {
   size_t i = 0;
   while (i < n) {
     const unsigned char c = s[i];
-    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                                                       : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t len = c < 0x80                 ? 1
+                 : c >= 0xC2 && c <= 0xDF ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
     if (len == 0 || i + len > n) return 0;
     unsigned char lo = 0x80, hi = 0xBF;
     if (c == 0xE0) lo = 0xA0;
@@ -83,7 +86,8 @@ int main(int argc, char** argv) {
 
   /* Streamed pieces = the text out; one callback per token with the result's ids and log-probs. */
   tern_generate_text_options options = tern_default_generate_text_options();
-  CHECK(options.add_special_tokens == 1 && options.parse_special == 1 && options.print_special == 0);
+  CHECK(options.add_special_tokens == 1 && options.parse_special == 1 &&
+        options.print_special == 0);
   options.generate.max_new_tokens = 20;
   options.generate.stop_at_eos = 0;
   static recorder r;

@@ -140,8 +140,8 @@ TEST_CASE("text generation with a byte-level BPE model: ids, text, pieces, log-p
 
       // The prompt is the tokenizer's encoding (GPT-2's tokenizer.json adds no BOS).
       std::vector<int32_t> expected_prompt;
-      REQUIRE(tokenizer.EncodePrompt(prompt.data(), prompt.size(), true, true, &expected_prompt)
-                  .ok());
+      REQUIRE(
+          tokenizer.EncodePrompt(prompt.data(), prompt.size(), true, true, &expected_prompt).ok());
       CHECK(std::vector<int32_t>(text.prompt_ids().data(),
                                  text.prompt_ids().data() + text.prompt_ids().size()) ==
             expected_prompt);
@@ -163,8 +163,8 @@ TEST_CASE("text generation with a byte-level BPE model: ids, text, pieces, log-p
       CHECK(Joined(r) == Text(text));
       CHECK(Text(text) == ExpectedText(tokenizer, ids));
       // Log-probabilities: the log-softmax of the model's logits under the temperature.
-      const std::vector<double> reference =
-          ReferenceLogProbs(lm.generator, expected_prompt, ids, temperature > 0 ? temperature : 1.0);
+      const std::vector<double> reference = ReferenceLogProbs(lm.generator, expected_prompt, ids,
+                                                              temperature > 0 ? temperature : 1.0);
       for (size_t i = 0; i < 16; ++i) {
         CHECK(std::fabs(text.log_probs()[i] - reference[i]) < 1e-4);
         CHECK(log_probs[i] == text.log_probs()[i]);
@@ -234,8 +234,7 @@ TEST_CASE("EOS ends text generation unless ignored; special tokens print only wh
   std::vector<int32_t> free_ids;
   {
     PreparedGenerator lm;
-    PrepareGenerator(&lm, LanguageModelWithTokenizer(&bpe, {}, bpe.vocab_size(), 3),
-                     SmallLimits());
+    PrepareGenerator(&lm, LanguageModelWithTokenizer(&bpe, {}, bpe.vocab_size(), 3), SmallLimits());
     TextGenerator text;
     REQUIRE(text.Load(lm.model).ok());
     REQUIRE(text.Generate(lm.generator, "Hello", o, &result).ok());
@@ -256,8 +255,8 @@ TEST_CASE("EOS ends text generation unless ignored; special tokens print only wh
   o.generation.stop_at_eos = true;
   REQUIRE(text.Generate(lm.generator, "Hello", o, &result).ok());
   CHECK(result.finish == FinishReason::kEos);
-  CHECK(Ids(text) == std::vector<int32_t>(free_ids.begin(),
-                                          free_ids.begin() + static_cast<std::ptrdiff_t>(k)));
+  CHECK(Ids(text) ==
+        std::vector<int32_t>(free_ids.begin(), free_ids.begin() + static_cast<std::ptrdiff_t>(k)));
   o.generation.stop_at_eos = false;
   REQUIRE(text.Generate(lm.generator, "Hello", o, &result).ok());
   CHECK(result.finish == FinishReason::kLength);
@@ -271,8 +270,7 @@ TEST_CASE("EOS ends text generation unless ignored; special tokens print only wh
   REQUIRE(tokenizer.TokenBytes(1499, false, &bytes).ok());
   CHECK(bytes.empty());
   REQUIRE(tokenizer.TokenBytes(1499, true, &bytes).ok());
-  CHECK(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()) ==
-        "<|endoftext|>");
+  CHECK(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()) == "<|endoftext|>");
   std::vector<int32_t> ids;
   REQUIRE(tokenizer.EncodePrompt("a<|endoftext|>", 14, true, true, &ids).ok());
   CHECK(ids.back() == 1499);

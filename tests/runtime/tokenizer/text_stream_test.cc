@@ -76,7 +76,8 @@ TEST_CASE("of several stop strings the earliest in the text wins", "[text]") {
 TEST_CASE("characters split across tokens come out whole", "[text]") {
   // é = C3 A9; U+1F642 = F0 9F 99 82 over four tokens.
   CHECK(Stream({"a\xC3", "\xA9", "b"}, {}) == Pieces{"a", "\xC3\xA9", "b", ""});
-  CHECK(Stream({"\xF0", "\x9F", "\x99", "\x82!"}, {}) == Pieces{"", "", "", "\xF0\x9F\x99\x82!", ""});
+  CHECK(Stream({"\xF0", "\x9F", "\x99", "\x82!"}, {}) ==
+        Pieces{"", "", "", "\xF0\x9F\x99\x82!", ""});
   // A stop string that starts inside a held character.
   bool stopped = false;
   CHECK(Stream({"a\xC3", "\xA9!z"}, {"\xC3\xA9!"}, &stopped) == Pieces{"a", "", ""});
