@@ -14,8 +14,10 @@
  *   (a pure function of model + limits). tern_session_create() plans everything inside that
  *   arena; the handle itself is the only heap allocation it makes. After it,
  *   tern_translate_ids() never allocates, nor does tern_generate_ids() after
- *   tern_generator_create(). The text path (tern_translate_text) tokenizes with
- *   SentencePiece, which allocates, then runs the same allocation-free translation.
+ *   tern_generator_create(). The text paths tokenize: tern_translate_text with SentencePiece,
+ *   which allocates, then runs the same allocation-free translation; tern_generate_text grows
+ *   its buffers on a generator's first request and then allocates nothing with a byte-level
+ *   BPE tokenizer (SentencePiece allocates inside the library on every prompt): docs/api.md.
  *
  * Errors
  *   Every call returns a tern_status; tern_status_string() names it and tern_last_error()
