@@ -257,6 +257,13 @@ TernContents BuildContents(const ConvertOptions& options) {
                      std::to_string(sentencepiece.vocab_size()) + " pieces, BOS " +
                      std::to_string(sentencepiece.bos_id()) + " added before a prompt" +
                      (arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
+        // Prompts get the tokenizer's BOS, generation stops at the config's EOS: say so when
+        // the two disagree (a config.json written for another tokenizer).
+        if (sentencepiece.bos_id() >= 0 && sentencepiece.bos_id() != out.config.bos_id) {
+          options.note("tokenizer: its BOS " + std::to_string(sentencepiece.bos_id()) +
+                       " differs from the config's bos_id " + std::to_string(out.config.bos_id) +
+                       "; prompts get the tokenizer's");
+        }
       }
     }
   }

@@ -184,6 +184,8 @@ Status TextGenerator::Generate(Generator& generator, const char* prompt, size_t 
   result->finish = s.finish;
   if (s.finish != FinishReason::kCallback) {
     s.stream.Finish(&s.piece);
+    // The flush (an incomplete character as U+FFFD) can complete a stop string.
+    if (s.stream.stopped()) result->finish = FinishReason::kStopString;
     if (!s.piece.empty()) {
       s.text.append(s.piece);
       if (options.on_text != nullptr) {

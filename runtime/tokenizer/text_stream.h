@@ -6,6 +6,10 @@
 //   3. stop strings are matched across token boundaries: text that could be the start of a
 //      stop string is held back until the next tokens complete it (the stream stops; the stop
 //      string and everything after it are never released) or rule it out (it is released).
+//      The stream stops at the first token after which the text contains a stop string, and
+//      the text ends before the earliest one it contains then (as llama.cpp and OpenAI-style
+//      servers do: a longer stop string that began earlier and might still have completed
+//      does not delay the stop).
 // Each Next returns the text now final; Finish releases what is held at the end.
 #pragma once
 

@@ -4,13 +4,16 @@
 // byte-level BPE fixture, whose tokens cut multi-byte characters.
 #include "runtime/tokenizer/text_stream.h"
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/tokenizer/utf8.h"
+#include "runtime/tokenizer/utf8_stream.h"
 #include "tests/support/tokenizer_model.h"
 
 namespace tern::testing {
@@ -37,7 +40,7 @@ std::vector<std::string> Stream(const std::vector<std::string>& tokens,
   std::string tail;
   stream.Finish(&tail);
   pieces.push_back(tail);
-  if (stopped != nullptr) *stopped = done;
+  if (stopped != nullptr) *stopped = stream.stopped();  // also a stop completed by Finish
   return pieces;
 }
 
@@ -91,6 +94,69 @@ TEST_CASE("bytes that are not UTF-8 become U+FFFD, one per byte", "[text]") {
   CHECK(Stream({"\x80", "\xC3", "x"}, {}) == Pieces{fffd, "", fffd + "x", ""});
   // An incomplete character at the end.
   CHECK(Stream({"ok\xE6\x97"}, {}) == Pieces{"ok", fffd + fffd});
+}
+
+// Random tokens of random bytes (ASCII, lead and continuation bytes, invalid ones) and random
+// stop strings, against a plain model of the rule: after each token the visible text is the
+// bytes so far (less a trailing incomplete character, Utf8Stream's) with ill-formed bytes
+// replaced; the stream ends at the first token after which that text contains a stop string,
+// cut before the earliest one it contains. The pieces are always valid UTF-8.
+TEST_CASE("streaming equals the rule applied to the whole text after each token", "[text]") {
+  std::mt19937 rng(11);
+  const std::string alphabet[] = {"a",    "b",    "\n",   " ",    "\xC3", "\xA9", "\xE6", "\x97",
+                                  "\xA5", "\xF0", "\x9F", "\x99", "\x82", "\xFF", "\x80", "\xED"};
+  auto random_text = [&](size_t most) {
+    std::string t;
+    const size_t n = rng() % (most + 1);
+    for (size_t i = 0; i < n; ++i) t += alphabet[rng() % std::size(alphabet)];
+    return t;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<std::string> tokens(rng() % 12);
+    for (std::string& t : tokens) t = random_text(4);
+    std::vector<std::string> stop;
+    for (size_t i = rng() % 3; i > 0; --i) {
+      std::string s;  // whole characters, as a user's stop strings are
+      const std::string raw = random_text(3);
+      AppendValidUtf8(raw.data(), raw.size(), &s);
+      if (!s.empty()) stop.push_back(s);
+    }
+    // The model: the whole visible text after each token, searched from its start.
+    Utf8Stream chars;
+    std::string visible, expected;
+    bool stops = false;
+    auto search = [&]() {
+      size_t first = std::string::npos;
+      for (const std::string& s : stop) first = std::min(first, visible.find(s));
+      if (first == std::string::npos) return false;
+      expected = visible.substr(0, first);
+      return true;
+    };
+    for (const std::string& t : tokens) {
+      char out[16];
+      size_t size = 0;
+      REQUIRE(chars.Next(Bytes(t), Span<char>(out, sizeof out), &size).ok());
+      AppendValidUtf8(out, size, &visible);
+      if ((stops = search())) break;
+    }
+    if (!stops) {
+      char tail[4];
+      const size_t size = chars.Flush(Span<char>(tail, sizeof tail));
+      AppendValidUtf8(tail, size, &visible);
+      stops = search();
+      if (!stops) expected = visible;
+    }
+
+    bool stopped = false;
+    std::string joined;
+    for (const std::string& piece : Stream(tokens, stop, &stopped)) {
+      CHECK(FindInvalidUtf8(piece.data(), piece.size()) < 0);
+      joined += piece;
+    }
+    INFO("round " << round);
+    CHECK(joined == expected);
+    CHECK(stopped == stops);
+  }
 }
 
 TEST_CASE("an empty stop string is refused", "[text]") {
