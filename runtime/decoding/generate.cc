@@ -56,7 +56,7 @@ Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t*
         out_ids[b * out_stride + out_lengths[b]] = next;
         if (out_log_probs != nullptr) {
           out_log_probs[b * out_stride + out_lengths[b]] =
-              TokenLogProbability(row, vocab, options.sampling, next);
+              TokenLogProbability(row, vocab, options.sampling, next, state.sampling);
         }
         ++out_lengths[b];
         if (options.on_token && !options.on_token(options.user, b, step, next)) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/decoding/logits_processing.h"
+#include "runtime/kernels/vectorized/log_sum_exp.h"
 
 namespace tern {
 
@@ -114,18 +115,15 @@ int32_t Sample(const float* logits, int32_t vocab, const SamplingOptions& option
 }
 
 float TokenLogProbability(const float* logits, int32_t vocab, const SamplingOptions& options,
-                          int32_t token) {
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  auto z = [&](int32_t i) { return std::isnan(logits[i]) ? neg_inf : double{logits[i]}; };
-  const double t = options.temperature > 0.0f ? static_cast<double>(options.temperature) : 1.0;
-  double max = neg_inf;
-  for (int32_t i = 0; i < vocab; ++i) max = std::max(max, z(i));
-  if (!(max > neg_inf) || !(z(token) > neg_inf)) return static_cast<float>(neg_inf);
-  double total = 0.0;
+                          int32_t token, void* scratch) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const float inv_t = options.temperature > 0.0f ? 1.0f / options.temperature : 1.0f;
+  float* scaled = static_cast<float*>(scratch);
   for (int32_t i = 0; i < vocab; ++i) {
-    if (z(i) > neg_inf) total += std::exp((z(i) - max) / t);
+    scaled[i] = std::isnan(logits[i]) ? neg_inf : logits[i] * inv_t;  // branch-free select
   }
-  return static_cast<float>((z(token) - max) / t - std::log(total));
+  if (!(scaled[token] > neg_inf)) return neg_inf;
+  return scaled[token] - vec::LogSumExp(scaled, vocab);
 }
 
 }  // namespace tern
