@@ -21,6 +21,15 @@ struct tern_model {
   const tern::SharedWeights* shared() const { return sharing ? &shared_weights : nullptr; }
 };
 
+// The generator handle (c_generate.cc) and its text path (c_generate_text.cc): the tokenizer is
+// loaded on the first text call.
+struct tern_generator {
+  const tern_model* model = nullptr;
+  tern::Generator generator;
+  tern::TextGenerator text;
+  bool text_loaded = false;
+};
+
 namespace tern::capi {
 
 // The calling thread's last failure message (tern_last_error).

@@ -7,10 +7,6 @@
 #include "runtime/api/c_api_internal.h"
 #include "tern/tern.h"
 
-struct tern_generator {
-  tern::Generator generator;
-};
-
 namespace {
 
 using tern::capi::CallbackBridge;
@@ -72,6 +68,7 @@ tern_status tern_generator_create(const tern_model* model, const tern_limits* li
   tern_generator* handle = new (std::nothrow) tern_generator();
   if (handle == nullptr)
     return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the generator handle");
+  handle->model = model;
   const tern::Status status = handle->generator.Prepare(
       model->model, ToLimits(limits), arena, arena_bytes, const_cast<tern_model*>(model)->shared());
   if (!status.ok()) {
