@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "converter/error.h"
+#include "converter/quality.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace tern::cli {
@@ -36,11 +37,25 @@ std::vector<int32_t> SpecialIds(const ModelConfig& c) {
   return {c.pad_id, c.bos_id, c.eos_id, c.unk_id, c.decoder_start_id};
 }
 
+bool IdFile(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".ids") == 0;
+}
+
 // Both sides of parallel text, encoded with the model's tokenizers (no EOS: the runtime adds
-// the special ids to every shortlist).
+// the special ids to every shortlist), or, for files named *.ids, token ids already.
 void EncodePair(const std::vector<std::string>& paths, const convert::TernContents& contents,
                 std::vector<convert::IdSequence>* source,
                 std::vector<convert::IdSequence>* target) {
+  if (IdFile(paths[0]) && IdFile(paths[1])) {
+    *source = convert::ReadIdLines(paths[0]);
+    *target = convert::ReadIdLines(paths[1]);
+    if (source->size() != target->size()) {
+      throw convert::Error(paths[0] + " has " + std::to_string(source->size()) + " lines, " +
+                           paths[1] + " has " + std::to_string(target->size()) +
+                           ": parallel text needs one line per sentence on both sides");
+    }
+    return;
+  }
   if (contents.source_tokenizer.empty()) {
     throw convert::Error(
         "a shortlist from parallel text needs the model's SentencePiece tokenizer (--tokenizer)");
