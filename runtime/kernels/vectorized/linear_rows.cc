@@ -1,6 +1,7 @@
 #include "runtime/kernels/vectorized/linear_rows.h"
 
 #include "runtime/core/fp16.h"
+#include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern::vec {
 
@@ -23,6 +24,28 @@ float Dot(const float* x, int64_t begin, int64_t end, Value v) {
     for (int l = 0; l < kLanes; ++l) acc[l] += x[c + l] * v(c + l);
   }
   for (int l = 0; c < end; ++c, ++l) acc[l] += x[c] * v(c);
+  return Sum(acc);
+}
+
+// Two signed nibbles per byte, low first, unpacked without branches (sign by shifts); groups
+// start at even columns (the loader checks group sizes, and int4 blocks are even).
+inline int Low(uint8_t b) { return static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4; }
+inline int High(uint8_t b) { return static_cast<int8_t>(b) >> 4; }
+
+float DotInt4(const float* x, const uint8_t* row, int64_t begin, int64_t end) {
+  if ((begin & 1) != 0) {  // an odd start (odd group sizes): element by element
+    return Dot(x, begin, end, [row](int64_t c) { return static_cast<float>(Int4At(row, c)); });
+  }
+  float acc[kLanes] = {0};
+  int64_t c = begin;
+  for (; c + kLanes <= end; c += kLanes) {
+    const uint8_t* b = row + (c >> 1);
+    for (int l = 0; l < kLanes / 2; ++l) {
+      acc[2 * l] += x[c + 2 * l] * static_cast<float>(Low(b[l]));
+      acc[2 * l + 1] += x[c + 2 * l + 1] * static_cast<float>(High(b[l]));
+    }
+  }
+  for (int l = 0; c < end; ++c, ++l) acc[l] += x[c] * static_cast<float>(Int4At(row, c));
   return Sum(acc);
 }
 
@@ -49,8 +72,7 @@ float RowDot(const float* x, const WeightView& w, int64_t r) {
             w.dtype == DType::kI8
                 ? Dot(x, begin, end,
                       [row](int64_t c) { return static_cast<float>(static_cast<int8_t>(row[c])); })
-                : Dot(x, begin, end,
-                      [row](int64_t c) { return static_cast<float>(Int4At(row, c)); });
+                : DotInt4(x, row, begin, end);
         sum += part * scales[g];
       }
       return sum;
@@ -62,7 +84,7 @@ float RowDot(const float* x, const WeightView& w, int64_t r) {
 
 }  // namespace
 
-void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
+TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
                 int64_t count, float* y) {
   for (int64_t i = 0; i < count; ++i) {
     const int32_t r = rows[i];
