@@ -84,8 +84,8 @@ float RowDot(const float* x, const WeightView& w, int64_t r) {
 
 }  // namespace
 
-TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
-                int64_t count, float* y) {
+TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const float* bias,
+                                   const int32_t* rows, int64_t count, float* y) {
   for (int64_t i = 0; i < count; ++i) {
     const int32_t r = rows[i];
     const float dot = RowDot(x, w, r);
