@@ -1,9 +1,10 @@
 // The writer stamps the oldest format minor version that has everything a file uses (schema
 // compatibility rules, schema/README.md): 1.2 for the paper's attention, 1.3 once kv_heads
 // (grouped-query attention) is used.
+#include "converter/writer.h"
+
 #include <catch2/catch_test_macros.hpp>
 
-#include "converter/writer.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern::convert {
