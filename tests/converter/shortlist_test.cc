@@ -2,9 +2,12 @@
 // its text form, the writer's format 1.5, and the inputs each step refuses.
 #include "converter/shortlist.h"
 
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "converter/error.h"
@@ -95,7 +98,11 @@ TEST_CASE("a bad corpus or K / F is refused by name", "[shortlist]") {
 }
 
 std::string WriteTemp(const std::string& text) {
-  const std::string path = std::string(std::tmpnam(nullptr)) + ".shortlist";
+  char path_template[] = "/tmp/tern_shortlist_XXXXXX";
+  const int fd = mkstemp(path_template);
+  REQUIRE(fd >= 0);
+  close(fd);
+  const std::string path = path_template;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
