@@ -75,13 +75,20 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
   auto metadata = schema::CreateMetadata(
       fbb, fbb.CreateString(c.converter_version), fbb.CreateString(c.source_digest),
       fbb.CreateString(c.source_format), fbb.CreateString(c.creation_options));
+  flatbuffers::Offset<schema::Shortlist> shortlist = 0;
+  if (c.shortlist) {
+    shortlist = schema::CreateShortlist(
+        fbb, c.shortlist->k, fbb.CreateVector(c.shortlist->frequent),
+        fbb.CreateVector(c.shortlist->row_offsets), fbb.CreateVector(c.shortlist->ids));
+  }
   auto config = BuildConfig(fbb, c.config);
   // The oldest minor version that has everything the file uses (1.2 files read the same in
   // every 1.x reader; grouped-query attention, kv_heads, is 1.3; the byte-level BPE tokenizer
-  // is 1.4).
+  // is 1.4; the shortlist 1.5).
   const bool grouped = c.config.kv_heads != 0 && c.config.kv_heads != c.config.heads;
-  const uint16_t minor = c.bpe_tokenizer ? 4 : grouped ? 3 : 2;
-  auto model = schema::CreateModel(fbb, 1, minor, config, tensor_vec, tokenizer, metadata);
+  const uint16_t minor = c.shortlist ? 5 : c.bpe_tokenizer ? 4 : grouped ? 3 : 2;
+  auto model =
+      schema::CreateModel(fbb, 1, minor, config, tensor_vec, tokenizer, metadata, shortlist);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

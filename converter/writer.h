@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "converter/quantize.h"
+#include "converter/shortlist.h"
 #include "converter/tokenizer/tokenizer_json.h"
 #include "runtime/model/config.h"
 
@@ -21,6 +22,8 @@ struct TernContents {
   std::vector<uint8_t> target_tokenizer;  // empty: same as source
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
+  // The vocabulary shortlist: format 1.5.
+  std::optional<ShortlistData> shortlist;
   std::string converter_version;
   std::string source_digest;
   std::string source_format;

@@ -16,9 +16,12 @@ mkdir -p "$out"
 demo_model=$root/examples/translation/model.safetensors
 if [ -f "$demo_model" ]; then
   echo "== tern demo: German -> English (examples/translation, trained from Debian package data)"
+  # The vocabulary shortlist built from the model's training data (docs/shortlist.md): each
+  # sentence scores only its candidate target tokens.
   "$tern" convert "$demo_model" -o "$out/de-en.int8.tern" --dtype int8 \
-    --tokenizer "$root/examples/translation/spm.model" --force --quiet
-  "$tern" inspect "$out/de-en.int8.tern" | sed -n '1p;/^arena/p'
+    --tokenizer "$root/examples/translation/spm.model" \
+    --shortlist "$root/examples/translation/shortlist.txt" --force --quiet
+  "$tern" inspect "$out/de-en.int8.tern" | sed -n '1p;/^shortlist/p;/^arena/p'
   echo
   samples=$root/examples/translation/samples.de
   start=$(date +%s%N)

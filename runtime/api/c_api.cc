@@ -78,6 +78,7 @@ tern::DecodingOptions ToOptions(const tern_translate_options* options, CallbackB
   out.length_penalty = options->length_penalty;
   out.repetition_penalty = options->repetition_penalty;
   out.no_repeat_ngram_size = options->no_repeat_ngram_size;
+  out.use_shortlist = options->no_shortlist == 0;
   if (options->on_token) {
     *bridge = CallbackBridge{options->on_token, options->user};
     out.on_token = tern::capi::Trampoline;
@@ -123,6 +124,7 @@ tern_translate_options tern_default_translate_options(void) {
   o.no_repeat_ngram_size = d.no_repeat_ngram_size;
   o.on_token = nullptr;
   o.user = nullptr;
+  o.no_shortlist = d.use_shortlist ? 0 : 1;
   return o;
 }
 

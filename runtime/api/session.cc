@@ -86,6 +86,7 @@ Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const i
   const TranslationState& state = SessionAccess::Get(*this).decoding;
   // Checked before encoding (an unprepared session is left to Encode's own message).
   if (ed.arena_used_bytes() > 0) TERN_RETURN_IF_ERROR(CheckBeam(options, ed.limits()));
+  ed.UseShortlist(options.use_shortlist);
   TERN_RETURN_IF_ERROR(ed.Encode(src_ids, src_stride, src_lengths, batch));
   if (options.beam_size > 1)
     return BeamSearch(ed, state, options, out_ids, out_stride, out_lengths, out_scores);

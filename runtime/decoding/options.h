@@ -28,6 +28,9 @@ struct DecodingOptions {
   int32_t n_best = 1;                // beam: hypotheses returned per sentence (<= beam_size)
   TokenCallback on_token = nullptr;
   void* user = nullptr;
+  // The model's vocabulary shortlist, when the file has one (docs/shortlist.md): each sentence
+  // scores only its candidate target tokens. false: every token, as without a shortlist.
+  bool use_shortlist = true;
 };
 
 // Sampling for language models (runtime/decoding/sampling.h has the procedure).

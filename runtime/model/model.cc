@@ -221,6 +221,14 @@ Result<Model> Model::Load(const void* data, size_t size) {
   model.config_ = ReadConfig(*model.root_->config());
   TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
+  if (model.root_->shortlist() != nullptr &&
+      model.config_.architecture == Architecture::kDecoderOnly) {
+    return Status::Error(
+        StatusCode::kInvalidModel,
+        "shortlist: a decoder-only model has no source sentence to shortlist from");
+  }
+  TERN_RETURN_IF_ERROR(ReadShortlist(model.root_->shortlist(), model.config_.src_vocab_size,
+                                     model.config_.tgt_vocab_size, &model.shortlist_));
   // The architecture's tensors (names, shapes) are checked when a session is prepared
   // (ValidateArchitecture, runtime/models/architectures.h): the loader knows the file format
   // only, so it depends on nothing above runtime/model/.

@@ -12,6 +12,7 @@
 #include "runtime/core/span.h"
 #include "runtime/core/tensor.h"
 #include "runtime/model/config.h"
+#include "runtime/model/shortlist.h"
 
 namespace tern {
 
@@ -84,6 +85,8 @@ class Model {
   // Serialized SentencePiece models; empty when the file has none.
   Span<const uint8_t> source_tokenizer() const;
   Span<const uint8_t> target_tokenizer() const;
+  // The vocabulary shortlist (format 1.5), checked by Load; present() is false without one.
+  const ShortlistTable& shortlist() const { return shortlist_; }
   const schema::Model* schema() const { return root_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
@@ -96,6 +99,7 @@ class Model {
   size_t size_ = 0;
   const schema::Model* root_ = nullptr;
   ModelConfig config_;
+  ShortlistTable shortlist_;
   uint16_t format_major_ = 0;
   uint16_t format_minor_ = 0;
   ConsumedHook consumed_ = nullptr;

@@ -1,6 +1,9 @@
 #include "runtime/models/encoder_decoder.h"
 
+#include <limits>
+
 #include "runtime/kernels/ops.h"
+#include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/nn/residual.h"
 
 namespace tern {
@@ -111,6 +114,21 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("dec_hidden", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.hidden);
   p.Add("dec_scores", keys, kDecoder, kDecoder, &dec_scratch_.scores);
   p.Add("logits", CheckedMul(rows, c.tgt_vocab_size), kDecoder, kDecoder, &logits_);
+  // The vocabulary shortlist: each sentence's candidate rows, listed by Encode through a bitmap
+  // of the target vocabulary.
+  const ShortlistTable& shortlist = model.shortlist();
+  shortlist_ = shortlist.present() ? &shortlist : nullptr;
+  int32_t specials[kMaxShortlistSpecials];
+  shortlist_capacity_ =
+      shortlist_ ? shortlist.MaxCandidates(limits.max_source_length, ShortlistSpecials(c, specials),
+                                           c.tgt_vocab_size)
+                 : 0;
+  const size_t capacity = static_cast<size_t>(shortlist_capacity_);
+  p.Add("shortlist_rows", CheckedMul(b, capacity), kEncoder, kDecoder, &shortlist_ids_,
+        shortlist_ != nullptr);
+  p.Add("shortlist_counts", b, kEncoder, kDecoder, &shortlist_counts_, shortlist_ != nullptr);
+  p.Add("shortlist_marks", (static_cast<size_t>(c.tgt_vocab_size) + 63) / 64, kEncoder, kEncoder,
+        &shortlist_marks_, shortlist_ != nullptr);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
   p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
@@ -212,10 +230,41 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
   FinalNorm(config_, enc_scratch_.kernels, weights_.encoder_norm, enc_x_, batch * seq);
   for (int i = 0; i < config_.decoder_layers; ++i)
     CrossKeysValues(config_, layers_.decoder[i].cross, enc_x_, batch, seq, Cross(i).kv);
+  shortlist_listed_ = shortlist_ != nullptr && shortlist_on_;
+  if (shortlist_listed_) {
+    for (int32_t b = 0; b < batch; ++b) {
+      ListCandidates(src_ids + b * src_stride, lengths[b], shortlist_ids_ + b * shortlist_capacity_,
+                     &shortlist_counts_[b]);
+    }
+  }
   position_ = 0;
   rows_per_sentence_ = 1;
   encoded_ = true;
   return Status::Ok();
+}
+
+// F frequent + the row of each distinct source token + the special ids, deduplicated and
+// ascending: marked in a bitmap of the target vocabulary, then read out in id order. Depends on
+// the sentence alone, so its translation does not depend on the rest of the batch.
+void EncoderDecoder::ListCandidates(const int32_t* src, int32_t length, int32_t* out,
+                                    int32_t* count) {
+  const size_t words = (static_cast<size_t>(config_.tgt_vocab_size) + 63) / 64;
+  for (size_t w = 0; w < words; ++w) shortlist_marks_[w] = 0;
+  auto mark = [this](int32_t id) { shortlist_marks_[id >> 6] |= uint64_t{1} << (id & 63); };
+  for (int32_t id : shortlist_->frequent) mark(id);
+  int32_t specials[kMaxShortlistSpecials];
+  const int n = ShortlistSpecials(config_, specials);
+  for (int i = 0; i < n; ++i) mark(specials[i]);
+  for (int32_t i = 0; i < length; ++i) {
+    for (int32_t id : shortlist_->row(src[i])) mark(id);
+  }
+  int32_t c = 0;
+  for (size_t w = 0; w < words; ++w) {
+    for (uint64_t bits = shortlist_marks_[w]; bits != 0; bits &= bits - 1) {
+      out[c++] = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+    }
+  }
+  *count = c;
 }
 
 Status EncoderDecoder::SetRowsPerSentence(int32_t rows) {
@@ -291,7 +340,19 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     }
   }
   FinalNorm(config_, dec_scratch_.kernels, weights_.decoder_norm, dec_x_, rows);
-  Linear(dec_x_, rows, d, weights_.output, logits_, config_.tgt_vocab_size);
+  if (shortlist_listed_) {
+    // Only the sentence's candidate rows; the rest of the vocabulary cannot be chosen.
+    const int64_t v = config_.tgt_vocab_size;
+    for (int32_t r = 0; r < rows; ++r) {
+      float* y = logits_ + r * v;
+      for (int64_t j = 0; j < v; ++j) y[j] = -std::numeric_limits<float>::infinity();
+      const int32_t b = r / rows_per_sentence_;
+      vec::LinearRows(dec_x_ + r * d, weights_.output.weight, weights_.output.bias,
+                      shortlist_ids_ + b * shortlist_capacity_, shortlist_counts_[b], y);
+    }
+  } else {
+    Linear(dec_x_, rows, d, weights_.output, logits_, config_.tgt_vocab_size);
+  }
   ++position_;
   *logits = logits_;
   return Status::Ok();

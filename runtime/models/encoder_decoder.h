@@ -71,6 +71,16 @@ class EncoderDecoder final : public TransformerModel {
   // self-attention K/V cache of every layer accordingly.
   Status ReorderRows(const int32_t* parents);
 
+  // The model's vocabulary shortlist (docs/shortlist.md), when it has one: on by default. Set
+  // before Encode; Encode then lists each sentence's candidate target rows, and DecodeStep
+  // computes only those logits (the others are -infinity).
+  void UseShortlist(bool on) { shortlist_on_ = on; }
+  bool shortlist_active() const { return shortlist_listed_ && encoded_; }
+  // Sentence b's candidates of the last Encode (sorted target ids), when active.
+  Span<const int32_t> shortlist_rows(int32_t b) const {
+    return {shortlist_ids_ + b * shortlist_capacity_, static_cast<size_t>(shortlist_counts_[b])};
+  }
+
   int32_t batch() const { return batch_; }
   int64_t position() const { return position_; }
   // The encoder's output of the last Encode: [batch, src_seq, d_model].
@@ -93,6 +103,7 @@ class EncoderDecoder final : public TransformerModel {
   void UniversalEncoderSteps(const SequenceShape& shape, const KeyValues& kv);
   void UniversalDecoderSteps(const StepShape& shape);
   bool universal() const { return config_.architecture == Architecture::kUniversal; }
+  void ListCandidates(const int32_t* src, int32_t length, int32_t* out, int32_t* count);
 
   float* step_signal_ = nullptr;      // Universal: [d_model], PE(step)
   ActState enc_act_{}, dec_act_{};    // Universal with ACT only
@@ -107,7 +118,14 @@ class EncoderDecoder final : public TransformerModel {
   float* dec_x_ = nullptr;
   LayerScratch dec_scratch_{};
   float* logits_ = nullptr;
-  float* beam_scratch_ = nullptr;  // [beam_size * max_target_length * d_kv]
+  float* beam_scratch_ = nullptr;              // [beam_size * max_target_length * d_kv]
+  const ShortlistTable* shortlist_ = nullptr;  // null: the model has none
+  bool shortlist_on_ = true;
+  bool shortlist_listed_ = false;        // the last Encode listed candidates
+  int64_t shortlist_capacity_ = 0;       // candidates per sentence at most
+  int32_t* shortlist_ids_ = nullptr;     // [max_batch, capacity]
+  int32_t* shortlist_counts_ = nullptr;  // [max_batch]
+  uint64_t* shortlist_marks_ = nullptr;  // [ceil(tgt_vocab / 64)] while listing
   int32_t batch_ = 0;
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;

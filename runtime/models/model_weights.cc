@@ -1,5 +1,6 @@
 #include "runtime/models/model_weights.h"
 
+#include <cstring>
 #include <new>
 
 #include "runtime/models/architectures.h"
@@ -183,8 +184,14 @@ Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const 
   TERN_RETURN_IF_ERROR(Vector(name(prefix, "bias"), out, false, &w->bias));
   w->kernel = nullptr;
   if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
-  if (create_ != nullptr)
-    return create_->CreateLinear(w->weight, w->bias, call, &w->kernel, &model_);
+  if (create_ != nullptr) {
+    // With a vocabulary shortlist every decoder step reads output projection rows from the
+    // model (kernels/vectorized/linear_rows.h): its pages stay resident.
+    const bool rows_read =
+        model_.shortlist().present() && std::strcmp(prefix, "output_projection") == 0;
+    return create_->CreateLinear(w->weight, w->bias, call, &w->kernel,
+                                 rows_read ? nullptr : &model_);
+  }
   return Status::Ok();
 }
 

@@ -227,6 +227,35 @@ TEST_CASE("translate with shared weights allocates nothing after prepare", "[all
 }
 #endif
 
+// The vocabulary shortlist's candidate lists, bitmap and row-indexed projection: in the arena.
+TEST_CASE("translate with a vocabulary shortlist allocates nothing after prepare",
+          "[allocation][shortlist]") {
+  for (Backend backend : testing::Backends()) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kI8, DType::kI4}) {
+      INFO("backend " << static_cast<int>(backend) << ", " << DTypeName(dtype));
+      const testing::AlignedBytes bytes =
+          testing::ShortlistModelBytes(testing::WideConfig(), 21, dtype, 32);
+      Limits limits = LimitsFor(backend, 10);
+      limits.beam_size = 2;
+      Prepared<Session> p;
+      Prepare(&p, bytes, limits);
+      int32_t out[3 * 2 * 10];
+      int32_t out_lengths[3 * 2];
+      DecodingOptions options;
+      testing::StartCountingAllocations();
+      Status greedy = p.runner.TranslateIds(kIds, 12, kLengths, 3, options, out, 10, out_lengths);
+      options.beam_size = 2;
+      Status beam = p.runner.TranslateIds(kIds, 12, kLengths, 2, options, out, 10, out_lengths);
+      const size_t allocations = testing::StopCountingAllocations();
+      INFO(greedy.message() << beam.message());
+      CHECK(greedy.ok());
+      CHECK(beam.ok());
+      CHECK(allocations == 0);
+      CHECK(tern::internal::encoder_decoder(p.runner).shortlist_active());
+    }
+  }
+}
+
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
 // bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, and
 // grouped-query attention, on both backends.

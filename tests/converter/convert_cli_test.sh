@@ -226,5 +226,45 @@ expect_error "config.json: encoder_layers = 10^9 names the file, field and bound
   limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --config "$work/huge.json"
 check "no output after refused configs" test ! -e "$work/x.tern"
 
+# The vocabulary shortlist (format 1.5): from parallel text, written as text, read back; bad
+# corpora and K / F are refused with no output left behind.
+sl() {
+  tern convert "$pre" --skip-prefix expected. --quiet --tokenizer "$all_fixtures/tokenizer/src37.model" \
+    --target-tokenizer "$all_fixtures/tokenizer/tgt41.model" "$@"
+}
+printf 'hello world\nabc\nhello abc\n' >"$work/sl.de"
+printf 'hallo welt\nabd\nhallo abd\n' >"$work/sl.en"
+sl -o "$work/sl.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist-k 4 --shortlist-f 2 \
+  --write-shortlist "$work/sl.txt"
+check "shortlist: the model has it" grep -q "^shortlist: K 4, F 2" <(tern inspect "$work/sl.tern")
+check "shortlist: inspect --json" grep -q '"worst_case_rows_per_sentence"' <(tern inspect --json "$work/sl.tern")
+check "shortlist: its text form" grep -q "^tern-shortlist 1" "$work/sl.txt"
+sl -o "$work/sl2.tern" --shortlist "$work/sl.txt" --write-shortlist "$work/sl2.txt"
+check "shortlist: read back from text, the same table" cmp -s "$work/sl.txt" "$work/sl2.txt"
+check "shortlist: read back from text, the same inspect line" test \
+  "$(tern inspect "$work/sl.tern" | grep ^shortlist)" == "$(tern inspect "$work/sl2.tern" | grep ^shortlist)"
+check "shortlist: a file without one says so" grep -q "^shortlist: none" <(tern inspect "$work/qt.tern")
+printf 'hallo welt\nabd\n' >"$work/short.en"
+expect_error "shortlist: line counts differ" 1 "has 3 lines" \
+  sl -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/short.en"
+: >"$work/empty.de"
+: >"$work/empty.en"
+expect_error "shortlist: an empty corpus" 1 "shortlist corpus is empty" \
+  sl -o "$work/x.tern" --shortlist-corpus "$work/empty.de" "$work/empty.en" --shortlist-k 4 --shortlist-f 2
+expect_error "shortlist: K = 0 and F = 0" 2 "--shortlist-k 0 with --shortlist-f 0" \
+  sl -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist-k 0 --shortlist-f 0
+expect_error "shortlist: K above the vocabulary" 1 "must not exceed tgt_vocab_size" \
+  sl -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist-k 100000
+expect_error "shortlist: F above the vocabulary" 1 "must not exceed tgt_vocab_size" \
+  sl -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist-f 100000
+expect_error "shortlist: a corpus needs the tokenizer" 1 "needs the model's SentencePiece tokenizer" \
+  conv -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en"
+expect_error "shortlist: -k without a corpus" 2 "--shortlist-k needs --shortlist-corpus" \
+  conv -o "$work/x.tern" --shortlist-k 3
+printf 'tern-shortlist 1\nk 2\nfrequent 1000\n' >"$work/bad.txt"
+expect_error "shortlist: a bad text file names the line" 1 "bad.txt:3: id 1000 is outside" \
+  sl -o "$work/x.tern" --shortlist "$work/bad.txt"
+check "no output after refused shortlists" test ! -e "$work/x.tern"
+
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -116,6 +116,16 @@ int main(int argc, char** argv) {
   with_bpe.tensors = RandomContents(with_bpe.config, 7, DType::kI8).tensors;
   WriteFile(dir + "/load/byte_level_bpe_i8.tern", SerializeModel(with_bpe));
 
+  // A vocabulary shortlist (format 1.5): frequent ids, empty and full rows.
+  auto with_shortlist = RandomContents(post, 8, DType::kI8);
+  tern::convert::ShortlistData shortlist;
+  shortlist.k = 3;
+  shortlist.frequent = {4, 5};
+  shortlist.row_offsets = {0, 0, 0, 0, 0, 3, 4, 4, 6};
+  shortlist.ids = {6, 7, 3, 1, 7, 6};
+  with_shortlist.shortlist = shortlist;
+  WriteFile(dir + "/load/shortlist_i8.tern", SerializeModel(with_shortlist));
+
   // The f32 tiny model's tensors under their canonical names, as a checkpoint would hold them.
   std::vector<tern::convert::HostTensor> tensors;
   for (const auto& e : RandomContents(post, 1, DType::kF32).tensors) {

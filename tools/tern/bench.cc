@@ -63,7 +63,9 @@ const char kHelp[] =
     "  --repeat R            timed runs per measurement (default 5)\n"
     "  --warmup W            untimed runs first (default 1)\n"
     "  --json                one JSON object instead of the table\n"
-    "  --no-mmap             read MODEL into memory instead of mapping it\n";
+    "  --no-mmap             read MODEL into memory instead of mapping it\n"
+    "  --no-shortlist        ignore the model's vocabulary shortlist; with one (and without\n"
+    "                        this flag) every run is timed with and without it, interleaved\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -174,7 +176,7 @@ int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "source-length", "tokens", "batch", "beam", "repeat",
              "warmup"},
-            {"json", "no-mmap", "help"}, {{"-m", "--model"}});
+            {"json", "no-mmap", "no-shortlist", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -264,37 +266,54 @@ int Bench(int argc, char** argv) {
                                  out_scores.data())
                     : GreedyDecode(model, state, options, out.data(), tokens, out_lengths.data());
   };
-  std::vector<double> totals, encodes, per_token, first_step, last_step, cpu_totals, cpu_encodes,
-      cpu_per_token;
+  // With a vocabulary shortlist, every run is timed with it and without it in turn
+  // (interleaved, so both see the same machine): times[1] is without.
+  struct Times {
+    std::vector<double> totals, encodes, per_token, first_step, last_step, cpu_totals, cpu_encodes,
+        cpu_per_token;
+  } times[2];
+  const bool shortlist = loaded.model.shortlist().present() && !args.has("no-shortlist");
   for (int r = 0; r < warmup + repeat; ++r) {
-    stamps.clear();
-    const double c0 = CpuMs();
-    const Clock::time_point t0 = Clock::now();
-    Check(model.Encode(src.data(), source_length, src_lengths.data(), batch), "encode");
-    const Clock::time_point t1 = Clock::now();
-    const double c1 = CpuMs();
-    Check(decode(), "decode");
-    const Clock::time_point t2 = Clock::now();
-    const double c2 = CpuMs();
-    for (int32_t b = 0; b < batch; ++b) {
-      if (out_lengths[static_cast<size_t>(b)] != tokens) {
-        throw std::runtime_error("sentence " + std::to_string(b) + ": generated " +
-                                 std::to_string(out_lengths[static_cast<size_t>(b)]) +
-                                 " tokens, expected " + std::to_string(tokens));
+    for (int mode = shortlist ? 1 : 0; mode >= 0; --mode) {  // the shortlist run last
+      model.UseShortlist(shortlist && mode == 0);
+      Times& m = times[mode];
+      stamps.clear();
+      const double c0 = CpuMs();
+      const Clock::time_point t0 = Clock::now();
+      Check(model.Encode(src.data(), source_length, src_lengths.data(), batch), "encode");
+      const Clock::time_point t1 = Clock::now();
+      const double c1 = CpuMs();
+      Check(decode(), "decode");
+      const Clock::time_point t2 = Clock::now();
+      const double c2 = CpuMs();
+      for (int32_t b = 0; b < batch; ++b) {
+        if (out_lengths[static_cast<size_t>(b)] != tokens) {
+          throw std::runtime_error("sentence " + std::to_string(b) + ": generated " +
+                                   std::to_string(out_lengths[static_cast<size_t>(b)]) +
+                                   " tokens, expected " + std::to_string(tokens));
+        }
+      }
+      if (r < warmup) continue;
+      m.totals.push_back(Ms(t0, t2));
+      m.encodes.push_back(Ms(t0, t1));
+      m.cpu_totals.push_back(c2 - c0);
+      m.cpu_encodes.push_back(c1 - c0);
+      m.cpu_per_token.push_back((c2 - c1) / tokens);
+      m.per_token.push_back(Ms(t1, t2) / tokens);
+      if (beam == 1 && !stamps.empty()) {
+        m.first_step.push_back(Ms(t1, stamps.front()));
+        if (stamps.size() >= 2) m.last_step.push_back(Ms(stamps[stamps.size() - 2], stamps.back()));
       }
     }
-    if (r < warmup) continue;
-    totals.push_back(Ms(t0, t2));
-    encodes.push_back(Ms(t0, t1));
-    cpu_totals.push_back(c2 - c0);
-    cpu_encodes.push_back(c1 - c0);
-    cpu_per_token.push_back((c2 - c1) / tokens);
-    per_token.push_back(Ms(t1, t2) / tokens);
-    if (beam == 1 && !stamps.empty()) {
-      first_step.push_back(Ms(t1, stamps.front()));
-      if (stamps.size() >= 2) last_step.push_back(Ms(stamps[stamps.size() - 2], stamps.back()));
-    }
   }
+  const std::vector<double>& totals = times[0].totals;
+  const std::vector<double>& encodes = times[0].encodes;
+  const std::vector<double>& per_token = times[0].per_token;
+  const std::vector<double>& first_step = times[0].first_step;
+  const std::vector<double>& last_step = times[0].last_step;
+  const std::vector<double>& cpu_totals = times[0].cpu_totals;
+  const std::vector<double>& cpu_encodes = times[0].cpu_encodes;
+  const std::vector<double>& cpu_per_token = times[0].cpu_per_token;
   const double encode_long = source_length == kLongSource              ? Median(encodes)
                              : limits.max_source_length >= kLongSource ? encode_ms(kLongSource)
                                                                        : -1.0;
@@ -363,6 +382,15 @@ int Bench(int argc, char** argv) {
   j["cpu_encode_ms"] = Median(cpu_encodes);
   j["cpu_decode_ms_per_token"] = Median(cpu_per_token);
   j["cpu_total_ms"] = Median(cpu_totals);
+  j["shortlist"] = shortlist;
+  if (shortlist) {
+    double candidates = 0;
+    for (int32_t b = 0; b < batch; ++b) candidates += model.shortlist_rows(b).size();
+    j["shortlist_rows_per_sentence"] = candidates / batch;
+    j["no_shortlist_decode_ms_per_token"] = Median(times[1].per_token);
+    j["no_shortlist_total_ms"] = Median(times[1].totals);
+    j["no_shortlist_cpu_decode_ms_per_token"] = Median(times[1].cpu_per_token);
+  }
   j["peak_rss_bytes"] = memory.peak;
   j["rss_anon_bytes"] = memory.anon;
   j["rss_file_bytes"] = memory.file;
@@ -399,6 +427,13 @@ int Bench(int argc, char** argv) {
   }
   std::printf("translate        %.1f ms for %d x %d tokens from %d-token sources: %.1f tokens/s\n",
               total, batch, tokens, source_length, j["tokens_per_s"].get<double>());
+  if (shortlist) {
+    std::printf(
+        "shortlist        %.0f of %d output rows per sentence; without it (interleaved):\n"
+        "                 decode %.2f ms/step, translate %.1f ms\n",
+        j["shortlist_rows_per_sentence"].get<double>(), config.tgt_vocab_size,
+        Median(times[1].per_token), Median(times[1].totals));
+  }
   std::printf("peak RSS         %.1f MiB (now: %.1f anon + %.1f file)\n",
               static_cast<double>(memory.peak) / mib, static_cast<double>(memory.anon) / mib,
               static_cast<double>(memory.file) / mib);

@@ -12,9 +12,9 @@
 #include "converter/output_file.h"
 #include "converter/precision.h"
 #include "converter/quality.h"
-#include "runtime/tokenizer/tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
+#include "tools/tern/convert_shortlist.h"
 
 namespace tern::cli {
 
@@ -74,6 +74,22 @@ const char kHelp[] =
     "                            tokenizer (BLEU on its subword ids)\n"
     "  --max-length N            decoder steps per sentence (default min(256, max_positions))\n"
     "\n"
+    "vocabulary shortlist (format 1.5; translation models; docs/shortlist.md):\n"
+    "  --shortlist-corpus SRC TGT  build it from parallel text, one sentence per line, encoded\n"
+    "                            with the embedded tokenizers: per source token the K target\n"
+    "                            tokens most likely in its translation, plus the F most\n"
+    "                            frequent target tokens; files named *.ids hold token ids\n"
+    "                            (space-separated, one sentence per line) instead of text\n"
+    "  --shortlist-k K           target tokens per source token (default 50)\n"
+    "  --shortlist-f F           frequent target tokens (default 50)\n"
+    "  --shortlist-score NAME    ibm1 (IBM model 1 EM, default) or llr (co-occurrence scored by\n"
+    "                            a log-likelihood ratio)\n"
+    "  --shortlist FILE          take the table from a shortlist text file instead\n"
+    "  --write-shortlist FILE    also write the table as a shortlist text file (small enough\n"
+    "                            to commit beside a checkpoint)\n"
+    "  --shortlist-eval SRC TGT  print the table's recall on held-out parallel text: the share\n"
+    "                            of reference tokens inside their sentence's candidates\n"
+    "\n"
     "output:\n"
     "  -o, --output PATH         the .tern file to write\n"
     "  --tokenizer PATH          tokenizer to embed: a SentencePiece model (shared or source\n"
@@ -90,6 +106,25 @@ const char kHelp[] =
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// `--NAME A B`: an option with two values, taken out of argv before Args sees it.
+std::vector<std::string> TakePair(int* argc, char** argv, const std::string& name) {
+  std::vector<std::string> values;
+  int out = 0;
+  const std::string flag = "--" + name;
+  for (int i = 0; i < *argc; ++i) {
+    if (argv[i] == flag) {
+      if (i + 2 >= *argc) throw UsageError("option " + flag + " needs two values: SRC TGT");
+      if (!values.empty()) throw UsageError("option " + flag + " given twice");
+      values = {argv[i + 1], argv[i + 2]};
+      i += 2;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return values;
 }
 
 // Options that may be given more than once are taken out of argv before Args sees it.
@@ -147,40 +182,24 @@ class ProgressBar {
   bool live_;
 };
 
-// Lines of a UTF-8 text file encoded with a serialized SentencePiece model (the one embedded in
-// the output); empty lines stay empty. Errors name the file and line.
-std::vector<convert::IdSequence> EncodeLines(const std::string& path,
-                                             const std::vector<uint8_t>& spm, bool append_eos,
-                                             int32_t eos_id) {
-  Tokenizer tokenizer;
-  Status s = tokenizer.Load(Span<const uint8_t>(spm.data(), spm.size()));
-  if (!s.ok()) throw convert::Error("tokenizer: " + std::string(s.message()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw convert::Error(path + ": cannot open");
-  std::vector<convert::IdSequence> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.emplace_back();
-    if (line.empty()) continue;
-    s = tokenizer.Encode(line, append_eos, eos_id, &out.back());
-    if (!s.ok()) {
-      throw convert::Error(path + ":" + std::to_string(out.size()) + ": " + s.message());
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 int Convert(int argc, char** argv) {
   const std::vector<std::string> keep = TakeRepeated(&argc, argv, "keep");
   const std::vector<std::string> sets = TakeRepeated(&argc, argv, "set");
   const std::vector<std::string> skips = TakeRepeated(&argc, argv, "skip-prefix");
-  Args args(argc, argv,
-            {"output", "arch", "config", "map", "state-key", "dtype", "group-size", "auto-budget",
-             "tokenizer", "target-tokenizer", "report", "references", "report-text",
-             "references-text", "max-length"},
+  const std::vector<std::string> corpus = TakePair(&argc, argv, "shortlist-corpus");
+  const std::vector<std::string> held_out = TakePair(&argc, argv, "shortlist-eval");
+  Args args(argc, argv, {"output",      "arch",
+                         "config",      "map",
+                         "state-key",   "dtype",
+                         "group-size",  "auto-budget",
+                         "tokenizer",   "target-tokenizer",
+                         "report",      "references",
+                         "report-text", "references-text",
+                         "max-length",  "shortlist-k",
+                         "shortlist-f", "shortlist-score",
+                         "shortlist",   "write-shortlist"},
             {"force", "quiet", "help", "ignore-position-table", "no-tokenizer"},
             {{"-o", "--output"}});
   if (args.has("help")) {
@@ -227,6 +246,7 @@ int Convert(int argc, char** argv) {
     throw UsageError("--auto-budget needs the lowest precision to use: --dtype fp16, int8 or int4");
   }
   options.skip_prefixes = skips;
+  const ShortlistRequest shortlist = ParseShortlistRequest(args, corpus, held_out);
   const long long max_length = args.get_int("max-length", 0);
   if (max_length < 0 || max_length > 1 << 20)
     throw UsageError("--max-length must be between 0 and 1048576");
@@ -234,6 +254,7 @@ int Convert(int argc, char** argv) {
   for (const auto& k : keep) options.command_line += " --keep " + k;
   for (const auto& s : sets) options.command_line += " --set " + s;
   for (const auto& s : skips) options.command_line += " --skip-prefix " + s;
+  if (!corpus.empty()) options.command_line += " --shortlist-corpus " + corpus[0] + " " + corpus[1];
   const bool quiet = args.has("quiet");
   ProgressBar bar(!quiet && ::isatty(2));
   if (!quiet) {
@@ -243,10 +264,16 @@ int Convert(int argc, char** argv) {
     };
   }
   // The output is checked before the (possibly long) conversion, and again when written.
-  convert::CheckOutputPath(args.get("output"), args.has("force"),
-                           {options.checkpoint, options.config, options.map, options.tokenizer,
-                            options.target_tokenizer});
-  const convert::TernContents contents = convert::BuildContents(options);
+  std::vector<std::string> inputs = {options.checkpoint, options.config,           options.map,
+                                     options.tokenizer,  options.target_tokenizer, shortlist.file};
+  inputs.insert(inputs.end(), corpus.begin(), corpus.end());
+  convert::CheckOutputPath(args.get("output"), args.has("force"), inputs);
+  if (!shortlist.write.empty()) {
+    inputs.push_back(args.get("output"));
+    convert::CheckOutputPath(shortlist.write, args.has("force"), inputs);
+  }
+  convert::TernContents contents = convert::BuildContents(options);
+  AddShortlist(shortlist, quiet, &contents);
   // The report's inputs are read (and text encoded) before writing, so a bad input file leaves
   // no output behind.
   std::vector<convert::IdSequence> sources, refs;
@@ -264,6 +291,12 @@ int Convert(int argc, char** argv) {
   }
   const std::string output = args.get("output");
   convert::WriteModelFile(output, contents, args.has("force"));
+  if (!shortlist.write.empty()) {
+    const std::string text = convert::ShortlistText(*contents.shortlist);
+    convert::TempFile temp(convert::CheckOutputPath(shortlist.write, args.has("force"), inputs));
+    temp.Write(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+    temp.Commit(args.has("force"));
+  }
   if (!quiet) {
     size_t bytes = 0;
     for (const auto& t : contents.tensors) bytes += t.data.size() + 4 * t.scales.size();
@@ -284,6 +317,7 @@ int Convert(int argc, char** argv) {
                    (keep.empty() && options.auto_budget.empty() ? "" : " (mixed precision)");
     std::fputs(report.Format().c_str(), stdout);
   }
+  ReportShortlist(shortlist, contents);
   return 0;
 }
 

@@ -139,6 +139,18 @@ int Inspect(int argc, char** argv) {
   j["tensors"] = tensors;
   j["bytes_by_dtype"] = by_dtype;
   j["tokenizer"] = DescribeTokenizer(model);
+  const ShortlistTable& shortlist = model.shortlist();
+  if (shortlist.present()) {
+    int32_t specials[kMaxShortlistSpecials];
+    const int n = ShortlistSpecials(model.config(), specials);
+    j["shortlist"] = {
+        {"k", shortlist.k},
+        {"f", shortlist.f()},
+        {"ids", shortlist.ids.size()},
+        {"special_ids", n},
+        {"worst_case_rows_per_sentence",
+         shortlist.MaxCandidates(limits.max_source_length, n, model.config().tgt_vocab_size)}};
+  }
   const auto* meta = model.schema()->metadata();
   if (meta) {
     j["metadata"] = {{"converter_version", Str(meta->converter_version())},
@@ -176,6 +188,17 @@ int Inspect(int argc, char** argv) {
   std::printf("\nbytes by dtype:\n");
   for (const auto& kv : by_dtype) std::printf("  %-4s %llu\n", kv.first.c_str(), kv.second);
   std::printf("\ntokenizer: %s\n", TokenizerLine(j["tokenizer"]).c_str());
+  if (shortlist.present()) {
+    const auto& sl = j["shortlist"];
+    std::printf(
+        "shortlist: K %d, F %lld, %zu ids; worst case per sentence (source %d): %lld of %d "
+        "output rows (F + K per source token + %d special ids)\n",
+        shortlist.k, static_cast<long long>(shortlist.f()), shortlist.ids.size(),
+        limits.max_source_length, sl["worst_case_rows_per_sentence"].get<long long>(),
+        model.config().tgt_vocab_size, sl["special_ids"].get<int>());
+  } else {
+    std::printf("shortlist: none\n");
+  }
   if (meta) {
     std::printf("metadata:\n");
     for (auto it = j["metadata"].begin(); it != j["metadata"].end(); ++it) {

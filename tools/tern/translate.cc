@@ -68,6 +68,8 @@ const char kHelp[] =
     "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
+    "  --no-shortlist        score every target token even if the model has a vocabulary\n"
+    "                        shortlist (by default each sentence scores only its candidates)\n"
     "  --json                one JSON object per line: line, source, translations (text, ids,\n"
     "                        log_prob: the sum of the token log-probabilities, EOS included;\n"
     "                        normalized_score: log_prob / scored_tokens^length-penalty, what\n"
@@ -151,7 +153,8 @@ int Translate(int argc, char** argv) {
                                   "no-repeat-ngram", "repetition-penalty",
                                   "buffer",          "workers"};
   for (const char* f : kLimitFlags) valued.insert(f);
-  Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
+  Args args(argc, argv, valued, {"ids", "json", "no-mmap", "no-shortlist", "help"},
+            {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -180,6 +183,7 @@ int Translate(int argc, char** argv) {
   if (!std::isfinite(options.length_penalty))
     throw UsageError("option --length-penalty is too large for a float");
   options.repetition_penalty = static_cast<float>(args.get_real("repetition-penalty", 1.0));
+  options.use_shortlist = !args.has("no-shortlist");
   if (!(options.repetition_penalty > 0.0f) || !std::isfinite(options.repetition_penalty)) {
     throw UsageError("option --repetition-penalty must be > 0 (1: off), got " +
                      args.get("repetition-penalty"));

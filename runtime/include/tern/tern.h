@@ -98,6 +98,8 @@ typedef struct tern_translate_options {
   int32_t no_repeat_ngram_size; /* > 0: never repeat an n-gram */
   tern_token_callback on_token; /* optional streaming / cancellation */
   void* user;
+  int32_t no_shortlist; /* nonzero: score every target token even if the model has a
+                           vocabulary shortlist (docs/shortlist.md) */
 } tern_translate_options;
 
 /* Generation with a decoder-only model. Start from tern_default_generate_options(). */

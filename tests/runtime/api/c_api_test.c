@@ -104,6 +104,15 @@ int main(int argc, char** argv) {
   options.user = &seen;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_CANCELLED);
   CHECK(seen == 2);
+  /* A model without a vocabulary shortlist: no_shortlist (default 0: use one) changes nothing. */
+  options = tern_default_translate_options();
+  CHECK(options.no_shortlist == 0);
+  int32_t plain[12], full[12];
+  size_t plain_n = 0, full_n = 0;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, plain, 12, &plain_n) == TERN_OK);
+  options.no_shortlist = 1;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, full, 12, &full_n) == TERN_OK);
+  CHECK(plain_n == full_n && memcmp(plain, full, plain_n * sizeof(int32_t)) == 0);
   options = tern_default_translate_options();
   options.beam_size = 3;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);

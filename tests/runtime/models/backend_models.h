@@ -28,8 +28,8 @@ inline ModelConfig WideConfig() {
 }
 
 // RandomContents with the int4 block size as a parameter (0: one scale per row).
-inline AlignedBytes ModelBytes(const ModelConfig& config, uint32_t seed, DType dtype,
-                               int64_t group) {
+inline convert::TernContents ModelContents(const ModelConfig& config, uint32_t seed, DType dtype,
+                                           int64_t group) {
   std::mt19937 rng(seed);
   convert::TernContents contents;
   contents.config = config;
@@ -48,6 +48,35 @@ inline AlignedBytes ModelBytes(const ModelConfig& config, uint32_t seed, DType d
     contents.tensors.push_back(convert::Encode(t, vector ? DType::kF32 : dtype, group));
   }
   contents.converter_version = "test";
+  return contents;
+}
+
+inline AlignedBytes ModelBytes(const ModelConfig& config, uint32_t seed, DType dtype,
+                               int64_t group) {
+  return AlignedBytes(convert::SerializeModel(ModelContents(config, seed, dtype, group)));
+}
+
+// A vocabulary shortlist over the config's vocabularies: F = 2 frequent ids, and for source
+// token s the K = 3 ids (3s + 5), (5s + 7), (7s + 9) mod the target vocabulary (some rows
+// sharing ids with others, some with the frequent ids or the special ids).
+inline convert::ShortlistData ToyShortlist(const ModelConfig& config) {
+  convert::ShortlistData s;
+  const int32_t v = config.tgt_vocab_size;
+  s.k = 3;
+  s.frequent = {4 % v, 6 % v};
+  s.row_offsets.push_back(0);
+  for (int32_t src = 0; src < config.src_vocab_size; ++src) {
+    for (int32_t a : {3, 5, 7}) s.ids.push_back((a * src + a + 2) % v);
+    s.row_offsets.push_back(static_cast<uint32_t>(s.ids.size()));
+  }
+  return s;
+}
+
+// ModelBytes with ToyShortlist in the file (format 1.5).
+inline AlignedBytes ShortlistModelBytes(const ModelConfig& config, uint32_t seed, DType dtype,
+                                        int64_t group) {
+  convert::TernContents contents = ModelContents(config, seed, dtype, group);
+  contents.shortlist = ToyShortlist(config);
   return AlignedBytes(convert::SerializeModel(contents));
 }
 

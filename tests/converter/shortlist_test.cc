@@ -1,0 +1,206 @@
+// The vocabulary shortlist: built from parallel ids (IBM model 1 and the log-likelihood ratio),
+// its text form, the writer's format 1.5, and the inputs each step refuses.
+#include "converter/shortlist.h"
+
+#include <unistd.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "converter/error.h"
+#include "converter/writer.h"
+#include "tests/support/tiny_model.h"
+
+namespace tern::convert {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+
+// Source token 10 + i translates to target 12 + i (i < 4); 4 (and target 5) are in every
+// sentence; every sentence has two of the pairs, so only their co-occurrence tells them apart.
+void ToyCorpus(std::vector<IdSequence>* source, std::vector<IdSequence>* target) {
+  for (int rep = 0; rep < 6; ++rep) {
+    for (int a = 0; a < 4; ++a) {
+      const int b = (a + 1 + rep % 3) % 4;
+      if (a == b) continue;
+      source->push_back({4, 10 + a, 10 + b});
+      target->push_back({12 + b, 5, 12 + a});
+    }
+  }
+}
+
+ShortlistOptions Options(int64_t k, int64_t f, LexicalScore score) {
+  ShortlistOptions o;
+  o.k = k;
+  o.f = f;
+  o.score = score;
+  o.special_ids = {0, 1, 2, 3};
+  return o;
+}
+
+TEST_CASE("each source token's best target comes first, frequent and special ids stay out",
+          "[shortlist]") {
+  std::vector<IdSequence> source, target;
+  ToyCorpus(&source, &target);
+  for (LexicalScore score : {LexicalScore::kIbm1, LexicalScore::kLogLikelihood}) {
+    const ShortlistData s = BuildShortlist(source, target, 20, 20, Options(2, 1, score));
+    CHECK(s.k == 2);
+    REQUIRE(s.frequent == std::vector<int32_t>{5});  // in every target sentence
+    REQUIRE(s.row_offsets.size() == 21);
+    for (int a = 0; a < 4; ++a) {
+      const uint32_t begin = s.row_offsets[10 + a], end = s.row_offsets[11 + a];
+      REQUIRE(end > begin);
+      CHECK(end - begin <= 2);
+      CHECK(s.ids[begin] == 12 + a);
+      for (uint32_t i = begin; i < end; ++i) CHECK(s.ids[i] != 5);
+    }
+    CHECK(s.row_offsets[7] == s.row_offsets[8]);  // never seen: an empty row
+    // Coverage of the corpus itself: every reference token is a candidate with K = 2.
+    const ShortlistCoverage c = MeasureCoverage(s, source, target, {0, 1, 2, 3});
+    CHECK(c.recall == 1.0);
+    CHECK(c.max_candidates <= 1 + 4 + 2 * 3);
+  }
+}
+
+TEST_CASE("a sentence's candidates are frequent + rows + specials, sorted and unique",
+          "[shortlist]") {
+  ShortlistData s;
+  s.k = 2;
+  s.frequent = {9};
+  s.row_offsets = {0, 0, 2, 3};  // source 1: {7, 9}; source 2: {4}
+  s.ids = {7, 9, 4};
+  CHECK(Candidates(s, {1, 2, 1}, {2, 0}) == std::vector<int32_t>{0, 2, 4, 7, 9});
+  CHECK(Candidates(s, {0}, {2}) == std::vector<int32_t>{2, 9});
+}
+
+TEST_CASE("a bad corpus or K / F is refused by name", "[shortlist]") {
+  std::vector<IdSequence> source, target;
+  ToyCorpus(&source, &target);
+  const auto build = [&](const std::vector<IdSequence>& s, const std::vector<IdSequence>& t,
+                         int64_t k, int64_t f) {
+    BuildShortlist(s, t, 20, 20, Options(k, f, LexicalScore::kIbm1));
+  };
+  std::vector<IdSequence> shorter(target.begin(), target.end() - 1);
+  CHECK_THROWS_WITH(build(source, shorter, 2, 2), ContainsSubstring("lines"));
+  CHECK_THROWS_WITH(build({}, {}, 2, 2), ContainsSubstring("empty"));
+  CHECK_THROWS_WITH(build({{}, {4}}, {{5}, {}}, 2, 2), ContainsSubstring("empty"));
+  CHECK_THROWS_WITH(build(source, target, 0, 0), ContainsSubstring("K = 0 and F = 0"));
+  CHECK_THROWS_WITH(build(source, target, 21, 2), ContainsSubstring("tgt_vocab_size 20"));
+  CHECK_THROWS_WITH(build(source, target, 2, 21), ContainsSubstring("tgt_vocab_size 20"));
+  std::vector<IdSequence> bad = target;
+  bad[3].push_back(20);
+  CHECK_THROWS_WITH(build(source, bad, 2, 2), ContainsSubstring("target line 4: token id 20"));
+  CHECK_NOTHROW(build(source, target, 0, 2));
+  CHECK_NOTHROW(build(source, target, 2, 0));
+}
+
+std::string WriteTemp(const std::string& text) {
+  char path_template[] = "/tmp/tern_shortlist_XXXXXX";
+  const int fd = mkstemp(path_template);
+  REQUIRE(fd >= 0);
+  close(fd);
+  const std::string path = path_template;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST_CASE("the shortlist text form reads back what it wrote, and refuses bad lines",
+          "[shortlist]") {
+  std::vector<IdSequence> source, target;
+  ToyCorpus(&source, &target);
+  const ShortlistData s =
+      BuildShortlist(source, target, 20, 20, Options(3, 2, LexicalScore::kIbm1));
+  const std::string path = WriteTemp(ShortlistText(s));
+  const ShortlistData back = ReadShortlistText(path, 20, 20);
+  std::remove(path.c_str());
+  CHECK(back.k == s.k);
+  CHECK(back.frequent == s.frequent);
+  CHECK(back.row_offsets == s.row_offsets);
+  CHECK(back.ids == s.ids);
+  const auto refuse = [](const std::string& text, const std::string& what) {
+    const std::string p = WriteTemp(text);
+    CHECK_THROWS_WITH(ReadShortlistText(p, 20, 20), ContainsSubstring(what));
+    std::remove(p.c_str());
+  };
+  const std::string head = "tern-shortlist 1\nk 2\nfrequent 5\n";
+  refuse("tern-shortlist 2\n", "not a tern shortlist");
+  refuse("tern-shortlist 1\nk 21\nfrequent\n", "k K");
+  refuse("tern-shortlist 1\nk 0\nfrequent\n", "allow no token");
+  refuse("tern-shortlist 1\nk 2\nfrequent 20\n", "id 20 is outside");
+  refuse(head + "3\t7 8 9\n", "more than k = 2");
+  refuse(head + "20\t7\n", "source id \"20\"");
+  refuse(head + "4\t7\n3\t8\n", "ascend");
+  refuse(head + "4\t7 x\n", "expected token ids");
+  refuse(head + "4 7\n", "SOURCE_ID<TAB>IDS");
+}
+
+TEST_CASE("a file with a shortlist is format 1.5 and loads it; the loader checks its ids",
+          "[shortlist][writer]") {
+  const ModelConfig config = testing::TinyConfig();  // vocab 20
+  TernContents contents = testing::RandomContents(config, 3);
+  ShortlistData s;
+  s.k = 2;
+  s.frequent = {4, 5};
+  s.row_offsets.assign(21, 0);
+  for (size_t i = 8; i < s.row_offsets.size(); ++i) s.row_offsets[i] = 2;  // source 7: {9, 11}
+  s.ids = {9, 11};
+  contents.shortlist = s;
+  {
+    const testing::AlignedBytes bytes(SerializeModel(contents));
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(model.ok());
+    CHECK(model.value().format_minor() == 5);
+    const ShortlistTable& t = model.value().shortlist();
+    REQUIRE(t.present());
+    CHECK(t.k == 2);
+    CHECK(t.f() == 2);
+    REQUIRE(t.row(7).size() == 2);
+    CHECK(t.row(7)[1] == 11);
+    CHECK(t.row(8).size() == 0);
+    CHECK(t.MaxCandidates(10, 4, 20) == 20);
+    CHECK(t.MaxCandidates(3, 4, 20) == 2 + 6 + 4);
+  }
+  const auto refused = [&](ShortlistData bad, const std::string& what) {
+    contents.shortlist = bad;
+    const testing::AlignedBytes bytes(SerializeModel(contents));
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(!model.ok());
+    CHECK_THAT(model.status().message(), ContainsSubstring(what));
+  };
+  ShortlistData bad = s;
+  bad.ids[1] = 20;
+  refused(bad, "shortlist.ids[1] = 20 is outside tgt_vocab_size 20");
+  bad = s;
+  bad.frequent[0] = -1;
+  refused(bad, "shortlist.frequent[0] = -1");
+  bad = s;
+  bad.row_offsets.pop_back();
+  refused(bad, "shortlist.row_offsets has 20 entries");
+  bad = s;
+  bad.k = 1;
+  refused(bad, "more than k = 1");
+  bad = s;
+  bad.row_offsets[12] = 1;
+  refused(bad, "shortlist.row_offsets[12] = 1");
+  bad = s;
+  bad.k = 0;
+  bad.frequent.clear();
+  bad.ids.clear();
+  bad.row_offsets.assign(21, 0);
+  refused(bad, "k = 0 and no frequent ids");
+  bad = s;
+  bad.k = 21;
+  refused(bad, "shortlist.k = 21");
+  contents.shortlist.reset();
+  const testing::AlignedBytes plain(SerializeModel(contents));
+  auto model = Model::Load(plain.data(), plain.size());
+  REQUIRE(model.ok());
+  CHECK(model.value().format_minor() == 2);
+  CHECK(!model.value().shortlist().present());
+}
+
+}  // namespace
+}  // namespace tern::convert
