@@ -8,6 +8,7 @@
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/layer_norm.h"
 #include "runtime/kernels/reference/positions.h"
+#include "runtime/kernels/reference/rotary.h"
 #include "runtime/model/config_fields.h"
 
 namespace tern {
@@ -36,10 +37,10 @@ struct ConfigBounds {
 
 // One member per field of config_fields.h, with its default.
 struct ModelConfig {
-#define TERN_INT_MEMBER(name, key, def, lo, hi, flags) int32_t name = def;
-#define TERN_FLOAT_MEMBER(name, key, def, range, flags) float name = def;
-#define TERN_BOOL_MEMBER(name, key, def, flags) bool name = def;
-#define TERN_ENUM_MEMBER(name, key, Type, SchemaEnum, def, flags) Type name = def;
+#define TERN_INT_MEMBER(name, key, def, lo, hi, flags, since) int32_t name = def;
+#define TERN_FLOAT_MEMBER(name, key, def, range, flags, since) float name = def;
+#define TERN_BOOL_MEMBER(name, key, def, flags, since) bool name = def;
+#define TERN_ENUM_MEMBER(name, key, Type, SchemaEnum, def, flags, since) Type name = def;
   TERN_CONFIG_FIELDS(TERN_INT_MEMBER, TERN_FLOAT_MEMBER, TERN_BOOL_MEMBER, TERN_ENUM_MEMBER)
 #undef TERN_INT_MEMBER
 #undef TERN_FLOAT_MEMBER

@@ -24,6 +24,18 @@ computes exactly the same attention: a Hugging Face checkpoint's q/k weights are
 rotate_half layout, which is tern's rotary pairing. `meta_attention_scores` and `permute` below
 let tools/fixtures/make_llama_fixture.py check that equivalence numerically.
 
+Scaled rotary frequencies (config.json's rope_scaling, as transformers' rope_init_fn applies
+them to inv_freq), written here from their definitions:
+  linear (position interpolation, Chen et al. 2023): inv_freq_i / factor;
+  llama3 (Meta's LLaMA 3.1 apply_scaling): with wavelength w_i = 2 pi / inv_freq_i, L =
+    original_max_position_embeddings, w_hi = L / high_freq_factor, w_lo = L / low_freq_factor:
+    w_i < w_hi keeps inv_freq_i, w_i > w_lo divides it by factor, and in between
+    (1 - s) inv_freq_i / factor + s inv_freq_i with s = (L / w_i - low) / (high - low).
+
+The families that share this layout (config.json model_type): llama (LLaMA 1/2/3, TinyLlama,
+SmolLM), mistral (the same network; its sliding window is not modelled here) and qwen2 (Qwen2 /
+Qwen2.5: q_proj, k_proj and v_proj have biases, o_proj has none).
+
 In older transformers versions every attention layer carried a persistent buffer
 `model.layers.N.self_attn.rotary_emb.inv_freq` in its state_dict (newer ones keep one
 non-persistent `model.rotary_emb.inv_freq`); this model saves the per-layer buffer so the
@@ -53,18 +65,45 @@ class LlamaRMSNorm(nn.Module):
         return self.weight * (x * torch.rsqrt(variance + self.eps))
 
 
+def scaled_inv_freq(inv, scaling):
+    """inv_freq [dim/2] scaled per config.json's rope_scaling (None: unchanged)."""
+    if not scaling:
+        return inv
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / scaling["factor"]
+    if kind == "llama3":
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        out = []
+        for f in inv.tolist():
+            wavelen = 2 * math.pi / f
+            if wavelen < old / high:
+                out.append(f)
+            elif wavelen > old / low:
+                out.append(f / factor)
+            else:
+                smooth = (old / wavelen - low) / (high - low)
+                out.append((1 - smooth) * f / factor + smooth * f)
+        return torch.tensor(out, dtype=inv.dtype)
+    raise ValueError(f"rope_scaling type {kind!r} not implemented")
+
+
 class LlamaRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base):
+    def __init__(self, dim, base, scaling=None):
         super().__init__()
         # float32 as transformers computes it (the buffer a checkpoint may carry).
         inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq)
-        self.dim, self.base = dim, base
+        self.register_buffer("inv_freq", scaled_inv_freq(inv_freq, scaling))
+        self.dim, self.base, self.scaling = dim, base, scaling
 
     def forward(self, positions, dtype):
         # The angles in float64 from the exact frequencies, so the reference is not limited by
         # float32 angle rounding at large positions.
         inv = 1.0 / (float(self.base) ** (torch.arange(0, self.dim, 2, dtype=torch.float64) / self.dim))
+        inv = scaled_inv_freq(inv, self.scaling)
         freqs = positions.to(torch.float64)[:, None] * inv[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -91,11 +130,13 @@ class LlamaAttention(nn.Module):
         # repeat_kv).
         self.kv_heads = cfg.get("num_key_value_heads") or self.heads
         self.dh = d // self.heads
-        self.q_proj = nn.Linear(d, d, bias=False)
-        self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
-        self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
+        bias = cfg.get("model_type") == "qwen2"  # Qwen2: q/k/v biases, none on o_proj
+        self.q_proj = nn.Linear(d, d, bias=bias)
+        self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
+        self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
         self.o_proj = nn.Linear(d, d, bias=False)
-        self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0))
+        self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0),
+                                               cfg.get("rope_scaling"))
 
     def forward(self, x):
         q = causal_lm.split_heads(self.q_proj(x), self.heads)
