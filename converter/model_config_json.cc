@@ -47,11 +47,10 @@ nlohmann::ordered_json NamesOf(const Choice<E> (&choices)[N]) {
 const Choice<Architecture> kArchitectures[] = {{"encoder_decoder", Architecture::kEncoderDecoder},
                                                {"decoder_only", Architecture::kDecoderOnly},
                                                {"universal", Architecture::kUniversal}};
-const Choice<ref::Activation> kActivations[] = {{"relu", ref::Activation::kReLU},
-                                                {"gelu", ref::Activation::kGELU},
-                                                {"swish", ref::Activation::kSwish},
-                                                {"gelu_tanh", ref::Activation::kGELUTanh},
-                                                {"swiglu", ref::Activation::kSwiGLU}};
+const Choice<ref::Activation> kActivations[] = {
+    {"relu", ref::Activation::kReLU},     {"gelu", ref::Activation::kGELU},
+    {"swish", ref::Activation::kSwish},   {"gelu_tanh", ref::Activation::kGELUTanh},
+    {"swiglu", ref::Activation::kSwiGLU}, {"geglu", ref::Activation::kGeGLU}};
 const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost},
                                         {"pre", NormPlacement::kPre}};
 const Choice<ref::NormKind> kNormKinds[] = {{"layer_norm", ref::NormKind::kLayerNorm},

@@ -86,7 +86,8 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
 uint16_t FormatMinor(const TernContents& contents) {
   // 1.2 files read the same in every 1.x reader: the floor. Each config field that differs from
   // its default needs the minor that added it (config_fields.h's since column; kv_heads = heads
-  // is stored as the default); the byte-level BPE tokenizer is 1.4.
+  // is stored as the default), and each enum value the minor that added it (ValueSince: GeGLU is
+  // 1.6); the byte-level BPE tokenizer is 1.4.
   const ModelConfig c = StoredConfig(contents.config);
   uint16_t minor = 2;
   auto need = [&minor](bool used, uint16_t since) {
@@ -96,7 +97,8 @@ uint16_t FormatMinor(const TernContents& contents) {
 #define TERN_NEED_INT(name, key, def, lo, hi, flags, since) TERN_NEED(name, def, since)
 #define TERN_NEED_FLOAT(name, key, def, range, flags, since) TERN_NEED(name, def, since)
 #define TERN_NEED_BOOL(name, key, def, flags, since) TERN_NEED(name, def, since)
-#define TERN_NEED_ENUM(name, key, Type, SchemaEnum, def, flags, since) TERN_NEED(name, def, since)
+#define TERN_NEED_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
+  TERN_NEED(name, def, since) need(true, ValueSince(c.name));
   TERN_CONFIG_FIELDS(TERN_NEED_INT, TERN_NEED_FLOAT, TERN_NEED_BOOL, TERN_NEED_ENUM)
 #undef TERN_NEED
 #undef TERN_NEED_INT

@@ -284,8 +284,8 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern", "marian", "marian_npz", "nn_transformer", "annotated",
-      "gpt2", "llama",  "qwen2",      "mistral",        "auto"};
+      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "gpt2",
+      "llama", "qwen2",  "mistral",    "gemma",          "auto"};
   return names;
 }
 
@@ -304,11 +304,10 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
     const char* model_type;
     const char* class_name;
     const char* arch;
-  } kKnown[] = {{"llama", "LlamaForCausalLM", "llama"},
-                {"qwen2", "Qwen2ForCausalLM", "qwen2"},
-                {"mistral", "MistralForCausalLM", "mistral"},
-                {"gpt2", "GPT2LMHeadModel", "gpt2"},
-                {"marian", "MarianMTModel", "marian"}};
+  } kKnown[] = {
+      {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+      {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
+      {"gpt2", "GPT2LMHeadModel", "gpt2"},          {"marian", "MarianMTModel", "marian"}};
   const std::string model_type =
       j.is_object() && j.contains("model_type") && j["model_type"].is_string()
           ? j["model_type"].get<std::string>()
@@ -348,6 +347,7 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
   if (options.arch == "llama") return arch::MapLlama(ckpt, options);
   if (options.arch == "qwen2") return arch::MapQwen2(ckpt, options);
   if (options.arch == "mistral") return arch::MapMistral(ckpt, options);
+  if (options.arch == "gemma") return arch::MapGemma(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

@@ -22,6 +22,8 @@
 //   qwen2           Hugging Face Qwen2 / Qwen2.5: the LLaMA layout with q/k/v biases
 //   mistral         Hugging Face Mistral: the LLaMA layout; a sliding window shorter than the
 //                   context is refused
+//   gemma           Hugging Face Gemma (1): the LLaMA layout with GeGLU, sqrt(d) embedding scale,
+//                   (1 + w) RMSNorm gains, tied output, head_dim
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //

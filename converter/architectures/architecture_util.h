@@ -70,5 +70,6 @@ MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& opti
 MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapMistral(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapGemma(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

@@ -37,12 +37,14 @@
 // is absent in LlamaModel (no LM head) state dicts.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/decoder_only_layout.h"
 #include "converter/architectures/hf_config.h"
 #include "converter/architectures/rope_scaling.h"
 #include "converter/error.h"
+#include "runtime/core/fp16.h"
 
 namespace tern::convert::arch {
 
@@ -56,12 +58,29 @@ struct Family {
   bool qkv_bias;                      // q/k/v projections with biases (Qwen2; o_proj never has one)
   const char* sliding_window_switch;  // the key that turns "sliding_window" on, or null: always
   int32_t default_max_positions;      // the config class's max_position_embeddings
+  // Gemma (1): GeGLU FFN, embeddings scaled by sqrt(hidden_size), RMSNorm gains stored as
+  // w with the norm computing (1 + w), tied output, head_dim independent of hidden_size.
+  bool gemma;
 };
 
-const Family kLlama{"llama", "llama", "LLaMA", false, nullptr, 2048};
-const Family kQwen2{"qwen2", "qwen2", "Qwen2", true, "use_sliding_window", 32768};
-const Family kMistral{"mistral", "mistral", "Mistral", false, nullptr, 4096 * 32};
-const Family* const kFamilies[] = {&kLlama, &kQwen2, &kMistral};
+const Family kLlama{"llama", "llama", "LLaMA", false, nullptr, 2048, false};
+const Family kQwen2{"qwen2", "qwen2", "Qwen2", true, "use_sliding_window", 32768, false};
+const Family kMistral{"mistral", "mistral", "Mistral", false, nullptr, 4096 * 32, false};
+const Family kGemma{"gemma", "gemma", "Gemma", false, nullptr, 8192, true};
+const Family* const kFamilies[] = {&kLlama, &kQwen2, &kMistral, &kGemma};
+
+// bfloat16 / float16 rounding of a float32 (round to nearest even), for Gemma's normalizer.
+float RoundToDType(float v, const std::string& dtype) {
+  if (dtype == "bfloat16") {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  if (dtype == "float16") return Fp16ToFp32(Fp32ToFp16(v));
+  return v;
+}
 
 // Keys of related configs that change the computation in ways tern does not implement: present
 // with anything but null / false / 0, they are refused by name.
@@ -138,6 +157,19 @@ void RefuseUnsupported(const HfConfig& hf, const std::string& label, const Famil
     throw Error(label + ": \"mlp_bias\" is true: " + family.name +
                 " MLP projections with biases are not supported");
   }
+  if (family.gemma) {
+    // GeGLU with the tanh GELU (Gemma's reference; transformers' gelu_pytorch_tanh). The first
+    // Gemma configs said "gelu" for it, and newer ones add hidden_activation, which wins.
+    const char* key = hf.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+    const std::string act = hf.String(key, "gelu_pytorch_tanh");
+    if (act != "gelu_pytorch_tanh" && act != "gelu_tanh" &&
+        !(act == "gelu" && std::string(key) == "hidden_act")) {
+      throw Error(label + ": \"" + key + "\" = \"" + act +
+                  "\" is not supported; Gemma's MLP is GeGLU with the tanh GELU, "
+                  "down(gelu_tanh(gate(x)) * up(x))");
+    }
+    return;
+  }
   const std::string act = hf.String("hidden_act", "silu");
   if (act != "silu") {
     throw Error(label + ": \"hidden_act\" = \"" + act + "\" is not supported; " + family.name +
@@ -207,19 +239,19 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   c.max_positions = hf.Int("max_position_embeddings", false, family.default_max_positions);
   RefuseUnsupported(hf, out.config_label, family, c.heads, c.max_positions);
   c.kv_heads = hf.Int("num_key_value_heads", false, c.heads);  // grouped-query when < heads
-  if (c.d_model % c.heads != 0) {
+  // head_dim (Gemma: 256 whatever hidden_size; Mistral Nemo): the head size, stored only when
+  // heads * head_dim is not hidden_size.
+  c.head_dim = hf.Int("head_dim", family.gemma, 0);
+  if (c.head_dim != 0 && static_cast<int64_t>(c.head_dim) * c.heads == c.d_model) c.head_dim = 0;
+  if (c.head_dim == 0 && c.d_model % c.heads != 0) {
     throw Error(out.config_label + ": \"num_attention_heads\" = " + std::to_string(c.heads) +
                 " does not divide \"hidden_size\" = " + std::to_string(c.d_model));
   }
   if (c.d_head() % 2 != 0) {
-    throw Error(out.config_label + ": the head size hidden_size / num_attention_heads = " +
+    throw Error(out.config_label + ": the head size " +
+                (hf.has("head_dim") ? "head_dim" : "hidden_size / num_attention_heads") + " = " +
                 std::to_string(c.d_head()) +
                 " is odd; rotary positions pair dimension i with i + head_size / 2");
-  }
-  if (hf.has("head_dim") && hf.Int("head_dim", false) != c.d_head()) {
-    throw Error(out.config_label + ": \"head_dim\" = " + std::to_string(hf.Int("head_dim", false)) +
-                " differs from hidden_size / num_attention_heads = " + std::to_string(c.d_head()) +
-                " (heads are slices of hidden_size in tern)");
   }
   for (const char* key : {"eos_token_id", "bos_token_id"}) {
     if (hf.has(key) && hf.at(key).is_array()) {
@@ -231,7 +263,7 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   c.encoder_layers = 0;
   c.decoder_layers = hf.Int("num_hidden_layers", true);
   c.d_ff = hf.Int("intermediate_size", true);
-  c.activation = ref::Activation::kSwiGLU;
+  c.activation = family.gemma ? ref::Activation::kGeGLU : ref::Activation::kSwiGLU;
   c.norm_placement = NormPlacement::kPre;
   c.norm_kind = ref::NormKind::kRMSNorm;
   c.layer_norm_eps = hf.Number("rms_norm_eps", 1e-6f);  // LlamaConfig's default
@@ -241,6 +273,21 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   if (!(c.rotary_base > 0.0f)) throw Error(out.config_label + ": \"rope_theta\" must be > 0");
   MapRopeScaling(hf, out.config_label, &c);
   c.embedding_scale = 1.0f;
+  if (family.gemma) {
+    // Gemma multiplies the embeddings by sqrt(hidden_size) as a tensor of the activations'
+    // dtype: run in the checkpoint's torch_dtype (bfloat16 for the released models), the
+    // normalizer is rounded to it (sqrt(2048) = 45.2548 becomes 45.25). tern computes in
+    // float32 but takes the normalizer the model ran with: rounded to config.json's torch_dtype
+    // when that is bfloat16 or float16, float32 otherwise.
+    const std::string dtype = hf.String("torch_dtype", "float32");
+    c.embedding_scale =
+        RoundToDType(static_cast<float>(std::sqrt(static_cast<double>(c.d_model))), dtype);
+    char note[160];
+    std::snprintf(note, sizeof note,
+                  "embedding scale sqrt(hidden_size) = %.9g (rounded to torch_dtype %s)",
+                  static_cast<double>(c.embedding_scale), dtype.c_str());
+    out.notes.push_back(note);
+  }
   c.shared_embeddings = false;
   c.src_vocab_size = 0;
   c.tgt_vocab_size = hf.Int("vocab_size", true);
@@ -251,12 +298,18 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   if (family.qkv_bias && !hf.has("eos_token_id")) {
     throw Error(out.config_label + ": " + family.name + " config lacks \"eos_token_id\"");
   }
-  c.eos_id = hf.Id("eos_token_id", 2);
-  c.bos_id = hf.Id("bos_token_id", family.qkv_bias ? c.eos_id : 1);
-  c.pad_id = hf.Id("pad_token_id", c.eos_id);
+  // Gemma: <pad> 0, <eos> 1, <bos> 2 (GemmaConfig's defaults).
+  c.eos_id = hf.Id("eos_token_id", family.gemma ? 1 : 2);
+  c.bos_id = hf.Id("bos_token_id", family.qkv_bias ? c.eos_id : family.gemma ? 2 : 1);
+  c.pad_id = hf.Id("pad_token_id", family.gemma ? 0 : c.eos_id);
   c.unk_id = 0;
   c.decoder_start_id = c.bos_id;
-  const bool tie = hf.Bool("tie_word_embeddings", false);
+  const bool tie = hf.Bool("tie_word_embeddings", family.gemma);  // GemmaConfig ties
+  if (family.gemma && !tie) {
+    throw Error(out.config_label +
+                ": \"tie_word_embeddings\" is false: Gemma's output layer is "
+                "its embedding (GemmaForCausalLM ties them)");
+  }
   c.tied_output = tie;
   ApplyOverrides(options, &out);
 
@@ -270,7 +323,19 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
                 " says \"num_hidden_layers\": " + std::to_string(c.decoder_layers));
   }
   src.Direct(&out, "decoder.embed_tokens.weight", p + "embed_tokens.weight");
-  src.Direct(&out, "decoder.layer_norm.weight", p + "norm.weight");
+  // Gemma's RMSNorm multiplies by (1 + w): the file stores the gain 1 + w (in float32, as
+  // Gemma computes its norms), which tern's RMSNorm multiplies by.
+  auto norm = [&](const std::string& canonical, const std::string& source) {
+    src.Direct(&out, canonical, source);
+    if (!family.gemma || !out.tensors.count(canonical)) return;
+    MappedTensor& t = out.tensors[canonical];
+    t.load = [load = t.load] {
+      HostTensor h = load();
+      for (float& v : h.values) v = static_cast<float>(1.0 + static_cast<double>(v));
+      return h;
+    };
+  };
+  norm("decoder.layer_norm.weight", p + "norm.weight");
   auto inv_freq = [&](const std::string& name) {
     if (!src.Has(name)) return;
     src.Use(name);
@@ -280,7 +345,7 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   for (int32_t i = 0; i < c.decoder_layers; ++i) {
     const std::string h = p + "layers." + std::to_string(i) + ".";
     const std::string layer = "decoder.layers." + std::to_string(i) + ".";
-    src.Direct(&out, layer + "self_attn_layer_norm.weight", h + "input_layernorm.weight");
+    norm(layer + "self_attn_layer_norm.weight", h + "input_layernorm.weight");
     src.Direct(&out, layer + "self_attn.q_proj.weight", h + "self_attn.q_proj.weight");
     src.Direct(&out, layer + "self_attn.k_proj.weight", h + "self_attn.k_proj.weight");
     src.Direct(&out, layer + "self_attn.v_proj.weight", h + "self_attn.v_proj.weight");
@@ -295,7 +360,7 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
         src.Direct(&out, layer + "self_attn." + proj + ".bias", name);
       }
     }
-    src.Direct(&out, layer + "final_layer_norm.weight", h + "post_attention_layernorm.weight");
+    norm(layer + "final_layer_norm.weight", h + "post_attention_layernorm.weight");
     src.Direct(&out, layer + "fc1.weight", h + "mlp.gate_proj.weight");
     src.Direct(&out, layer + "fc3.weight", h + "mlp.up_proj.weight");
     src.Direct(&out, layer + "fc2.weight", h + "mlp.down_proj.weight");
@@ -332,6 +397,10 @@ MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& opt
 
 MappedCheckpoint MapMistral(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   return MapLlamaFamily(ckpt, options, kMistral);
+}
+
+MappedCheckpoint MapGemma(const Checkpoint& ckpt, const ArchitectureOptions& options) {
+  return MapLlamaFamily(ckpt, options, kGemma);
 }
 
 }  // namespace tern::convert::arch

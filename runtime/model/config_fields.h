@@ -106,7 +106,10 @@ enum class FloatRange : uint8_t {
   FLOAT(rotary_high_freq_factor, "rotary_high_freq_factor", 0.0f, FloatRange::kNonNegative,        \
         FieldFlag::kSparse, 6)                                                                     \
   INT(rotary_original_max_positions, "rotary_original_max_positions", 0, 0,                        \
-      ConfigBounds::kMaxPositions, FieldFlag::kRange | FieldFlag::kSparse, 6)
+      ConfigBounds::kMaxPositions, FieldFlag::kRange | FieldFlag::kSparse, 6)                      \
+  /* columns per head; 0: d_model / heads (d_head()); set: heads * head_dim may differ */          \
+  INT(head_dim, "head_dim", 0, 0, ConfigBounds::kMaxDModel,                                        \
+      FieldFlag::kRange | FieldFlag::kSparse, 6)
 // clang-format on
 
 }  // namespace tern

@@ -90,7 +90,12 @@ Status CheckModelConfig(const ModelConfig& c) {
                          value);
   };
   if (c.heads <= 0 || c.heads > c.d_model) return bad("heads", c.heads);
-  if (c.d_model % c.heads != 0) {
+  if (c.head_dim != 0 && static_cast<int64_t>(c.heads) * c.head_dim > ConfigBounds::kMaxDModel) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.heads * config.head_dim = %lld is out of range",
+                         static_cast<long long>(c.heads) * c.head_dim);
+  }
+  if (c.head_dim == 0 && c.d_model % c.heads != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
                          "config.heads = %d does not divide config.d_model = %d", c.heads,
                          c.d_model);
@@ -129,7 +134,7 @@ Status CheckModelConfig(const ModelConfig& c) {
   }
   if (c.rotary_dim < 0 || c.rotary_dim > c.d_head() || c.rotary_dim % 2 != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
-                         "config.rotary_dim = %d must be even and at most d_model / heads = %d",
+                         "config.rotary_dim = %d must be even and at most the head size %d",
                          c.rotary_dim, c.d_head());
   }
   if (c.rotary_scaling != ref::RotaryScaling::kNone && c.position != PositionKind::kRotary) {

@@ -6,13 +6,18 @@
 //   llama3        grouped-query attention (2 of 4), rope_theta 500000, rope_scaling llama3, tied
 //   llama_linear  multi-query attention, rope_scaling linear (factor 4), untied
 //   qwen2         Qwen2: q/k/v biases, grouped-query attention, rope_theta 10^6, tied
+//   gemma         Gemma: GeGLU, sqrt(d) embedding scale, (1 + w) RMSNorm, tied, head_dim 16
+//                 with d_model 32 and 4 heads (heads * head_dim = 64), multi-query attention
 // Config fields tern does not implement are refused by name (rope types, soft-capping, experts,
 // sliding windows shorter than the context).
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+#include <cstring>
 
 #include "converter/convert.h"
+#include "converter/readers/checkpoint.h"
 #include "runtime/api/session_internal.h"
 #include "tests/converter/checkpoint_files.h"
 #include "tests/converter/decoder_only_fixture.h"
@@ -55,6 +60,12 @@ const Family kFamilies[] = {
      {33, 3, 3, 33, 38, 44},
      {33, 19, 36, 29, 35, 46, 46, 1, 42},
      {33, 19, 36, 29, 35, 46, 46, 1, 42}},
+    {"gemma",
+     "gemma",
+     {13, 13, 13, 13, 23, 23, 27, 22, 8, 20, 22, 42},
+     {13, 13, 13, 13, 23, 23, 27, 22, 8, 20, 22, 42},
+     {13, 13, 13, 13, 23, 23, 27, 36, 36, 36, 36, 32},
+     {13, 13, 13, 13, 23, 23, 27, 36, 36, 36, 36, 32}},
 };
 
 ConvertOptions Options(const Family& f, DType dtype = DType::kF32, const char* arch = nullptr) {
@@ -66,9 +77,9 @@ ConvertOptions Options(const Family& f, DType dtype = DType::kF32, const char* a
 }
 
 TEST_CASE(
-    "LLaMA 3 (llama3 rope scaling), linear rope scaling and Qwen2 match PyTorch at every "
+    "LLaMA 3 (llama3 rope scaling), linear rope scaling, Qwen2 and Gemma match PyTorch at every "
     "step, alone and batched, both backends",
-    "[architectures][llama][qwen2]") {
+    "[architectures][llama][qwen2][gemma]") {
   for (const Family& f : kFamilies) {
     INFO(f.fixture);
     const LmExpected e = testing::LoadLmExpected(std::string(f.fixture) + "/expected.safetensors");
@@ -88,8 +99,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("LLaMA 3, linear-scaled LLaMA and Qwen2: int8 and int4 greedy ids are pinned",
-          "[architectures][llama][qwen2]") {
+TEST_CASE("LLaMA 3, linear-scaled LLaMA, Qwen2 and Gemma: int8 and int4 greedy ids are pinned",
+          "[architectures][llama][qwen2][gemma]") {
   for (const Family& f : kFamilies) {
     INFO(f.fixture);
     const LmExpected e = testing::LoadLmExpected(std::string(f.fixture) + "/expected.safetensors");
@@ -164,6 +175,65 @@ TEST_CASE("LLaMA 3 and Qwen2 configs map rope_theta, rope_scaling, kv heads and 
   }
 }
 
+TEST_CASE("Gemma config: head_dim, GeGLU, the embedding normalizer and (1 + w) norm gains",
+          "[architectures][gemma]") {
+  const TernContents c = BuildContents(Options(kFamilies[3]));
+  CHECK(c.config.head_dim == 16);
+  CHECK(c.config.d_head() == 16);
+  CHECK(c.config.d_q() == 64);
+  CHECK(c.config.kv_heads == 1);
+  CHECK(c.config.activation == ref::Activation::kGeGLU);
+  CHECK(c.config.embedding_scale == static_cast<float>(std::sqrt(32.0)));
+  CHECK(c.config.tied_output);
+  CHECK(c.config.bos_id == 1);
+  CHECK(c.config.eos_id == 2);
+  CHECK(FormatMinor(c) == 6);
+  const Checkpoint ckpt = Checkpoint::Open(CheckpointFixture("gemma/model.safetensors"));
+  const HostTensor w = ckpt.Float("model.layers.1.post_attention_layernorm.weight");
+  bool seen = false;
+  for (const auto& t : c.tensors) {
+    INFO(t.name);
+    if (t.name == "decoder.layers.1.final_layer_norm.weight") {
+      seen = true;
+      REQUIRE(t.data.size() == w.values.size() * sizeof(float));
+      std::vector<float> stored(w.values.size());
+      std::memcpy(stored.data(), t.data.data(), t.data.size());
+      for (size_t i = 0; i < stored.size(); ++i) CHECK(stored[i] == 1.0f + w.values[i]);
+    }
+    if (t.name == "decoder.layers.0.self_attn.q_proj.weight") {
+      CHECK(t.shape == std::vector<int64_t>{64, 32});
+    }
+    if (t.name == "decoder.layers.0.self_attn.out_proj.weight") {
+      CHECK(t.shape == std::vector<int64_t>{32, 64});
+    }
+    if (t.name == "decoder.layers.0.self_attn.k_proj.weight") {
+      CHECK(t.shape == std::vector<int64_t>{16, 32});
+    }
+  }
+  CHECK(seen);
+  // The normalizer as the model ran: rounded to a bfloat16 / float16 torch_dtype.
+  testing::FixtureCopy copy("gemma/model.safetensors", "gemma/config.json", "gemma");
+  copy.config["torch_dtype"] = "bfloat16";
+  CHECK(BuildContents(copy.Write()).config.embedding_scale == 5.65625f);  // sqrt(32) = 5.6569
+  copy.config["torch_dtype"] = "float16";
+  CHECK(BuildContents(copy.Write()).config.embedding_scale == 5.65625f);
+  copy.config["torch_dtype"] = "float32";
+  CHECK(BuildContents(copy.Write()).config.embedding_scale == static_cast<float>(std::sqrt(32.0)));
+  copy.config["hidden_activation"] = "gelu";
+  CHECK(ConvertError(copy.Write()) ==
+        copy.config_path() +
+            ": \"hidden_activation\" = \"gelu\" is not supported; Gemma's MLP is GeGLU with the "
+            "tanh GELU, down(gelu_tanh(gate(x)) * up(x))");
+  copy.config.erase("hidden_activation");
+  copy.config["hidden_act"] = "gelu";  // the first Gemma configs: the tanh GELU all the same
+  CHECK(BuildContents(copy.Write()).config.activation == ref::Activation::kGeGLU);
+  copy.config["tie_word_embeddings"] = false;
+  CHECK(ConvertError(copy.Write()) ==
+        copy.config_path() +
+            ": \"tie_word_embeddings\" is false: Gemma's output layer is its embedding "
+            "(GemmaForCausalLM ties them)");
+}
+
 TEST_CASE(
     "Architecture detection (arch auto) picks the map from config.json's model_type or "
     "architectures",
@@ -183,7 +253,7 @@ TEST_CASE(
     CHECK(ConvertError(copy.Write()) ==
           copy.config_path() +
               ": --arch auto does not know \"model_type\" \"gemma2\" (architectures "
-              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gpt2, marian");
+              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian");
   }
 }
 

@@ -173,12 +173,14 @@ TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architecture
        "be \"silu\""},
       {"model_type", "mistral",
        "\"model_type\" is \"mistral\", not \"llama\" (convert it with --arch mistral)"},
-      {"model_type", "gemma", "\"model_type\" is \"gemma\", not \"llama\""},
+      {"model_type", "gemma",
+       "\"model_type\" is \"gemma\", not \"llama\" (convert it with --arch gemma)"},
+      {"model_type", "gemma2", "\"model_type\" is \"gemma2\", not \"llama\""},
       {"num_attention_heads", 5,
        "\"num_attention_heads\" = 5 does not divide \"hidden_size\" = 32"},
-      {"head_dim", 16,
-       "\"head_dim\" = 16 differs from hidden_size / num_attention_heads = 8 (heads are slices of "
-       "hidden_size in tern)"},
+      {"head_dim", 7,
+       "the head size head_dim = 7 is odd; rotary positions pair dimension i with i + head_size / "
+       "2"},
       {"eos_token_id",
        {2, 7},
        "\"eos_token_id\" is a list [2,7]; tern's model file holds one id: write one in config.json "

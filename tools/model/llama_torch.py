@@ -33,8 +33,15 @@ them to inv_freq), written here from their definitions:
     (1 - s) inv_freq_i / factor + s inv_freq_i with s = (L / w_i - low) / (high - low).
 
 The families that share this layout (config.json model_type): llama (LLaMA 1/2/3, TinyLlama,
-SmolLM), mistral (the same network; its sliding window is not modelled here) and qwen2 (Qwen2 /
-Qwen2.5: q_proj, k_proj and v_proj have biases, o_proj has none).
+SmolLM), mistral (the same network; its sliding window is not modelled here), qwen2 (Qwen2 /
+Qwen2.5: q_proj, k_proj and v_proj have biases, o_proj has none) and gemma (Gemma 1, Gemma
+Team 2024, as transformers' modeling_gemma.py computes it):
+  h_0 = E[tokens] * sqrt(hidden_size)      (the normalizer as a tensor of the activations'
+                                            dtype: float64 here; see docs/converter.md)
+  RMSNorm gain (1 + weight) instead of weight (computed in float32 there: float64 here)
+  MLP: down_proj(gelu_tanh(gate_proj(m)) * up_proj(m))   (GeGLU, the tanh GELU)
+  head_dim from config.json: q_proj [heads * head_dim, d], o_proj [d, heads * head_dim],
+  attention scaled by 1/sqrt(head_dim); the output layer is the embedding (tied).
 
 In older transformers versions every attention layer carried a persistent buffer
 `model.layers.N.self_attn.rotary_emb.inv_freq` in its state_dict (newer ones keep one
@@ -55,14 +62,20 @@ import causal_lm
 
 
 class LlamaRMSNorm(nn.Module):
-    def __init__(self, d, eps):
+    def __init__(self, d, eps, plus_one=False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-        self.eps = eps
+        # Gemma stores w with the norm multiplying by (1 + w) (its weights start at zero).
+        self.weight = nn.Parameter(torch.zeros(d) if plus_one else torch.ones(d))
+        self.eps, self.plus_one = eps, plus_one
 
     def forward(self, x):
         variance = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(variance + self.eps))
+        gain = 1.0 + self.weight if self.plus_one else self.weight
+        return gain * (x * torch.rsqrt(variance + self.eps))
+
+
+def is_gemma(cfg):
+    return cfg.get("model_type") == "gemma"
 
 
 def scaled_inv_freq(inv, scaling):
@@ -129,12 +142,12 @@ class LlamaAttention(nn.Module):
         # K/V heads, each shared by heads / kv_heads consecutive query heads (transformers'
         # repeat_kv).
         self.kv_heads = cfg.get("num_key_value_heads") or self.heads
-        self.dh = d // self.heads
+        self.dh = cfg.get("head_dim") or d // self.heads  # Gemma: heads * head_dim != d
         bias = cfg.get("model_type") == "qwen2"  # Qwen2: q/k/v biases, none on o_proj
-        self.q_proj = nn.Linear(d, d, bias=bias)
+        self.q_proj = nn.Linear(d, self.heads * self.dh, bias=bias)
         self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
         self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
-        self.o_proj = nn.Linear(d, d, bias=False)
+        self.o_proj = nn.Linear(self.heads * self.dh, d, bias=False)
         self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0),
                                                cfg.get("rope_scaling"))
 
@@ -155,8 +168,11 @@ class LlamaMLP(nn.Module):
         self.gate_proj = nn.Linear(d, ff, bias=False)
         self.up_proj = nn.Linear(d, ff, bias=False)
         self.down_proj = nn.Linear(ff, d, bias=False)
+        self.gemma = is_gemma(cfg)
 
     def forward(self, x):
+        if self.gemma:  # GeGLU
+            return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -166,8 +182,8 @@ class LlamaDecoderLayer(nn.Module):
         d, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
         self.self_attn = LlamaAttention(cfg)
         self.mlp = LlamaMLP(cfg)
-        self.input_layernorm = LlamaRMSNorm(d, eps)
-        self.post_attention_layernorm = LlamaRMSNorm(d, eps)
+        self.input_layernorm = LlamaRMSNorm(d, eps, is_gemma(cfg))
+        self.post_attention_layernorm = LlamaRMSNorm(d, eps, is_gemma(cfg))
 
     def forward(self, x):
         x = x + self.self_attn(self.input_layernorm(x))
@@ -179,10 +195,11 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg["num_hidden_layers"]))
-        self.norm = LlamaRMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.norm = LlamaRMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"], is_gemma(cfg))
+        self.scale = math.sqrt(cfg["hidden_size"]) if is_gemma(cfg) else 1.0
 
     def forward(self, ids):
-        x = self.embed_tokens(ids)
+        x = self.embed_tokens(ids) * self.scale
         for layer in self.layers:
             x = layer(x)
         return self.norm(x)
