@@ -15,14 +15,15 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 add_library(tern_shared SHARED ${PROJECT_SOURCE_DIR}/runtime/api/c_api.cc
-                               ${PROJECT_SOURCE_DIR}/runtime/api/c_generate.cc)
+                               ${PROJECT_SOURCE_DIR}/runtime/api/c_generate.cc
+                               ${PROJECT_SOURCE_DIR}/runtime/api/c_generate_text.cc)
 set_target_properties(tern_shared PROPERTIES
   OUTPUT_NAME tern
   VERSION ${PROJECT_VERSION}
   SOVERSION ${PROJECT_VERSION_MAJOR}
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
-target_link_libraries(tern_shared PRIVATE tern_runtime tern_tokenizer tern_platform_${TERN_PLATFORM})
+target_link_libraries(tern_shared PRIVATE tern_runtime tern_tokenizer tern_text tern_platform_${TERN_PLATFORM})
 target_link_options(tern_shared PRIVATE -Wl,--exclude-libs,ALL)
 # P/include for <tern/tern.h>; P/include/tern for the "runtime/..." paths tern.hpp includes.
 target_include_directories(tern_shared INTERFACE

@@ -202,12 +202,20 @@ TernContents BuildContents(const ConvertOptions& options) {
   // The tokenizers are checked before the (possibly long) tensor conversion.
   const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
   std::string tokenizer_path = options.tokenizer;
+  // Beside a language model: a SentencePiece tokenizer.model (LLaMA 1/2, Mistral, TinyLlama)
+  // before a tokenizer.json (their tokenizer.json is a byte-fallback BPE that tern does not take;
+  // GPT-2, LLaMA 3, Qwen2 and SmolLM ship no tokenizer.model).
+  const std::string beside_model = arch::DirName(options.checkpoint) + "/tokenizer.model";
+  const bool model_found = tokenizer_path.empty() && !options.no_tokenizer && decoder_only &&
+                           arch::FileExists(beside_model);
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
-  // Beside a language model only: a translation model's text path takes SentencePiece models.
+  // A tokenizer.json beside a language model only: a translation model's text path takes
+  // SentencePiece models.
   const bool beside_exists =
-      tokenizer_path.empty() && !options.no_tokenizer && arch::FileExists(beside);
+      tokenizer_path.empty() && !options.no_tokenizer && !model_found && arch::FileExists(beside);
   const bool found = beside_exists && decoder_only;
   if (found) tokenizer_path = beside;
+  if (model_found) tokenizer_path = beside_model;
   if (beside_exists && !decoder_only && options.note) {
     options.note(beside +
                  " not taken: a translation model's text path uses SentencePiece "
@@ -236,7 +244,27 @@ TernContents BuildContents(const ConvertOptions& options) {
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
       }
     } else {
-      out.source_tokenizer = ReadTokenizer(tokenizer_path, "--tokenizer", vocab, vocab_name);
+      out.source_tokenizer = ReadTokenizer(
+          tokenizer_path,
+          model_found ? "found beside the checkpoint; --no-tokenizer converts without it"
+                      : "--tokenizer",
+          vocab, vocab_name);
+      if (model_found && options.note) {
+        Tokenizer sentencepiece;
+        (void)sentencepiece.Load(
+            Span<const uint8_t>(out.source_tokenizer.data(), out.source_tokenizer.size()));
+        options.note("tokenizer: took " + tokenizer_path + ": SentencePiece, " +
+                     std::to_string(sentencepiece.vocab_size()) + " pieces, BOS " +
+                     std::to_string(sentencepiece.bos_id()) + " added before a prompt" +
+                     (arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
+        // Prompts get the tokenizer's BOS, generation stops at the config's EOS: say so when
+        // the two disagree (a config.json written for another tokenizer).
+        if (sentencepiece.bos_id() >= 0 && sentencepiece.bos_id() != out.config.bos_id) {
+          options.note("tokenizer: its BOS " + std::to_string(sentencepiece.bos_id()) +
+                       " differs from the config's bos_id " + std::to_string(out.config.bos_id) +
+                       "; prompts get the tokenizer's");
+        }
+      }
     }
   }
   if (!options.target_tokenizer.empty()) {

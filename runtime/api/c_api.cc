@@ -47,6 +47,7 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.beam_size = limits->beam_size;
     out.backend = static_cast<tern::Backend>(limits->backend);
     out.threads = limits->threads;
+    out.max_batch_tokens = limits->max_batch_tokens;
   }
   return out;
 }
@@ -104,7 +105,8 @@ tern_limits tern_default_limits(void) {
                      d.max_target_length,
                      d.beam_size,
                      static_cast<tern_backend>(d.backend),
-                     d.threads};
+                     d.threads,
+                     d.max_batch_tokens};
 }
 
 tern_translate_options tern_default_translate_options(void) {
@@ -167,9 +169,27 @@ tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits
                                       size_t* out_bytes) {
   if (model == nullptr || out_bytes == nullptr)
     return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
-  auto bytes = tern::Session::RequiredArenaBytes(model->model, ToLimits(limits));
+  auto bytes = tern::Session::RequiredArenaBytes(model->model, ToLimits(limits), model->shared());
   if (!bytes.ok()) return Report(bytes.status());
   *out_bytes = bytes.value();
+  return TERN_OK;
+}
+
+tern_status tern_shared_weights_bytes(const tern_model* model, const tern_limits* limits,
+                                      size_t* out_bytes) {
+  if (model == nullptr || out_bytes == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
+  auto bytes = tern::SharedWeights::RequiredBytes(model->model, ToLimits(limits));
+  if (!bytes.ok()) return Report(bytes.status());
+  *out_bytes = bytes.value();
+  return TERN_OK;
+}
+
+tern_status tern_model_share_weights(tern_model* model, void* memory, size_t bytes) {
+  if (model == nullptr) return Fail(tern::StatusCode::kInvalidArgument, "model is null");
+  const tern::Status status = model->shared_weights.Init(memory, bytes);
+  if (!status.ok()) return Report(status);
+  model->sharing = true;
   return TERN_OK;
 }
 
@@ -182,8 +202,10 @@ tern_status tern_session_create(const tern_model* model, const tern_limits* limi
   if (session == nullptr)
     return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the session handle");
   session->model = model;
-  const tern::Status status =
-      session->session.Prepare(model->model, ToLimits(limits), arena, arena_bytes);
+  // A session writes the model's shared weights only while it packs them (the first one), which
+  // the SharedWeights object guards itself: the handle is otherwise read-only here.
+  const tern::Status status = session->session.Prepare(
+      model->model, ToLimits(limits), arena, arena_bytes, const_cast<tern_model*>(model)->shared());
   if (!status.ok()) {
     delete session;
     return Report(status);

@@ -14,6 +14,20 @@ struct tern_model {
 
   tern::platform::ModelFile file;  // empty when loaded from memory
   tern::Model model;
+  // tern_model_share_weights: the packed weights its sessions and generators share.
+  tern::SharedWeights shared_weights;
+  bool sharing = false;
+  tern::SharedWeights* shared() { return sharing ? &shared_weights : nullptr; }
+  const tern::SharedWeights* shared() const { return sharing ? &shared_weights : nullptr; }
+};
+
+// The generator handle (c_generate.cc) and its text path (c_generate_text.cc): the tokenizer is
+// loaded on the first text call.
+struct tern_generator {
+  const tern_model* model = nullptr;
+  tern::Generator generator;
+  tern::TextGenerator text;
+  bool text_loaded = false;
 };
 
 namespace tern::capi {

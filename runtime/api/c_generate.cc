@@ -7,10 +7,6 @@
 #include "runtime/api/c_api_internal.h"
 #include "tern/tern.h"
 
-struct tern_generator {
-  tern::Generator generator;
-};
-
 namespace {
 
 using tern::capi::CallbackBridge;
@@ -58,7 +54,7 @@ tern_status tern_generator_required_arena_bytes(const tern_model* model, const t
   if (model == nullptr || out_bytes == nullptr) {
     return Fail(tern::StatusCode::kInvalidArgument, "model or out_bytes is null");
   }
-  auto bytes = tern::Generator::RequiredArenaBytes(model->model, ToLimits(limits));
+  auto bytes = tern::Generator::RequiredArenaBytes(model->model, ToLimits(limits), model->shared());
   if (!bytes.ok()) return Report(bytes.status());
   *out_bytes = bytes.value();
   return TERN_OK;
@@ -72,8 +68,9 @@ tern_status tern_generator_create(const tern_model* model, const tern_limits* li
   tern_generator* handle = new (std::nothrow) tern_generator();
   if (handle == nullptr)
     return Fail(tern::StatusCode::kOutOfMemory, "cannot allocate the generator handle");
-  const tern::Status status =
-      handle->generator.Prepare(model->model, ToLimits(limits), arena, arena_bytes);
+  handle->model = model;
+  const tern::Status status = handle->generator.Prepare(
+      model->model, ToLimits(limits), arena, arena_bytes, const_cast<tern_model*>(model)->shared());
   if (!status.ok()) {
     delete handle;
     return Report(status);

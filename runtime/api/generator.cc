@@ -27,39 +27,45 @@ const char* Generator::backend_report() const {
 // Model::Load checked the file format only: the architecture's tensors and shapes are checked
 // here, before anything is sized from them, as Session does. The arena holds the generation
 // state too, planned by the model from these requests (as Session's).
-Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits) {
+Result<size_t> Generator::RequiredArenaBytes(const Model& model, const Limits& limits,
+                                             const SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   GenerationState scratch;  // only asked for sizes
   BufferRequests requests;
   scratch.Request(model.config(), limits, &requests);
-  return DecoderOnly::RequiredArenaBytes(model, limits, requests);
+  return DecoderOnly::RequiredArenaBytes(model, limits, requests, shared != nullptr);
 }
 
-Status Generator::Prepare(const Model& model, const Limits& limits, void* arena,
-                          size_t arena_bytes) {
+Status Generator::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                          SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(ValidateArchitecture(model));
   internal::Generation& g = SessionAccess::Get(*this);
   BufferRequests requests;
   g.decoding.Request(model.config(), limits, &requests);
-  return g.model.Prepare(model, limits, arena, arena_bytes, requests);
+  return g.model.Prepare(model, limits, arena, arena_bytes, requests, SessionAccess::Get(shared));
 }
 
 Status Generator::Generate(const int32_t* prompts, int64_t prompt_stride,
                            const int32_t* prompt_lengths, int32_t batch,
                            const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
-                           int32_t* out_lengths) {
+                           int32_t* out_lengths, float* out_log_probs) {
   internal::Generation& g = SessionAccess::Get(*this);
   return tern::Generate(g.model, g.decoding, prompts, prompt_stride, prompt_lengths, batch, options,
-                        out_ids, out_stride, out_lengths);
+                        out_ids, out_stride, out_lengths, out_log_probs);
 }
 
 Status Generator::Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t* out_length,
-                           const GenerationOptions& options) {
+                           const GenerationOptions& options, Span<float> out_log_probs) {
   if (out_length == nullptr)
     return Status::Error(StatusCode::kInvalidArgument, "out_length is null");
   if (prompt.size() > static_cast<size_t>(INT32_MAX) ||
       out.size() > static_cast<size_t>(INT32_MAX)) {
     return Status::Error(StatusCode::kOutOfRange, "prompt or output too long");
+  }
+  if (!out_log_probs.empty() && out_log_probs.size() != out.size()) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "out_log_probs holds %zu values; give none or as many as out (%zu)",
+                         out_log_probs.size(), out.size());
   }
   const int32_t length = static_cast<int32_t>(prompt.size());
   // Without a token budget, the output span is the budget.
@@ -71,7 +77,8 @@ Status Generator::Generate(Span<const int32_t> prompt, Span<int32_t> out, size_t
   internal::Generation& g = SessionAccess::Get(*this);
   TERN_RETURN_IF_ERROR(tern::Generate(g.model, g.decoding, prompt.data(), length, &length, 1,
                                       bounded, out.data(), static_cast<int64_t>(out.size()),
-                                      &produced));
+                                      &produced,
+                                      out_log_probs.empty() ? nullptr : out_log_probs.data()));
   *out_length = static_cast<size_t>(produced);
   return Status::Ok();
 }

@@ -61,20 +61,22 @@ const char* Session::backend_report() const { return SessionAccess::Model(*this)
 
 // The arena holds the model's buffers and the decoding state's, which the model plans with its
 // own from these requests (the model includes nothing of runtime/decoding/).
-Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& limits) {
+Result<size_t> Session::RequiredArenaBytes(const Model& model, const Limits& limits,
+                                           const SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   TranslationState scratch;  // only asked for sizes
   BufferRequests requests;
   scratch.Request(model.config(), limits, &requests);
-  return EncoderDecoder::RequiredArenaBytes(model, limits, requests);
+  return EncoderDecoder::RequiredArenaBytes(model, limits, requests, shared != nullptr);
 }
 
-Status Session::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes) {
+Status Session::Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
+                        SharedWeights* shared) {
   TERN_RETURN_IF_ERROR(CheckTranslationModel(model));
   internal::Translation& t = SessionAccess::Get(*this);
   BufferRequests requests;
   t.decoding.Request(model.config(), limits, &requests);
-  return t.model.Prepare(model, limits, arena, arena_bytes, requests);
+  return t.model.Prepare(model, limits, arena, arena_bytes, requests, SessionAccess::Get(shared));
 }
 
 Status Session::TranslateIds(const int32_t* src_ids, int64_t src_stride, const int32_t* src_lengths,

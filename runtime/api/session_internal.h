@@ -45,6 +45,14 @@ struct SessionAccess {
   static DecoderOnly& Model(Generator& g) { return Get(g).model; }
   static const DecoderOnly& Model(const Generator& g) { return Get(g).model; }
   static void* Storage(Session& s) { return s.storage_; }
+  static void* Storage(SharedWeights& w) { return w.storage_; }
+  static SharedPackedWeights* Get(SharedWeights* w) {
+    return w == nullptr ? nullptr
+                        : std::launder(reinterpret_cast<SharedPackedWeights*>(w->storage_));
+  }
+  static const SharedPackedWeights& Get(const SharedWeights& w) {
+    return *std::launder(reinterpret_cast<const SharedPackedWeights*>(w.storage_));
+  }
   static void* Storage(Generator& g) { return g.storage_; }
 };
 

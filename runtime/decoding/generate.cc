@@ -9,7 +9,7 @@ namespace tern {
 Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t* prompts,
                 int64_t prompt_stride, const int32_t* prompt_lengths, int32_t batch,
                 const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
-                int32_t* out_lengths) {
+                int32_t* out_lengths, float* out_log_probs) {
   TERN_RETURN_IF_ERROR(CheckSamplingOptions(options.sampling));
   if (options.max_new_tokens < 0) {
     return Status::Error(StatusCode::kInvalidArgument, "max_new_tokens = %d; must be >= 0",
@@ -54,6 +54,10 @@ Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t*
       bool done = options.stop_at_eos && next == eos;
       if (!done) {
         out_ids[b * out_stride + out_lengths[b]] = next;
+        if (out_log_probs != nullptr) {
+          out_log_probs[b * out_stride + out_lengths[b]] =
+              TokenLogProbability(row, vocab, options.sampling, next, state.sampling);
+        }
         ++out_lengths[b];
         if (options.on_token && !options.on_token(options.user, b, step, next)) {
           return Status::Error(StatusCode::kCancelled,

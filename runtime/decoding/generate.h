@@ -19,10 +19,11 @@ class DecoderOnly;
 // + i], i < prompt_lengths[b]. Writes its new tokens (without the prompt, without EOS) to out_ids[b
 // * out_stride ...] and their count to out_lengths[b]. out_stride must hold the most tokens a
 // sequence may get: max_new_tokens, or the session's capacity minus the shortest prompt when that
-// is smaller (or max_new_tokens is 0).
+// is smaller (or max_new_tokens is 0). out_log_probs (optional, the layout of out_ids): each new
+// token's TokenLogProbability (sampling.h), written before on_token sees the token.
 Status Generate(DecoderOnly& model, const GenerationState& state, const int32_t* prompts,
                 int64_t prompt_stride, const int32_t* prompt_lengths, int32_t batch,
                 const GenerationOptions& options, int32_t* out_ids, int64_t out_stride,
-                int32_t* out_lengths);
+                int32_t* out_lengths, float* out_log_probs = nullptr);
 
 }  // namespace tern

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/decoding/logits_processing.h"
+#include "runtime/kernels/vectorized/log_sum_exp.h"
 
 namespace tern {
 
@@ -111,6 +112,18 @@ int32_t Sample(const float* logits, int32_t vocab, const SamplingOptions& option
     if (u < cumulative) return ids[j];
   }
   return last;
+}
+
+float TokenLogProbability(const float* logits, int32_t vocab, const SamplingOptions& options,
+                          int32_t token, void* scratch) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const float inv_t = options.temperature > 0.0f ? 1.0f / options.temperature : 1.0f;
+  float* scaled = static_cast<float*>(scratch);
+  for (int32_t i = 0; i < vocab; ++i) {
+    scaled[i] = std::isnan(logits[i]) ? neg_inf : logits[i] * inv_t;  // branch-free select
+  }
+  if (!(scaled[token] > neg_inf)) return neg_inf;
+  return scaled[token] - vec::LogSumExp(scaled, vocab);
 }
 
 }  // namespace tern

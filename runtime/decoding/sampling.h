@@ -53,4 +53,13 @@ size_t SamplingScratchBytes(int32_t vocab);
 int32_t Sample(const float* logits, int32_t vocab, const SamplingOptions& options, Pcg32* rng,
                void* scratch);
 
+// The log-probability of `token` in the distribution it was drawn from before the filters:
+// log softmax(z / T)[token] over the whole vocabulary, T = options.temperature, or T = 1 when
+// decoding is greedy (temperature 0); NaN logits count as -inf (step 0 above). top-k and top-p
+// are not applied (a token they cut has its probability here, not -inf). The normalizer is
+// vec::LogSumExp (a vectorized loop: about 1e-6 relative to double) over z / T written to
+// `scratch` (SamplingScratchBytes, as Sample's; its contents are overwritten).
+float TokenLogProbability(const float* logits, int32_t vocab, const SamplingOptions& options,
+                          int32_t token, void* scratch);
+
 }  // namespace tern

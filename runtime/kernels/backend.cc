@@ -36,7 +36,12 @@ Status BackendPlan::MeasureLinear(const WeightView& weight, const float* bias,
   const xnn::LinearSpec spec = Spec(weight, bias, call);
   xnn::LinearChoice choice;
   TERN_RETURN_IF_ERROR(planner.Choose(spec, &choice));
-  region_bytes = CheckedAdd(region_bytes, choice.xnn_bytes);
+  region_bytes = CheckedAdd(
+      region_bytes, shared_weights && choice.shareable ? choice.operator_bytes : choice.xnn_bytes);
+  if (choice.shareable) {
+    ++packed_layers;
+    packed_bytes = CheckedAdd(packed_bytes, (choice.packed_bytes + 63) / 64 * 64);
+  }
   if (choice.scratch_bytes > scratch_bytes) scratch_bytes = choice.scratch_bytes;
   needs.Add(spec, choice.path);
   ++on_path[static_cast<int>(choice.path)];
@@ -160,14 +165,97 @@ void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int ba
 #endif
 }
 
+size_t SharedPackedWeights::RequiredBytes(const BackendPlan& plan) {
+#if TERN_XNNPACK_BUILD
+  if (plan.backend == Backend::kXnnpack)
+    return xnn::SharedRegion::RequiredBytes(plan.packed_layers, plan.packed_bytes);
+#endif
+  (void)plan;
+  return 0;
+}
+
+Status SharedPackedWeights::Bind(void* memory, size_t bytes) {
+#if TERN_XNNPACK_BUILD
+  // 0 bytes (what RequiredBytes says for the reference backend): nothing can be packed into it.
+  return region_.Bind(bytes == 0 ? nullptr : memory, bytes);
+#else
+  (void)memory, (void)bytes;
+  return Status::Ok();
+#endif
+}
+
+bool SharedPackedWeights::packed() const {
+#if TERN_XNNPACK_BUILD
+  return region_.ready();
+#else
+  return false;
+#endif
+}
+
+size_t SharedPackedWeights::used_bytes() const {
+#if TERN_XNNPACK_BUILD
+  return region_.ready() ? region_.used_bytes() : 0;
+#else
+  return 0;
+#endif
+}
+
+#if TERN_XNNPACK_BUILD
+namespace {
+
+// Claims an empty region for packing, or checks that a packed one holds this plan's layers.
+Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedRegion* region,
+                   bool* pack) {
+  const size_t need = xnn::SharedRegion::RequiredBytes(plan.packed_layers, plan.packed_bytes);
+  if (!region->bound()) {
+    return Status::Error(StatusCode::kFailedPrecondition,
+                         "shared weights have no memory: call SharedWeights::Init with %zu bytes",
+                         need);
+  }
+  if (region->ready()) {
+    *pack = false;
+    if (region->model() != identity || region->layers() != plan.packed_layers) {
+      return Status::Error(StatusCode::kFailedPrecondition,
+                           "the shared weights were packed for another model (%d packed layers; "
+                           "this one has %d)",
+                           region->layers(), plan.packed_layers);
+    }
+    return Status::Ok();
+  }
+  if (region->capacity() + 63 < need) {
+    return Status::Error(StatusCode::kArenaTooSmall,
+                         "shared weights: %zu bytes of memory; this model's packed layers need %zu",
+                         region->capacity(), need);
+  }
+  if (!region->Claim(identity, plan.packed_layers)) {
+    return Status::Error(StatusCode::kFailedPrecondition,
+                         "another session is packing these shared weights: prepare the others "
+                         "after its Prepare returned");
+  }
+  *pack = true;
+  return Status::Ok();
+}
+
+}  // namespace
+#endif
+
 Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
-                             const GreedyPlanner& planner, uint8_t* base) {
+                             const GreedyPlanner& planner, uint8_t* base,
+                             SharedPackedWeights* shared, const void* identity) {
   Release();
   plan_ = plan;
   backend_ = plan->backend;
   kernels_ = ops::Kernels();
   if (backend_ != Backend::kXnnpack) return Status::Ok();
 #if TERN_XNNPACK_BUILD
+  if (shared != nullptr && plan->shared_weights) {
+    bool pack = false;
+    TERN_RETURN_IF_ERROR(StartShared(*plan, identity, &shared->region_, &pack));
+    if (pack) packing_ = &shared->region_;
+    cache_.Start(pack ? xnn::WeightsCache::Mode::kPack : xnn::WeightsCache::Mode::kReuse,
+                 &shared->region_);
+    next_packed_ = 0;
+  }
   auto at = [&](int id) { return id >= 0 ? base + planner.offset(id) : nullptr; };
   xnn::Context* context = new (at(ids.context)) xnn::Context();
   context_ = context;
@@ -214,7 +302,7 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
   if (a.xnn_bytes > 0) TERN_RETURN_IF_ERROR(xnn::CreateAttention(plan->attention_shape, attention));
   return Status::Ok();
 #else
-  (void)ids, (void)planner, (void)base;
+  (void)ids, (void)planner, (void)base, (void)shared, (void)identity;
   return Status::Error(StatusCode::kNotSupported, "this build has no XNNPACK");
 #endif
 }
@@ -231,7 +319,12 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   if (next_ >= plan_->linears)
     return Status::Error(StatusCode::kInternal, "more linear layers than planned");
   xnn::LinearKernel* record = new (&records_[next_++]) xnn::LinearKernel();
-  TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record));
+  xnn::WeightsCache* cache = nullptr;
+  if (cache_.mode() != xnn::WeightsCache::Mode::kOff && choice.shareable) {
+    cache_.Expect(next_packed_++);
+    cache = &cache_;
+  }
+  TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record, cache));
   if (choice.path != xnn::LinearPath::kReference) {
     *kernel = record;
     // The operator holds its own packed copy; the model's bytes are read again only by a
@@ -282,6 +375,15 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
                          "XNNPACK took %zu arena bytes at prepare; the dry run measured %zu", used,
                          plan.region_bytes);
   }
+  if (packing_ != nullptr) {
+    if (packing_->layers() != plan.packed_layers) {
+      return Status::Error(StatusCode::kInternal,
+                           "%d layers were packed into the shared weights; the dry run measured %d",
+                           packing_->layers(), plan.packed_layers);
+    }
+    packing_->Finish();  // read-only from now on: other sessions may reuse it
+    packing_ = nullptr;
+  }
   // "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...", then
   // attention and the detailed fallbacks.
   const bool pool = pool_ != nullptr;
@@ -325,6 +427,10 @@ void BackendSession::Release() {
   scope_open_ = false;
   if (pool_ != nullptr) pthreadpool_destroy(pool_);
   pool_ = nullptr;
+  if (packing_ != nullptr) packing_->Abandon();  // a Prepare that failed while packing
+  packing_ = nullptr;
+  cache_.Start(xnn::WeightsCache::Mode::kOff, nullptr);
+  next_packed_ = 0;
   pool_failed_ = false;
   context_ = nullptr;
 #endif

@@ -26,6 +26,7 @@
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/attention.h"
 #include "runtime/kernels/xnnpack/linear.h"
+#include "runtime/kernels/xnnpack/weights_cache.h"
 #define TERN_XNNPACK_BUILD 1
 #else
 #define TERN_XNNPACK_BUILD 0
@@ -61,6 +62,12 @@ struct BackendPlan {
   int32_t threads = 1;
   char note[Status::kMaxMessage] = "";  // why XNNPACK does not run, when requested but unusable
   int32_t linears = 0;                  // linear layers measured (one kernel record each)
+  // Set before measuring: the session takes its packed weights from a SharedPackedWeights, so
+  // region_bytes counts the operators without them. Measured either way: the layers whose
+  // packed weights can be shared and their bytes in a shared region.
+  bool shared_weights = false;
+  int32_t packed_layers = 0;
+  size_t packed_bytes = 0;
 #if TERN_XNNPACK_BUILD
   xnn::LinearPlanner planner;  // memoized choices, reused when creating the operators
   xnn::ContextNeeds needs;
@@ -112,6 +119,24 @@ void PlanBackendScratch(const BackendPlan& plan, int prepare, int first_run, int
 void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int batched_first,
                           int batched_last, GreedyPlanner* planner, BackendBuffers* ids);
 
+// Packed weights that the sessions of one model share (tern::SharedWeights holds one): the
+// caller's memory, filled by the first session prepared with it, then read by all (on XNNPACK;
+// the reference kernels read the model's bytes, so there is nothing to pack or share).
+class SharedPackedWeights {
+ public:
+  // Bytes of memory for the layers a plan measured with shared_weights set.
+  static size_t RequiredBytes(const BackendPlan& plan);
+  Status Bind(void* memory, size_t bytes);
+  bool packed() const;
+  size_t used_bytes() const;
+
+ private:
+  friend class BackendSession;
+#if TERN_XNNPACK_BUILD
+  xnn::SharedRegion region_;
+#endif
+};
+
 // A session's backend state: the kernels its layers run, and on XNNPACK the context and
 // attention record (in the arena), the thread pool (pthreadpool allocates it on the heap, at
 // Prepare and never later) and the creation of the operators.
@@ -126,8 +151,12 @@ class BackendSession {
   // thread pool when plan.threads > 1 (if that fails, everything runs on the calling thread and
   // the report says so), and creates the conversion and batched-attention operators.
   // The plan stays alive (and is used for its memoized choices) until End.
+  // shared (optional, with a plan measured with shared_weights): the packed weights come from
+  // there; an empty one is claimed and packed into by this session. identity names the model's
+  // bytes (a session of another model is refused).
   Status Begin(BackendPlan* plan, const BackendBuffers& ids, const GreedyPlanner& planner,
-               uint8_t* base);
+               uint8_t* base, SharedPackedWeights* shared = nullptr,
+               const void* identity = nullptr);
   // The next linear layer's operator, in the order they were measured; *kernel = null: the
   // reference kernel runs it.
   // source (optional): told that the weight's bytes were packed (Model::Consumed).
@@ -158,6 +187,11 @@ class BackendSession {
   xnn::LinearKernel* records_ = nullptr;
   uint8_t* scratch_ = nullptr;
   int32_t next_ = 0;
+  // Shared packed weights: the provider XNNPACK's operators ask (they keep a pointer to it, so
+  // it lives here, as long as the session), the region this session packs into until End.
+  xnn::WeightsCache cache_;
+  xnn::SharedRegion* packing_ = nullptr;
+  int32_t next_packed_ = 0;
 #endif
 };
 

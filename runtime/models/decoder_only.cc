@@ -37,6 +37,12 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
         limits.beam_size);
   }
+  if (limits.max_batch_tokens != 0) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_batch_tokens = %d; a Generator plans its prompts by "
+                         "max_batch x max_source_length and takes 0 only",
+                         limits.max_batch_tokens);
+  }
   return CheckSharedLimits(c, limits, " (longest prompt)", " (prompt + generated tokens)");
 }
 

@@ -41,8 +41,12 @@ class DecoderOnly final : public TransformerModel {
   static Status CheckLimits(const Model& model, const Limits& limits);
   // Bytes of arena Prepare needs (as EncoderDecoder::RequiredArenaBytes).
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
-                                           const BufferRequests& requests = BufferRequests()) {
-    return RequiredBytes<DecoderOnly>(model, limits, requests);
+                                           const BufferRequests& requests = BufferRequests(),
+                                           bool shared_weights = false) {
+    return RequiredBytes<DecoderOnly>(model, limits, requests, nullptr, shared_weights);
+  }
+  static Result<size_t> SharedWeightsBytes(const Model& model, const Limits& limits) {
+    return TransformerModel::SharedWeightsBytes<DecoderOnly>(model, limits);
   }
 
   // Starts `batch` sequences: sequence b is prompt ids[b * stride + i], i < lengths[b] (1 to

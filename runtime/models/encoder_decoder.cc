@@ -27,12 +27,24 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.beam_size = %d; 1 to 256 allowed",
                          limits.beam_size);
   }
-  return CheckSharedLimits(c, limits, "", "");
+  TERN_RETURN_IF_ERROR(CheckSharedLimits(c, limits, "", ""));
+  if (limits.max_batch_tokens != 0 && limits.max_batch_tokens < limits.max_source_length) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_batch_tokens = %d; 0 (no budget) or at least "
+                         "max_source_length (%d): one longest sentence must fit",
+                         limits.max_batch_tokens, limits.max_source_length);
+  }
+  return Status::Ok();
+}
+
+int64_t EncoderDecoder::SourceTokens(const Limits& l) {
+  const int64_t all = static_cast<int64_t>(l.max_batch) * l.max_source_length;
+  return l.max_batch_tokens > 0 && l.max_batch_tokens < all ? l.max_batch_tokens : all;
 }
 
 ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
   const int64_t d_kv = c.d_kv();
-  const int64_t src_rows = static_cast<int64_t>(l.max_batch) * l.max_source_length;
+  const int64_t src_rows = SourceTokens(l);  // encoder rows: sentences x longest source
   const int64_t rows = static_cast<int64_t>(l.max_batch) * l.beam_size;  // decoder rows
   ModelCalls calls;
   calls.encoder = LayerCalls{src_rows, src_rows, d_kv, src_rows};
@@ -59,6 +71,9 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   const size_t rows = b * k;  // decoder rows: every beam hypothesis of every sentence
   const size_t s = static_cast<size_t>(limits.max_source_length);
   const size_t t = static_cast<size_t>(limits.max_target_length);
+  // Source tokens in flight: the encoder's rows and the cross K/V caches' (a token budget, or
+  // max_batch x max_source_length).
+  const size_t bs = static_cast<size_t>(SourceTokens(limits));
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t ld = static_cast<size_t>(c.decoder_layers);
   // Self-attention K/V caches: one per decoder layer, or (Universal) one per recurrent step.
@@ -78,19 +93,19 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("positions", PositionFloats(c, keys), kPrepare, kDecoder, &position_tables_);
   p.Add("relative_scratch", 2 * c.relative_max_distance + 1, kEncoder, kDecoder, &shaw_scratch_,
         shaw);
-  p.Add("enc_up", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.up, swiglu);
+  p.Add("enc_up", CheckedMul(bs, ff), kEncoder, kEncoder, &enc_scratch_.up, swiglu);
   p.Add("dec_up", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.up, swiglu);
   p.Add("src_lengths", b, kEncoder, kDecoder, &src_lengths_);
-  p.Add("enc_x", CheckedMul(b * s, d), kEncoder, kCrossKeysValues, &enc_x_);
+  p.Add("enc_x", CheckedMul(bs, d), kEncoder, kCrossKeysValues, &enc_x_);
   // q and attn hold the heads (d_q = heads * d_head) and d_model-wide rows: the wider.
   const size_t dq = std::max(d, static_cast<size_t>(c.d_q()));
-  p.Add("enc_q", CheckedMul(b * s, dq), kEncoder, kEncoder, &enc_scratch_.q);
-  p.Add("enc_k", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
-  p.Add("enc_v", CheckedMul(b * s, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
-  p.Add("enc_attn", CheckedMul(b * s, dq), kEncoder, kEncoder, &enc_scratch_.attn);
-  p.Add("enc_hidden", CheckedMul(b * s, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
+  p.Add("enc_q", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.q);
+  p.Add("enc_k", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
+  p.Add("enc_v", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
+  p.Add("enc_attn", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.attn);
+  p.Add("enc_hidden", CheckedMul(bs, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
   p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
-  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, b), s, d_kv), kCrossKeysValues, kDecoder,
+  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, bs), d_kv), kCrossKeysValues, kDecoder,
         &cross_kv_);
   p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv), kDecoder, kDecoder,
         &self_kv_);
@@ -104,9 +119,9 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
   p.Add("step_signal", d, kEncoder, kDecoder, &step_signal_, universal);
-  p.Add("encoder_act_acc", b * s, kEncoder, kEncoder, &enc_act_.acc, act);
-  p.Add("encoder_act_weights", b * s, kEncoder, kEncoder, &enc_act_.weights, act);
-  p.Add("encoder_act_out", CheckedMul(b * s, d), kEncoder, kEncoder, &enc_act_.out, act);
+  p.Add("encoder_act_acc", bs, kEncoder, kEncoder, &enc_act_.acc, act);
+  p.Add("encoder_act_weights", bs, kEncoder, kEncoder, &enc_act_.weights, act);
+  p.Add("encoder_act_out", CheckedMul(bs, d), kEncoder, kEncoder, &enc_act_.out, act);
   p.Add("decoder_act_acc", rows, kDecoder, kDecoder, &dec_act_.acc, act);
   p.Add("decoder_act_weights", rows, kDecoder, kDecoder, &dec_act_.weights, act);
   p.Add("decoder_act_out", CheckedMul(rows, d), kDecoder, kDecoder, &dec_act_.out, act);
@@ -164,6 +179,13 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
                                       "source token"));
   int64_t seq = 0;
   for (int32_t b = 0; b < batch; ++b) seq = lengths[b] > seq ? lengths[b] : seq;
+  if (batch * seq > SourceTokens(limits_)) {
+    return Status::Error(StatusCode::kOutOfRange,
+                         "batch of %d sentences padded to %lld tokens: %lld source tokens; this "
+                         "session's limits.max_batch_tokens is %d",
+                         batch, static_cast<long long>(seq), static_cast<long long>(batch * seq),
+                         limits_.max_batch_tokens);
+  }
   const int64_t d = config_.d_model;
   batch_ = batch;
   src_seq_ = seq;

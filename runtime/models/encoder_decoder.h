@@ -36,12 +36,19 @@ class EncoderDecoder final : public TransformerModel {
   EncoderDecoder() = default;
 
   static Status CheckLimits(const Model& model, const Limits& limits);
+  // Source tokens in flight the encoder's buffers hold: limits.max_batch_tokens when it is set
+  // (and smaller), else max_batch x max_source_length.
+  static int64_t SourceTokens(const Limits& limits);
   // Bytes of arena Prepare needs for these limits and the caller's requests, including
   // alignment slack: a pure function of its inputs (and, for the XNNPACK backend, of the CPU).
   // Prepare uses exactly this many.
   static Result<size_t> RequiredArenaBytes(const Model& model, const Limits& limits,
-                                           const BufferRequests& requests = BufferRequests()) {
-    return RequiredBytes<EncoderDecoder>(model, limits, requests);
+                                           const BufferRequests& requests = BufferRequests(),
+                                           bool shared_weights = false) {
+    return RequiredBytes<EncoderDecoder>(model, limits, requests, nullptr, shared_weights);
+  }
+  static Result<size_t> SharedWeightsBytes(const Model& model, const Limits& limits) {
+    return TransformerModel::SharedWeightsBytes<EncoderDecoder>(model, limits);
   }
   // The model's part of that plan: every buffer's name, size and offset (for inspection and
   // tests, e.g. that universal_steps changes only the K/V caches).

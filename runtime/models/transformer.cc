@@ -55,9 +55,10 @@ Status TransformerModel::PlanBackend(const Model& model, const Limits& limits,
 }
 
 Status TransformerModel::Prepare(const Model& model, const Limits& limits, void* arena,
-                                 size_t arena_bytes, const BufferRequests& requests) {
+                                 size_t arena_bytes, const BufferRequests& requests,
+                                 SharedPackedWeights* shared) {
   Reset();
-  const Status status = PrepareInArena(model, limits, arena, arena_bytes, requests);
+  const Status status = PrepareInArena(model, limits, arena, arena_bytes, requests, shared);
   if (!status.ok()) {
     Reset();
     std::snprintf(report_, sizeof report_, "not prepared: %s", status.message());
@@ -66,19 +67,22 @@ Status TransformerModel::Prepare(const Model& model, const Limits& limits, void*
 }
 
 Status TransformerModel::PrepareInArena(const Model& model, const Limits& limits, void* arena,
-                                        size_t arena_bytes, const BufferRequests& requests) {
+                                        size_t arena_bytes, const BufferRequests& requests,
+                                        SharedPackedWeights* shared) {
   if (model.schema() == nullptr) {
     return Status::Error(StatusCode::kFailedPrecondition, "model is not loaded");
   }
   if (arena == nullptr) return Status::Error(StatusCode::kInvalidArgument, "arena is null");
   Planned plan;
+  plan.backend.shared_weights = shared != nullptr;
   TERN_RETURN_IF_ERROR(PlanAll(model, limits, requests, &plan));
   uint8_t* base = nullptr;
   TERN_RETURN_IF_ERROR(plan.arena.Place(arena, arena_bytes, &base));
   config_ = model.config();
   limits_ = limits;
   arena_used_ = plan.arena.planner().arena_bytes();
-  TERN_RETURN_IF_ERROR(backend_.Begin(&plan.backend, plan.backend_ids, plan.arena.planner(), base));
+  TERN_RETURN_IF_ERROR(backend_.Begin(&plan.backend, plan.backend_ids, plan.arena.planner(), base,
+                                      shared, model.schema()));
   ModelResolver resolve(model, nullptr, &backend_);
   weights_ = ModelWeights();
   TERN_RETURN_IF_ERROR(DescribeModel(config_, plan.calls, resolve, &weights_, layers_));

@@ -30,8 +30,11 @@ class TransformerModel {
   // bytes, resolves the weights and creates the backend's operators. This class owns no memory:
   // the one exception is the optional thread pool (Limits::threads > 1), which pthreadpool
   // allocates on the heap here. After a failure the model is unprepared and the report says why.
+  // shared (optional): the linear layers' packed weights come from there, not the arena (the
+  // first session prepared with an empty one packs them into it; backend.h).
   Status Prepare(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
-                 const BufferRequests& requests = BufferRequests());
+                 const BufferRequests& requests = BufferRequests(),
+                 SharedPackedWeights* shared = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const Limits& limits() const { return limits_; }
@@ -72,16 +75,29 @@ class TransformerModel {
 
   // The bytes of model class M's plan for these inputs (RequiredArenaBytes), made on a scratch
   // M: its pointers are bound, nothing is placed. *planner, if given, receives the plan.
+  // shared_weights: the arena of a session whose packed weights are shared (no packed copy).
   template <class M>
   static Result<size_t> RequiredBytes(const Model& model, const Limits& limits,
                                       const BufferRequests& requests,
-                                      GreedyPlanner* planner = nullptr) {
+                                      GreedyPlanner* planner = nullptr,
+                                      bool shared_weights = false) {
     M scratch;
     Planned plan;
+    plan.backend.shared_weights = shared_weights;
     TERN_RETURN_IF_ERROR(
         static_cast<TransformerModel&>(scratch).PlanAll(model, limits, requests, &plan));
     if (planner != nullptr) *planner = plan.arena.planner();
     return plan.arena.planner().arena_bytes();  // with the slack to align the caller's pointer
+  }
+  // The memory a SharedPackedWeights needs for model class M's layers under these limits.
+  template <class M>
+  static Result<size_t> SharedWeightsBytes(const Model& model, const Limits& limits) {
+    M scratch;
+    Planned plan;
+    plan.backend.shared_weights = true;
+    TERN_RETURN_IF_ERROR(
+        static_cast<TransformerModel&>(scratch).PlanAll(model, limits, BufferRequests(), &plan));
+    return SharedPackedWeights::RequiredBytes(plan.backend);
   }
 
   // The limits both models check: the backend's, 1 to 4096 sequences, and both lengths within
@@ -107,7 +123,7 @@ class TransformerModel {
 
  private:
   Status PrepareInArena(const Model& model, const Limits& limits, void* arena, size_t arena_bytes,
-                        const BufferRequests& requests);
+                        const BufferRequests& requests, SharedPackedWeights* shared);
 };
 
 }  // namespace tern

@@ -2,6 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <cstdlib>
+
 namespace tern {
 
 Tokenizer::Tokenizer() = default;
@@ -52,6 +54,40 @@ Status Tokenizer::Decode(const int32_t* ids, size_t count, std::string* text) co
   const auto status = processor_->Decode(pieces, text);
   if (!status.ok())
     return Status::Error(StatusCode::kInternal, "tokenizer: %s", status.ToString().c_str());
+  return Status::Ok();
+}
+
+int32_t Tokenizer::bos_id() const { return processor_ ? processor_->bos_id() : -1; }
+
+Status Tokenizer::PieceBytes(int32_t id, bool print_control, std::string* bytes) const {
+  if (!processor_) return Status::Error(StatusCode::kFailedPrecondition, "tokenizer not loaded");
+  if (id < 0 || id >= processor_->GetPieceSize()) {
+    return Status::Error(StatusCode::kOutOfRange, "id %d is outside the tokenizer's vocabulary",
+                         id);
+  }
+  const std::string& piece = processor_->IdToPiece(id);
+  if (processor_->IsControl(id)) {
+    if (print_control) bytes->append(piece);
+    return Status::Ok();
+  }
+  if (processor_->IsUnknown(id)) {
+    bytes->append(" \xE2\x81\x87 ");
+    return Status::Ok();
+  }
+  if (processor_->IsByte(id)) {  // "<0xAB>"
+    const std::string hex = piece.substr(3, 2);
+    bytes->push_back(static_cast<char>(std::strtol(hex.c_str(), nullptr, 16)));
+    return Status::Ok();
+  }
+  static const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, 3, kSpace) == 0) {
+      bytes->push_back(' ');
+      i += 3;
+    } else {
+      bytes->push_back(piece[i++]);
+    }
+  }
   return Status::Ok();
 }
 

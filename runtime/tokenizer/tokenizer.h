@@ -42,6 +42,13 @@ class Tokenizer {
   // Decodes ids to text (control ids such as EOS/BOS/pad are dropped by SentencePiece).
   Status Decode(const int32_t* ids, size_t count, std::string* text) const;
   int32_t vocab_size() const;
+  // The model's BOS id (-1 when it has none).
+  int32_t bos_id() const;
+  // The bytes `id` streams as, appended to *bytes: the piece with U+2581 as a space (the first
+  // piece of a text keeps its space: a continuation follows its prompt), a byte piece <0xAB> as
+  // that byte, the unknown piece as " \u2047 " (SentencePiece's default surface), a control
+  // piece (<s>, </s>, padding) as nothing, or as its piece text when print_control.
+  Status PieceBytes(int32_t id, bool print_control, std::string* bytes) const;
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;

@@ -2,6 +2,7 @@
 // decoding steps, and error paths inside translate run with the counter on.
 #include <catch2/catch_test_macros.hpp>
 #include <cstdlib>
+#include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "tests/allocation/counting_allocator.h"
 #include "tests/runtime/models/backend_models.h"
 #include "tests/support/tiny_model.h"
+#include "tests/support/tokenizer_model.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 #include <xnnpack.h>
@@ -192,6 +194,39 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
   }
 }
 
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+// Sessions whose packed weights are shared (tern::SharedWeights): the one that packed them and
+// one that reuses them, each translating with every allocation counted.
+TEST_CASE("translate with shared weights allocates nothing after prepare", "[allocation]") {
+  for (DType dtype : {DType::kF32, DType::kI8, DType::kI4}) {
+    INFO(DTypeName(dtype));
+    const testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 21, dtype, 0);
+    const Model model = Model::Load(bytes.data(), bytes.size()).value();
+    const Limits limits = LimitsFor(Backend::kXnnpack, 10);
+    std::vector<uint8_t> memory(SharedWeights::RequiredBytes(model, limits).value());
+    SharedWeights shared;
+    REQUIRE(shared.Init(memory.data(), memory.size()).ok());
+    const size_t need = Session::RequiredArenaBytes(model, limits, &shared).value();
+    std::vector<uint8_t> arena_a(need), arena_b(need);
+    Session a, b;
+    REQUIRE(a.Prepare(model, limits, arena_a.data(), need, &shared).ok());
+    REQUIRE(b.Prepare(model, limits, arena_b.data(), need, &shared).ok());
+    int32_t out[3 * 10];
+    int32_t out_lengths[3];
+    testing::StartCountingAllocations();
+    const Status first =
+        a.TranslateIds(kIds, 12, kLengths, 3, DecodingOptions(), out, 10, out_lengths);
+    const Status second =
+        b.TranslateIds(kIds, 12, kLengths, 3, DecodingOptions(), out, 10, out_lengths);
+    const size_t allocations = testing::StopCountingAllocations();
+    CHECK(first.ok());
+    CHECK(second.ok());
+    CHECK(allocations == 0);
+    CHECK(shared.packed());
+  }
+}
+#endif
+
 // The position variants keep their tables and scratch in the arena too: relative (Shaw, T5
 // bias) and rotary positions, learned positions, none at all, with SwiGLU and RMSNorm, and
 // grouped-query attention, on both backends.
@@ -330,15 +365,20 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
       testing::StartCountingAllocations();
       Status first = generator.Generate(kIds, 12, kLengths, 3, greedy, out, 20, out_lengths);
       Status second = generator.Generate(kIds, 12, kLengths, 1, sampled, out, 20, out_lengths);
+      float log_probs[3 * 20];  // with log-probabilities
+      Status third =
+          generator.Generate(kIds, 12, kLengths, 3, sampled, out, 20, out_lengths, log_probs);
       const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
       size_t produced = 0;
       Status error =
           generator.Generate(Span<const int32_t>(bad, 3), Span<int32_t>(out, 20), &produced);
       const size_t allocations = testing::StopCountingAllocations();
 
-      INFO(first.message() << second.message());
+      INFO(first.message() << second.message() << third.message());
       CHECK(first.ok());
       CHECK(second.ok());
+      CHECK(third.ok());
+      CHECK(log_probs[0] <= 0.0f);
       CHECK(out_lengths[0] == 6);
       CHECK(error.code() == StatusCode::kOutOfRange);
       CHECK(allocations == 0);
@@ -399,6 +439,88 @@ TEST_CASE("tern_generate_ids allocates nothing after tern_generator_create", "[a
   CHECK(batch == TERN_OK);
   CHECK(error == TERN_OUT_OF_RANGE);
   CHECK(tokens > 10);
+  CHECK(allocations == 0);
+  tern_generator_free(generator);
+  tern_model_free(model);
+}
+
+// The text path with a byte-level BPE tokenizer allocates only to grow its buffers: after one
+// request, requests whose prompt and stop strings are no longer allocate nothing, whatever they
+// generate, in C++ and through tern_generate_text (docs/api.md). Warm-up first, then counted.
+TEST_CASE("text generation with a byte-level BPE model allocates nothing once warmed up",
+          "[allocation]") {
+  std::ifstream file(std::string(TERN_FIXTURES) + "/tokenizer/bpe_gpt2/tokenizer.json");
+  const std::string json((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const convert::BpeTokenizerData bpe = convert::ParseTokenizerJson(json, "tokenizer.json");
+  const testing::AlignedBytes bytes =
+      testing::LanguageModelWithTokenizer(&bpe, {}, bpe.vocab_size(), 3);
+  for (Backend backend : testing::Backends()) {
+    INFO((backend == Backend::kReference ? "reference" : "xnnpack"));
+    Limits limits = LimitsFor(backend, 40);
+    limits.max_batch = 1;
+    limits.max_source_length = 40;
+    Prepared<Generator> p;
+    Prepare(&p, bytes, limits);
+    TextGenerator text;
+    REQUIRE(text.Load(p.model).ok());
+    const char* stops[] = {"\n\n", "never ever"};
+    TextGenerationOptions o;
+    o.generation.max_new_tokens = 20;
+    o.generation.stop_at_eos = false;
+    o.stop = stops;
+    o.stop_count = 2;
+    int pieces = 0;
+    o.on_text = [](void* user, const TextPiece&) {
+      ++*static_cast<int*>(user);
+      return true;
+    };
+    o.user = &pieces;
+    TextResult result;
+    const std::string longest = "Der Bahnhof 日本語 🙂 and some more words";
+    REQUIRE(text.Generate(p.runner, longest.c_str(), o, &result).ok());  // warm-up
+
+    TextGenerationOptions sampled = o;
+    sampled.generation.sampling.temperature = 0.8f;
+    sampled.generation.sampling.top_k = 20;
+    sampled.generation.sampling.seed = 4;
+    testing::StartCountingAllocations();
+    const Status first = text.Generate(p.runner, longest.c_str(), o, &result);
+    // A shorter prompt (a longer continuation), sampled, and an error.
+    const Status second = text.Generate(p.runner, "Hello", sampled, &result);
+    const Status error = text.Generate(p.runner, "a\xFF", o, &result);  // still none
+    const size_t allocations = testing::StopCountingAllocations();
+    INFO(first.message() << second.message());
+    CHECK(first.ok());
+    CHECK(second.ok());
+    CHECK(error.code() == StatusCode::kInvalidArgument);
+    CHECK(pieces > 40);
+    CHECK(allocations == 0);
+  }
+
+  // The C call on a handle: the same once its tokenizer is loaded (on the first call).
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load_from_memory(bytes.data(), bytes.size(), &model) == TERN_OK);
+  tern_limits limits = tern_default_limits();
+  limits.max_source_length = 32;
+  limits.max_target_length = 32;
+  size_t need = 0;
+  REQUIRE(tern_generator_required_arena_bytes(model, &limits, &need) == TERN_OK);
+  std::vector<uint8_t> arena(need);
+  tern_generator* generator = nullptr;
+  REQUIRE(tern_generator_create(model, &limits, arena.data(), arena.size(), &generator) == TERN_OK);
+  tern_generate_text_options options = tern_default_generate_text_options();
+  options.generate.max_new_tokens = 12;
+  options.generate.stop_at_eos = 0;
+  char out[512];
+  tern_text_result result;
+  REQUIRE(tern_generate_text(generator, "Der Bahnhof", &options, out, sizeof out, &result) ==
+          TERN_OK);
+  testing::StartCountingAllocations();
+  const tern_status again =
+      tern_generate_text(generator, "Der Bahnhof", &options, out, sizeof out, &result);
+  const size_t allocations = testing::StopCountingAllocations();
+  CHECK(again == TERN_OK);
+  CHECK(result.new_tokens == 12);
   CHECK(allocations == 0);
   tern_generator_free(generator);
   tern_model_free(model);

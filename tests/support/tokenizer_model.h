@@ -14,6 +14,14 @@ namespace tern::testing {
 // TinyConfig() with its vocabulary sized to the tokenizer's, random weights, the tokenizer.
 AlignedBytes ModelBytesWithTokenizer(const convert::BpeTokenizerData& tokenizer);
 
+// A GPT-2 style decoder-only model (d 16, 2 heads, 2 layers, learned positions, tied output,
+// max_positions 64) of the tokenizer's vocabulary, random weights from `seed`, with the
+// tokenizer: a byte-level BPE one, or (sentencepiece non-empty) a SentencePiece model's bytes.
+// eos_id: the model's EOS (config.eos_id); -1 leaves it at the last id.
+AlignedBytes LanguageModelWithTokenizer(const convert::BpeTokenizerData* bpe,
+                                        const std::vector<uint8_t>& sentencepiece,
+                                        int32_t vocab_size, uint32_t seed, int32_t eos_id = -1);
+
 // A tokenizer.json text (convert::ParseTokenizerJson) loaded like that. The bytes and the model
 // stay inside, so the tokenizer lives as long as this does.
 class LoadedBpe {

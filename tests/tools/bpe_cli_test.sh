@@ -83,7 +83,7 @@ assert t["kind"] == "byte-level-bpe" and t["tokens"] == 1500 and t["added_tokens
 assert t["merges"] == 1243 and t["pre_tokenizer"] == ["Split(GPT-2 pattern)"], t
 assert t["ignore_merges"] is False and t["source_bytes"] == 0, t
 ' "$json"
-out=$(printf '1 2 3\n' | tern generate -m "$work/m.tern" --max-new-tokens 2)
+out=$(printf '1 2 3\n' | tern generate -m "$work/m.tern" --ids - --max-new-tokens 2)
 check "the model generates" test -n "$out"
 
 tern convert "$work/gpt2/model.safetensors" --arch gpt2 -o "$work/none.tern" --no-tokenizer --quiet

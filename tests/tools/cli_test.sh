@@ -46,6 +46,15 @@ check "11 input lines give 11 output lines" test "$(wc -l <<<"$sorted")" -eq 11
 first=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"21 22 23 24 25 2")
 second=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"26 27 28 29 2")
 check "a split line's pieces are joined in order" test "$(sed -n 9p <<<"$sorted")" == "$first $second"
+# Workers (--workers: sessions on threads sharing one packed copy of the weights): the same
+# lines, in the same order, failed lines included.
+workers=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --batch 2 --workers 3 --buffer 11 <<<"$lines")
+check "--workers 3 gives the one-by-one translations in input order" test "$workers" == "$one"
+workers_bad=$(printf '22 10 2\n99 2\n9 5 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --workers 2 2>"$work/workers.err")
+check "--workers: a bad line fails alone, named by its line" grep -q 'line 2: ' "$work/workers.err"
+check "... and the others are translated" test "$(sed -n 3p <<<"$workers_bad")" == "$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"9 5 26 2")"
+err=$(tern translate -m "$work/m.tern" --ids --workers 0 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
+check "--workers 0 is a usage error" grep -q 'rc=2' <<<"$err"
 err=$(tern translate -m "$work/m.tern" --ids --max-source 6 --batch 4 --batch-tokens 5 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
 check "--batch-tokens below --max-source is a usage error" grep -q 'batch-tokens must be 0 (off) or at least --max-source (6), got 5' <<<"$err"
 check "... with exit status 2" grep -q 'rc=2' <<<"$err"

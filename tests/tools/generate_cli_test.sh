@@ -39,10 +39,11 @@ check "generate --no-mmap gives the same ids" \
 check "generate --ids gives PyTorch's greedy continuation" test "$out" == "$first"
 out=$(tern generate -m "$work/gpt2.tern" --ids "25 33 29 30 34" --max-new-tokens 12 --backend reference)
 check "the reference backend too" test "$out" == "$first"
-out=$(printf '25 33 29 30 34\n16 41\n' | tern generate -m "$work/gpt2.tern" --max-new-tokens 12)
-check "prompts from stdin, one per line" test "$out" == "$first"$'\n'"$second"
+out=$(printf '25 33 29 30 34\n16 41\n' | tern generate -m "$work/gpt2.tern" --ids - --max-new-tokens 12)
+check "--ids -: id prompts from stdin, one per line" test "$out" == "$first"$'\n'"$second"
 out=$(tern generate -m "$work/gpt2.tern" --ids "16 41" --max-new-tokens 4 --json)
-check "--json has the prompt and the ids" test "$out" == '{"prompt": [16, 41], "ids": [34, 26, 26, 26]}'
+check "--json has the prompt, the ids and their log-probs" \
+  grep -qE '^\{"prompt": \[16, 41\], "ids": \[34, 26, 26, 26\], "log_probs": \[(-[0-9.e-]+, ){3}-[0-9.e-]+\]\}$' <<<"$out"
 out=$(tern generate -m "$work/gpt2.tern" --ids "16 41" --max-length 5)
 check "--max-length caps prompt + new tokens" test "$out" == "34 26 26"
 
@@ -61,7 +62,7 @@ check "the int8 model generates 12 tokens" test "$(wc -w <<<"$out")" -eq 12
 llama=$fixtures/checkpoints/llama
 tern convert "$llama/model.safetensors" --arch llama -o "$work/llama.tern" --quiet
 check "convert --arch llama writes a model" test -s "$work/llama.tern"
-out=$(printf '1 34 38 21 33 46\n1 23\n' | tern generate -m "$work/llama.tern" --max-new-tokens 12)
+out=$(printf '1 34 38 21 33 46\n1 23\n' | tern generate -m "$work/llama.tern" --ids - --max-new-tokens 12)
 check "llama: PyTorch's greedy continuations" \
   test "$out" == "12 41 16 22 24 34 19 41 35"$'\n'"5 5 25 5 28 5 5 5 5 18 20 41"
 out=$(tern generate -m "$work/llama.tern" --ids "1 16 45 5" --max-new-tokens 12 --backend reference)

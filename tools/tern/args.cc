@@ -34,6 +34,7 @@ Args::Args(int argc, char** argv, const std::set<std::string>& valued,
         value = argv[++i];
       }
       values_[name] = value;
+      all_values_[name].push_back(value);
     } else {
       throw UsageError("unknown option " + std::string(argv[i]));
     }
@@ -65,6 +66,11 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
                      std::to_string(hi) + ", got " + get(name));
   }
   return v;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>() : it->second;
 }
 
 double Args::get_real(const std::string& name, double fallback) const {

@@ -30,9 +30,12 @@ class Args {
   // A finite decimal number; UsageError naming the flag otherwise.
   double get_real(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every value a repeated option was given, in order (get() returns the last).
+  std::vector<std::string> get_all(const std::string& name) const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
 

@@ -1,8 +1,10 @@
 // tern generate: continue prompts with a decoder-only (GPT-style) model, greedy or sampled.
-// Prompts are token ids: one with --ids "...", or one per stdin line; each prompt's new ids go
-// to stdout on one line.
+// Prompts are text (--prompt, or one per stdin line) through the tokenizer stored in the model,
+// whose continuation is printed as it is generated (tern::TextGenerator), or token ids (--ids,
+// --ids - for one prompt per stdin line), whose new ids go to stdout on one line.
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "runtime/decoding/sampling.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
+#include "tools/tern/json_string.h"
 #include "tools/tern/load.h"
 #include "tools/tern/output.h"
 #include "tools/tern/session_flags.h"
@@ -23,14 +26,24 @@ namespace tern::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: tern generate -m MODEL [--ids \"ID ...\"] [options]\n"
+    "usage: tern generate -m MODEL [--prompt TEXT | --ids \"ID ...\" | --ids -] [options]\n"
     "\n"
-    "Continues a prompt with a decoder-only (GPT-style) model and prints the new token ids on one\n"
-    "line (without the prompt and without EOS). Without --ids, reads one prompt per stdin line.\n"
+    "Continues a prompt with a decoder-only (GPT-style) model. A text prompt goes through the\n"
+    "tokenizer stored in the model (tokenizer.json or tokenizer.model at convert time), with the\n"
+    "special tokens its configuration adds (BOS), and its continuation is printed as it is\n"
+    "generated, in whole UTF-8 characters, then a newline. Token ids give the new ids on one\n"
+    "line. Without --prompt or --ids, reads one text prompt per stdin line. Generation stops at\n"
+    "the model's EOS (not printed), a stop string, --max-new-tokens or --max-length.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model (architecture decoder_only, e.g. --arch gpt2)\n"
-    "  --ids \"ID ...\"        the prompt as space-separated token ids\n"
+    "  --prompt TEXT         the prompt as text\n"
+    "  --ids \"ID ...\"        the prompt as space-separated token ids; --ids -: one per stdin "
+    "line\n"
+    "  --stop S              stop when the text contains S (repeatable; \\n \\r \\t \\\\ are\n"
+    "                        escapes); S and what follows are not printed\n"
+    "  --print-special       print special tokens (EOS with --ignore-eos, ...) as their text\n"
+    "  --no-special-tokens   do not add the tokenizer's special tokens (BOS) around the prompt\n"
     "  --max-new-tokens N    at most N new tokens (default: until --max-length is reached)\n"
     "  --max-length N        positions per sequence, prompt + new tokens (default\n"
     "                        min(256, max_positions)); also the longest prompt\n"
@@ -39,7 +52,11 @@ const char kHelp[] =
     "  --top-p P             sample among the smallest set of tokens with mass >= P (default 1)\n"
     "  --seed S              sampler seed (PCG32; the same ids on every platform, default 0)\n"
     "  --ignore-eos          do not stop at the model's EOS id\n"
-    "  --json                one JSON object per prompt: prompt and ids\n"
+    "  --json                one JSON object per prompt, printed when it is done: text prompts\n"
+    "                        {prompt, prompt_ids, text, ids, log_probs, finish}, id prompts\n"
+    "                        {prompt, ids, log_probs}. log_probs: of each new id, log softmax(\n"
+    "                        logits / T) over the whole vocabulary, T = --temperature (1 when\n"
+    "                        greedy), before top-k / top-p; finish: eos, length or stop\n"
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
     "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
@@ -65,24 +82,81 @@ std::vector<int32_t> ParseIds(const std::string& text, const std::string& where)
   return ids;
 }
 
-std::string Join(const std::vector<int32_t>& ids, const char* separator) {
+template <typename Ids>
+std::string Join(const Ids& ids, const char* separator) {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? separator : "") + std::to_string(ids[i]);
   return out;
+}
+
+// JSON numbers: -inf (a token of probability 0 under the temperature) is null.
+std::string JoinLogProbs(const float* values, size_t count) {
+  std::string out;
+  char number[32];
+  for (size_t i = 0; i < count; ++i) {
+    if (std::isfinite(values[i])) {
+      std::snprintf(number, sizeof number, "%.9g", static_cast<double>(values[i]));
+    } else {
+      std::snprintf(number, sizeof number, "null");
+    }
+    out += (i ? ", " : "") + std::string(number);
+  }
+  return out;
+}
+
+// --stop's escapes: \n, \r, \t and \\ (a shell passes "\n\n" as backslashes).
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    if (c == 'n') {
+      out += '\n';
+    } else if (c == 'r') {
+      out += '\r';
+    } else if (c == 't') {
+      out += '\t';
+    } else if (c == '\\') {
+      out += '\\';
+    } else {
+      throw UsageError(std::string("--stop: unknown escape \\") + c +
+                       " (\\n, \\r, \\t and \\\\ are known)");
+    }
+  }
+  if (out.empty()) throw UsageError("--stop needs a non-empty string");
+  return out;
+}
+
+bool PrintPiece(void*, const TextPiece& piece) {
+  std::fwrite(piece.text, 1, piece.size, stdout);
+  std::fflush(stdout);
+  return true;
 }
 
 }  // namespace
 
 int Generate(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "ids", "max-new-tokens", "max-length", "temperature", "top-k", "top-p",
-             "seed", "threads", "backend"},
-            {"ignore-eos", "json", "no-mmap", "help"}, {{"-m", "--model"}});
+            {"model", "ids", "prompt", "stop", "max-new-tokens", "max-length", "temperature",
+             "top-k", "top-p", "seed", "threads", "backend"},
+            {"ignore-eos", "json", "no-mmap", "print-special", "no-special-tokens", "help"},
+            {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   if (!args.has("model")) throw UsageError("--model is required");
+  if (args.has("prompt") && args.has("ids")) throw UsageError("give --prompt or --ids, not both");
+  const bool text_mode = !args.has("ids");
+  if (!text_mode &&
+      (args.has("stop") || args.has("print-special") || args.has("no-special-tokens"))) {
+    throw UsageError("--stop, --print-special and --no-special-tokens are for text prompts");
+  }
+  std::vector<std::string> stop;
+  for (const std::string& s : args.get_all("stop")) stop.push_back(Unescape(s));
   auto real = [&](const char* name, float fallback) {
     if (!args.has(name)) return fallback;
     const std::string v = args.get(name);
@@ -125,7 +199,69 @@ int Generate(int argc, char** argv) {
   const Status prepared = generator.Prepare(model, limits, arena.data(), arena.size());
   if (!prepared.ok()) throw std::runtime_error(prepared.message());
 
+  const bool json = args.has("json");
+  if (text_mode) {
+    TextGenerator text;
+    const Status loaded = text.Load(model);
+    if (!loaded.ok()) {
+      throw std::runtime_error(args.get("model") + ": " + loaded.message() +
+                               "; --ids gives a prompt as token ids");
+    }
+    std::vector<const char*> stop_pointers;
+    for (const std::string& s : stop) stop_pointers.push_back(s.c_str());
+    TextGenerationOptions text_options;
+    text_options.generation = options;
+    if (text_options.generation.max_new_tokens == 0)
+      text_options.generation.max_new_tokens = limits.max_target_length;
+    text_options.stop = stop_pointers.data();
+    text_options.stop_count = stop_pointers.size();
+    text_options.print_special = args.has("print-special");
+    text_options.add_special_tokens = !args.has("no-special-tokens");
+    if (!json) text_options.on_text = PrintPiece;
+    auto run_text = [&](const std::string& prompt, const std::string& where) {
+      TextResult result;
+      const Status s =
+          text.Generate(generator, prompt.data(), prompt.size(), text_options, &result);
+      if (!s.ok()) throw std::runtime_error(where + ": " + s.message());
+      if (json) {
+        const Span<const char> t = text.text();
+        std::printf(
+            "{\"prompt\": %s, \"prompt_ids\": [%s], \"text\": %s, \"ids\": [%s], "
+            "\"log_probs\": [%s], \"finish\": \"%s\"}\n",
+            JsonString(prompt).c_str(), Join(text.prompt_ids(), ", ").c_str(),
+            JsonString(std::string(t.data(), t.size())).c_str(), Join(text.ids(), ", ").c_str(),
+            JoinLogProbs(text.log_probs().data(), text.log_probs().size()).c_str(),
+            FinishReasonName(result.finish));
+      } else {
+        std::printf("\n");
+      }
+      FlushStdout();
+    };
+    if (args.has("prompt")) {
+      run_text(args.get("prompt"), "--prompt");
+      return 0;
+    }
+    int status = 0;
+    std::string line;
+    for (size_t number = 1; std::getline(std::cin, line); ++number) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const std::string where = "line " + std::to_string(number);
+      try {
+        run_text(line, where);
+      } catch (const OutputError&) {
+        throw;
+      } catch (const std::runtime_error& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tern generate: %s\n", e.what());
+        std::printf("\n");  // keep outputs aligned with inputs
+        status = 1;
+      }
+    }
+    return status;
+  }
+
   std::vector<int32_t> out(static_cast<size_t>(limits.max_target_length));
+  std::vector<float> log_probs(out.size());
   auto run = [&](const std::vector<int32_t>& prompt, const std::string& where) {
     if (prompt.empty())
       throw std::runtime_error(where + ": the prompt is empty (give at least one token id)");
@@ -133,19 +269,21 @@ int Generate(int argc, char** argv) {
     GenerationOptions o = options;
     if (o.max_new_tokens == 0) o.max_new_tokens = limits.max_target_length;  // the session caps it
     const Status s = generator.Generate(Span<const int32_t>(prompt.data(), prompt.size()),
-                                        Span<int32_t>(out.data(), out.size()), &produced, o);
+                                        Span<int32_t>(out.data(), out.size()), &produced, o,
+                                        Span<float>(log_probs.data(), log_probs.size()));
     if (!s.ok()) throw std::runtime_error(where + ": " + s.message());
     const std::vector<int32_t> ids(out.begin(),
                                    out.begin() + static_cast<std::ptrdiff_t>(produced));
-    if (args.has("json")) {
-      std::printf("{\"prompt\": [%s], \"ids\": [%s]}\n", Join(prompt, ", ").c_str(),
-                  Join(ids, ", ").c_str());
+    if (json) {
+      std::printf("{\"prompt\": [%s], \"ids\": [%s], \"log_probs\": [%s]}\n",
+                  Join(prompt, ", ").c_str(), Join(ids, ", ").c_str(),
+                  JoinLogProbs(log_probs.data(), produced).c_str());
     } else {
       std::printf("%s\n", Join(ids, " ").c_str());
     }
     FlushStdout();
   };
-  if (args.has("ids")) {
+  if (args.get("ids") != "-") {
     run(ParseIds(args.get("ids"), "--ids"), "--ids");
     return 0;
   }

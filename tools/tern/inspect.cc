@@ -20,10 +20,13 @@ namespace {
 
 const char kHelp[] =
     "usage: tern inspect MODEL.tern [--json] [--batch N] [--beam N] [--max-source N]\n"
-    "                    [--max-length N] [--threads N] [--backend B] [--no-mmap]\n"
+    "                    [--max-length N] [--batch-tokens T] [--threads N] [--backend B]\n"
+    "                    [--no-mmap]\n"
     "\n"
     "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
-    "metadata, and the arena bytes a session needs for the given limits. The limit flags, their\n"
+    "metadata, and the arena bytes a session needs for the given limits (alone, and when sessions\n"
+    "share one packed copy of the weights, as tern translate --workers does). The limit flags, "
+    "their\n"
     "defaults and bounds are those of tern translate and generate: batch 1 (at most 4096), beam 1\n"
     "(at most 256), min(256, max_positions) source and target tokens.\n";
 
@@ -107,6 +110,14 @@ int Inspect(int argc, char** argv) {
   auto arena = decoder_only ? Generator::RequiredArenaBytes(model, limits)
                             : Session::RequiredArenaBytes(model, limits);
   if (!arena.ok()) throw std::runtime_error(arena.status().message());
+  // Sessions sharing one packed copy of the weights (tern translate --workers, SharedWeights):
+  // the shared memory once, then each session's arena without the packed copy.
+  SharedWeights shared;
+  auto shared_bytes = SharedWeights::RequiredBytes(model, limits);
+  if (!shared_bytes.ok()) throw std::runtime_error(shared_bytes.status().message());
+  auto shared_arena = decoder_only ? Generator::RequiredArenaBytes(model, limits, &shared)
+                                   : Session::RequiredArenaBytes(model, limits, &shared);
+  if (!shared_arena.ok()) throw std::runtime_error(shared_arena.status().message());
 
   nlohmann::ordered_json j;
   j["file"] = path;
@@ -138,8 +149,11 @@ int Inspect(int argc, char** argv) {
   j["limits"] = {{"max_batch", limits.max_batch},
                  {"beam_size", limits.beam_size},
                  {"max_source_length", limits.max_source_length},
-                 {"max_target_length", limits.max_target_length}};
+                 {"max_target_length", limits.max_target_length},
+                 {"max_batch_tokens", limits.max_batch_tokens}};
   j["required_arena_bytes"] = arena.value();
+  j["shared_weights_bytes"] = shared_bytes.value();
+  j["shared_session_arena_bytes"] = shared_arena.value();
   if (args.has("json")) {
     // Strings from the file (names, metadata) may hold invalid UTF-8: written as U+FFFD, so the
     // output is always valid JSON.
@@ -168,8 +182,14 @@ int Inspect(int argc, char** argv) {
       std::printf("  %-18s %s\n", it.key().c_str(), it.value().get<std::string>().c_str());
     }
   }
-  std::printf("\narena for batch %d, beam %d, source %d, target %d: %zu bytes\n", limits.max_batch,
-              limits.beam_size, limits.max_source_length, limits.max_target_length, arena.value());
+  std::printf("\narena for batch %d, beam %d, source %d, target %d", limits.max_batch,
+              limits.beam_size, limits.max_source_length, limits.max_target_length);
+  if (limits.max_batch_tokens > 0) std::printf(", %d source tokens", limits.max_batch_tokens);
+  std::printf(": %zu bytes\n", arena.value());
+  std::printf(
+      "sessions sharing the packed weights (--workers): %zu bytes once, then %zu per "
+      "session\n",
+      shared_bytes.value(), shared_arena.value());
   return 0;
 }
 

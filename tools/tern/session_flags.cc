@@ -3,7 +3,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <climits>
 #include <stdexcept>
+#include <string>
 
 namespace tern::cli {
 
@@ -16,6 +18,14 @@ Limits ParseLimits(const Args& args, const ModelConfig& config) {
   limits.max_source_length = static_cast<int32_t>(args.get_int("max-source", length, 1, positions));
   limits.max_target_length = static_cast<int32_t>(args.get_int("max-length", length, 1, positions));
   limits.threads = static_cast<int32_t>(args.get_int("threads", 1, 1, kMaxThreads));
+  limits.max_batch_tokens = static_cast<int32_t>(args.get_int("batch-tokens", 0, 0, INT32_MAX));
+  if (limits.max_batch_tokens > 0 && limits.max_batch_tokens < limits.max_source_length) {
+    // Any single sentence must fit: a budget below the longest source would have no batch
+    // for it.
+    throw UsageError("option --batch-tokens must be 0 (off) or at least --max-source (" +
+                     std::to_string(limits.max_source_length) + "), got " +
+                     std::to_string(limits.max_batch_tokens));
+  }
   const std::string backend = args.get("backend", "auto");
   if (backend == "auto") {
     limits.backend = Backend::kAuto;

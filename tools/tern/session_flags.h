@@ -21,11 +21,12 @@ inline constexpr long long kMaxThreads = 256;
 inline constexpr long long kDefaultLength = 256;
 
 // The value names of the flags ParseLimits reads, for Args' `valued` set.
-inline const char* const kLimitFlags[] = {"batch",      "beam",    "max-source",
-                                          "max-length", "threads", "backend"};
+inline const char* const kLimitFlags[] = {"batch",   "beam",    "max-source",  "max-length",
+                                          "threads", "backend", "batch-tokens"};
 
 // Reads the flags above (those present in args) into Limits for this model; UsageError for a
-// value outside its bound (lengths: 1 to the model's max_positions).
+// value outside its bound (lengths: 1 to the model's max_positions; --batch-tokens, the source
+// token budget Limits::max_batch_tokens: 0 or at least --max-source).
 Limits ParseLimits(const Args& args, const ModelConfig& config);
 
 // Refuses (std::runtime_error with both numbers) an arena larger than this machine can give:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -10,11 +11,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/decoding/greedy.h"
@@ -46,8 +51,11 @@ const char kHelp[] =
     "                        and cut into batches of similar lengths (less padding); the output\n"
     "                        keeps the input's order\n"
     "  --batch-tokens T      also end a batch before its padded source tokens (sentences x\n"
-    "                        longest source) would exceed T (default 0: no token budget)\n"
-    "  --buffer L            lines read ahead and sorted (default 64 x --batch; 1 with --batch 1)\n"
+    "                        longest source) would exceed T (default 0: no token budget); the\n"
+    "                        encoder's buffers and cross-attention caches are then planned for T\n"
+    "                        tokens instead of --batch x --max-source (tern inspect shows it)\n"
+    "  --buffer L            lines read ahead and sorted (default 64 x --batch x --workers; 1\n"
+    "                        with --batch 1 and one worker)\n"
     "  --max-source N        longest source in tokens incl. EOS (default min(256, max_positions))\n"
     "  --max-length N        longest output in tokens incl. EOS (default min(256, max_positions))\n"
     "  --long error|split    a source longer than --max-source is an error (default) or is\n"
@@ -67,6 +75,9 @@ const char kHelp[] =
     "                        error. Invalid UTF-8 in the source is written as U+FFFD, so the\n"
     "                        output is always valid JSON\n"
     "  --threads N           intra-op threads (default 1, at most 256)\n"
+    "  --workers W           W sessions translate batches in parallel on W threads (default 1,\n"
+    "                        at most 256), sharing one packed copy of the weights: each adds\n"
+    "                        only its activation arena. Output order is the input's\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
     "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
     "                        be changed in place while it runs; see docs/security.md)\n"
@@ -138,7 +149,7 @@ int Translate(int argc, char** argv) {
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty",
-                                  "batch-tokens",    "buffer"};
+                                  "buffer",          "workers"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
@@ -208,57 +219,91 @@ int Translate(int argc, char** argv) {
       throw std::runtime_error(std::string(s.message()) +
                                " (use --ids, or convert with --tokenizer)");
   }
-  auto need = Session::RequiredArenaBytes(loaded.model, limits);
+  const int workers_wanted = static_cast<int>(args.get_int("workers", 1, 1, kMaxThreads));
+  // With several workers the sessions share one packed copy of the weights (SharedWeights):
+  // the first Prepare packs them, the others reuse them.
+  SharedWeights shared;
+  std::vector<uint8_t> shared_memory;
+  if (workers_wanted > 1) {
+    auto bytes = SharedWeights::RequiredBytes(loaded.model, limits);
+    if (!bytes.ok()) throw std::runtime_error(bytes.status().message());
+    shared_memory.resize(bytes.value());
+    const Status s = shared.Init(shared_memory.data(), shared_memory.size());
+    if (!s.ok()) throw std::runtime_error(s.message());
+  }
+  SharedWeights* share = workers_wanted > 1 ? &shared : nullptr;
+  auto need = Session::RequiredArenaBytes(loaded.model, limits, share);
   if (!need.ok()) throw std::runtime_error(need.status().message());
-  CheckArenaFits(need.value());
-  std::vector<uint8_t> arena(need.value());
-  Session session;
-  Status status = session.Prepare(loaded.model, limits, arena.data(), arena.size());
-  if (!status.ok()) throw std::runtime_error(status.message());
+  CheckArenaFits(need.value() * static_cast<size_t>(workers_wanted) + shared_memory.size());
 
   const bool interactive = input_is_stdin && ::isatty(STDIN_FILENO) && !ids_mode;
   const bool progress = !interactive && ::isatty(STDERR_FILENO);
-  const int64_t batch_tokens = args.get_int("batch-tokens", 0, 0, INT32_MAX);
-  if (batch_tokens > 0 && batch_tokens < limits.max_source_length) {
-    // Any single sentence must fit: a budget below the longest source would have no batch
-    // for it.
-    throw UsageError("option --batch-tokens must be 0 (off) or at least --max-source (" +
-                     std::to_string(limits.max_source_length) + "), got " +
-                     std::to_string(batch_tokens));
-  }
-  const size_t buffer = static_cast<size_t>(
-      args.get_int("buffer", limits.max_batch > 1 ? 64LL * limits.max_batch : 1, 1, 1 << 20));
+  // The session's arena is planned for this budget too (Limits::max_batch_tokens), and the
+  // batches below are cut to it.
+  const int64_t batch_tokens = limits.max_batch_tokens;
+  const size_t buffer = static_cast<size_t>(args.get_int(
+      "buffer",
+      limits.max_batch > 1 || workers_wanted > 1 ? 64LL * limits.max_batch * workers_wanted : 1, 1,
+      1 << 20));
   const int64_t stride = limits.max_source_length;
   const int64_t out_stride = limits.max_target_length;
-  std::vector<int32_t> src(static_cast<size_t>(limits.max_batch * stride));
-  std::vector<int32_t> lengths(static_cast<size_t>(limits.max_batch));
   const int32_t n_best = options.n_best;
-  std::vector<int32_t> out(static_cast<size_t>(limits.max_batch * n_best * out_stride));
-  std::vector<int32_t> out_lengths(static_cast<size_t>(limits.max_batch * n_best));
-  std::vector<float> out_scores(static_cast<size_t>(limits.max_batch * n_best));
+  // One session per worker, each with its own arena and call buffers.
+  struct Worker {
+    std::vector<uint8_t> arena;
+    Session session;
+    std::vector<int32_t> src, lengths, out, out_lengths;
+    std::vector<float> out_scores;
+  };
+  const int worker_count = interactive ? 1 : workers_wanted;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < worker_count; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->arena.resize(need.value());
+    Status status =
+        w->session.Prepare(loaded.model, limits, w->arena.data(), w->arena.size(), share);
+    if (!status.ok()) throw std::runtime_error(status.message());
+    w->src.resize(static_cast<size_t>(limits.max_batch * stride));
+    w->lengths.resize(static_cast<size_t>(limits.max_batch));
+    w->out.resize(static_cast<size_t>(limits.max_batch * n_best * out_stride));
+    w->out_lengths.resize(static_cast<size_t>(limits.max_batch * n_best));
+    w->out_scores.resize(static_cast<size_t>(limits.max_batch * n_best));
+    workers.push_back(std::move(w));
+  }
   int failures = 0;
   size_t lines_done = 0;
+  std::mutex fail_mutex;  // workers fail lines concurrently
 
   // A failed line: one message on stderr with its real line number, counted once.
   auto fail = [&](Pending& p, const std::string& message) {
+    std::lock_guard<std::mutex> lock(fail_mutex);
     if (!p.error.empty()) return;
     p.error = message;
     std::fprintf(stderr, "tern translate: line %zu: %s\n", p.line_number, message.c_str());
     ++failures;
   };
 
+  auto failed = [&](const Pending& p) {
+    std::lock_guard<std::mutex> lock(fail_mutex);
+    return !p.error.empty();
+  };
+
+  using Slot = std::pair<size_t, size_t>;  // (pending index, piece index)
   // Translates every piece of the pending lines, max_batch pieces at a time.
   auto run = [&](std::vector<Pending>& pending) {
-    std::vector<std::pair<size_t, size_t>> slots;  // (pending index, piece index)
-    // Output rows row_base * n_best ... of the last call hold slot k's results.
-    auto collect = [&](size_t k, size_t row_base) {
+    // Output rows row_base * n_best ... of worker w's last call hold slot k's results.
+    auto collect = [&](Worker& w, const std::vector<Slot>& slots, size_t k, size_t row_base) {
+      const std::vector<int32_t>& out = w.out;
+      const std::vector<int32_t>& out_lengths = w.out_lengths;
+      const std::vector<float>& out_scores = w.out_scores;
+      // Written even for a line that failed (its results are then never read): another worker
+      // may be failing one of its other pieces right now.
       Pending& p = pending[slots[k].first];
-      if (!p.error.empty()) return;
       PieceResult& r = p.results[slots[k].second];
       r.ids.assign(static_cast<size_t>(n_best), {});
       r.log_probs.assign(static_cast<size_t>(n_best), 0.0f);
       r.lengths.assign(static_cast<size_t>(n_best), 0);
-      const int32_t cap = EffectiveMaxLength(options, limits.max_target_length, lengths[k]);
+      const int32_t cap = EffectiveMaxLength(options, limits.max_target_length, w.lengths[k]);
       for (int32_t j = 0; j < n_best; ++j) {
         const size_t row = row_base * static_cast<size_t>(n_best) + static_cast<size_t>(j);
         r.ids[static_cast<size_t>(j)].assign(
@@ -276,13 +321,20 @@ int Translate(int argc, char** argv) {
         r.lengths[static_cast<size_t>(j)] = scored;
       }
     };
-    auto flush = [&]() {
-      if (slots.empty()) return;
+    // One batch on worker w: the pieces of `slots`, translated together.
+    auto translate_batch = [&](Worker& w, const std::vector<Slot>& slots) {
+      for (size_t k = 0; k < slots.size(); ++k) {
+        const auto& ids = pending[slots[k].first].pieces[slots[k].second];
+        std::copy(ids.begin(), ids.end(),
+                  w.src.begin() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(stride)));
+        w.lengths[k] = static_cast<int32_t>(ids.size());
+      }
       const int32_t n = static_cast<int32_t>(slots.size());
-      Status s = session.TranslateIds(src.data(), stride, lengths.data(), n, options, out.data(),
-                                      out_stride, out_lengths.data(), out_scores.data());
+      Status s =
+          w.session.TranslateIds(w.src.data(), stride, w.lengths.data(), n, options, w.out.data(),
+                                 out_stride, w.out_lengths.data(), w.out_scores.data());
       if (s.ok()) {
-        for (size_t k = 0; k < slots.size(); ++k) collect(k, k);
+        for (size_t k = 0; k < slots.size(); ++k) collect(w, slots, k, k);
       } else if (n == 1) {
         fail(pending[slots[0].first], WithoutSentencePrefix(s.message()));
       } else {
@@ -290,59 +342,69 @@ int Translate(int argc, char** argv) {
         // line fails and every message names its own line.
         for (size_t k = 0; k < slots.size(); ++k) {
           Pending& p = pending[slots[k].first];
-          if (!p.error.empty()) continue;
-          const Status one = session.TranslateIds(
-              src.data() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(stride)), stride,
-              &lengths[k], 1, options, out.data(), out_stride, out_lengths.data(),
-              out_scores.data());
+          if (failed(p)) continue;
+          const Status one = w.session.TranslateIds(
+              w.src.data() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(stride)), stride,
+              &w.lengths[k], 1, options, w.out.data(), out_stride, w.out_lengths.data(),
+              w.out_scores.data());
           if (one.ok()) {
-            collect(k, 0);
+            collect(w, slots, k, 0);
           } else {
             fail(p, WithoutSentencePrefix(one.message()));
           }
         }
       }
-      slots.clear();
     };
     // Every piece of the buffer, shortest first when batching (stable: equal lengths keep the
     // input order), cut into batches of at most max_batch pieces and batch_tokens padded
     // source tokens. A sentence's translation does not depend on its batch (the runtime's
     // batch invariance), so only the padding changes.
-    std::vector<std::pair<size_t, size_t>> order;
+    std::vector<Slot> order;
     for (size_t p = 0; p < pending.size(); ++p) {
       pending[p].results.assign(pending[p].pieces.size(), {});
       if (!pending[p].error.empty()) continue;
       for (size_t piece = 0; piece < pending[p].pieces.size(); ++piece)
         order.emplace_back(p, piece);
     }
-    auto piece_length = [&](const std::pair<size_t, size_t>& e) {
-      return pending[e.first].pieces[e.second].size();
-    };
+    auto piece_length = [&](const Slot& e) { return pending[e.first].pieces[e.second].size(); };
     if (limits.max_batch > 1) {
       std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
         return piece_length(a) < piece_length(b);
       });
     }
+    std::vector<std::vector<Slot>> batches(1);
     size_t longest = 0;
     for (const auto& e : order) {
       const size_t length = piece_length(e);
-      const size_t padded = (slots.size() + 1) * std::max(longest, length);
-      if (!slots.empty() && batch_tokens > 0 && padded > static_cast<size_t>(batch_tokens)) {
-        flush();
+      std::vector<Slot>* slots = &batches.back();
+      const size_t padded = (slots->size() + 1) * std::max(longest, length);
+      if (!slots->empty() && batch_tokens > 0 && padded > static_cast<size_t>(batch_tokens)) {
+        batches.emplace_back();
+        slots = &batches.back();
         longest = 0;
       }
-      const auto& ids = pending[e.first].pieces[e.second];
-      std::copy(ids.begin(), ids.end(),
-                src.begin() + static_cast<std::ptrdiff_t>(slots.size() * stride));
-      lengths[slots.size()] = static_cast<int32_t>(ids.size());
-      slots.push_back(e);
+      slots->push_back(e);
       longest = std::max(longest, length);
-      if (static_cast<int32_t>(slots.size()) == limits.max_batch) {
-        flush();
+      if (static_cast<int32_t>(slots->size()) == limits.max_batch) {
+        batches.emplace_back();
         longest = 0;
       }
     }
-    flush();
+    if (batches.back().empty()) batches.pop_back();
+    // The workers take batches in turn; each piece's result is written by the one worker that
+    // translated it, and the lines are written below, in input order, after all have finished.
+    std::atomic<size_t> next{0};
+    auto work = [&](Worker& w) {
+      for (size_t b = next++; b < batches.size(); b = next++) translate_batch(w, batches[b]);
+    };
+    if (workers.size() == 1 || batches.size() == 1) {
+      work(*workers[0]);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t i = 1; i < workers.size(); ++i) threads.emplace_back(work, std::ref(*workers[i]));
+      work(*workers[0]);
+      for (std::thread& t : threads) t.join();
+    }
     for (auto& p : pending) {
       // The pieces joined in order: ids concatenated, log-probabilities and lengths added.
       p.outputs.assign(static_cast<size_t>(n_best), {});

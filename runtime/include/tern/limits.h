@@ -29,6 +29,13 @@ struct Limits {
   // busy machine or small layers make it slower; kernels/xnnpack/pool_governor.h), so more
   // threads are never much slower than one; results are the same either way.
   int32_t threads = 1;
+  // Source tokens in flight (translation sessions): a call's sentences x its longest source
+  // (padding included) may not exceed this, and the encoder's buffers and the cross-attention
+  // K/V caches are planned for this many tokens instead of max_batch x max_source_length.
+  // 0: no budget (max_batch x max_source_length). At least max_source_length (one longest
+  // sentence must fit). The decoder's self-attention caches stay max_batch x beam_size x
+  // max_target_length. A Generator takes 0 only.
+  int32_t max_batch_tokens = 0;
 };
 
 }  // namespace tern

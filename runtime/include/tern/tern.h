@@ -14,8 +14,10 @@
  *   (a pure function of model + limits). tern_session_create() plans everything inside that
  *   arena; the handle itself is the only heap allocation it makes. After it,
  *   tern_translate_ids() never allocates, nor does tern_generate_ids() after
- *   tern_generator_create(). The text path (tern_translate_text) tokenizes with
- *   SentencePiece, which allocates, then runs the same allocation-free translation.
+ *   tern_generator_create(). The text paths tokenize: tern_translate_text with SentencePiece,
+ *   which allocates, then runs the same allocation-free translation; tern_generate_text grows
+ *   its buffers on a generator's first request and then allocates nothing with a byte-level
+ *   BPE tokenizer (SentencePiece allocates inside the library on every prompt): docs/api.md.
  *
  * Errors
  *   Every call returns a tern_status; tern_status_string() names it and tern_last_error()
@@ -74,6 +76,9 @@ typedef struct tern_limits {
                                 picks 1..this in tern_translate_options.beam_size */
   tern_backend backend;      /* default TERN_BACKEND_AUTO */
   int32_t threads;           /* intra-op threads (default 1); the pool is made at session create */
+  int32_t max_batch_tokens;  /* source tokens in flight: sentences x longest source of a call
+                                (default 0: max_batch x max_source_length); the encoder and
+                                cross-attention caches are planned for it (tern::Limits) */
 } tern_limits;
 
 /* Called for each new token of each sentence (greedy: as generated; beam search: the best
@@ -110,6 +115,45 @@ typedef struct tern_generate_options {
   void* user;
 } tern_generate_options;
 
+/* Text generation (tern_generate_text). */
+typedef enum tern_finish_reason {
+  TERN_FINISH_LENGTH = 0,  /* max_new_tokens, or the generator's max_target_length, reached */
+  TERN_FINISH_EOS = 1,     /* the model's EOS (stop_at_eos) */
+  TERN_FINISH_STOP = 2,    /* a stop string completed (it is not part of the text) */
+  TERN_FINISH_CALLBACK = 3 /* on_text returned 0 */
+} tern_finish_reason;
+
+/* Called once per new token with the text that token released: whole UTF-8 characters (valid
+ * UTF-8, not NUL-terminated, size 0 while half a character or a possible stop string is held
+ * back), the token and its log-probability (see tern_generate_text_options). Then, when text
+ * was still held back at the end, once more with token -1 and log_prob 0. Return 0 to stop:
+ * generation ends and the call succeeds with TERN_FINISH_CALLBACK. */
+typedef int (*tern_text_callback)(void* user, const char* text, size_t size, int32_t token,
+                                  float log_prob);
+
+typedef struct tern_generate_text_options {
+  tern_generate_options generate; /* max_new_tokens, sampling, stop_at_eos; on_token must be NULL */
+  const char* const* stop;        /* stop strings (UTF-8, non-empty), stop_count of them; matched
+                                     across tokens, never part of the text */
+  size_t stop_count;
+  int32_t add_special_tokens; /* nonzero (default): the tokenizer's tokens around the prompt
+                                 (BOS: tokenizer.json's post-processor; SentencePiece's <s>) */
+  int32_t parse_special;      /* nonzero (default): "<|endoftext|>" in the prompt is that token */
+  int32_t print_special;      /* nonzero: special tokens of the output are printed (default 0) */
+  tern_text_callback on_text; /* optional streaming */
+  void* user;
+} tern_generate_text_options;
+
+typedef struct tern_text_result {
+  size_t text_length;     /* bytes of the whole continuation (out holds what fits) */
+  size_t prompt_tokens;   /* the prompt's ids, special tokens included */
+  size_t new_tokens;      /* generated, without EOS */
+  const int32_t* ids;     /* the new ids: valid until the next call with this generator */
+  const float* log_probs; /* log softmax(logits / T)[id], T = temperature (1 when greedy),
+                             over the whole vocabulary, before top-k / top-p */
+  tern_finish_reason finish;
+} tern_text_result;
+
 TERN_API const char* tern_version(void);
 TERN_API const char* tern_status_string(tern_status status);
 /* Message of the calling thread's most recent failed call ("" if none). */
@@ -118,6 +162,7 @@ TERN_API const char* tern_last_error(void);
 TERN_API tern_limits tern_default_limits(void);
 TERN_API tern_translate_options tern_default_translate_options(void);
 TERN_API tern_generate_options tern_default_generate_options(void);
+TERN_API tern_generate_text_options tern_default_generate_text_options(void);
 
 /* data must stay valid and unchanged until tern_model_free; at least 16-byte aligned. */
 TERN_API tern_status tern_model_load_from_memory(const void* data, size_t size, tern_model** out);
@@ -127,6 +172,18 @@ TERN_API void tern_model_free(tern_model* model);
 
 TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
                                                size_t* out_bytes);
+
+/* Packed weights shared by the sessions and generators of one model (XNNPACK repacks every
+ * linear layer at creation; by default each session keeps its own packed copy in its arena).
+ * After tern_model_share_weights(model, memory, bytes), with bytes from
+ * tern_shared_weights_bytes(), the first session or generator created from the model packs its
+ * weights into memory and every later one reuses them: tern_required_arena_bytes and
+ * tern_generator_required_arena_bytes then count no packed copy. Create the first session before
+ * the others on other threads; memory stays valid and untouched until tern_model_free. Call it
+ * before any session of the model exists. The reference backend packs nothing (0 bytes). */
+TERN_API tern_status tern_shared_weights_bytes(const tern_model* model, const tern_limits* limits,
+                                               size_t* out_bytes);
+TERN_API tern_status tern_model_share_weights(tern_model* model, void* memory, size_t bytes);
 
 /* arena: caller memory of at least tern_required_arena_bytes() bytes, valid until
  * tern_session_free. The model must outlive the session. */
@@ -185,6 +242,15 @@ TERN_API tern_status tern_generate_ids_batch(tern_generator* generator, const in
                                              size_t prompt_stride, const int32_t* prompt_lengths,
                                              int32_t batch, const tern_generate_options* options,
                                              int32_t* out, size_t out_stride, int32_t* out_lengths);
+
+/* Text in, text out: the prompt (NUL-terminated UTF-8) through the tokenizer stored in the model
+ * file (byte-level BPE or SentencePiece; TERN_FAILED_PRECONDITION when it has none), the
+ * continuation streamed to options->on_text and written to out (NUL-terminated; when it does
+ * not fit, what fits, cut at a character boundary, and TERN_OUT_OF_RANGE after generation
+ * ends). options may be NULL (the defaults), result too. Allocates: docs/api.md says what. */
+TERN_API tern_status tern_generate_text(tern_generator* generator, const char* prompt,
+                                        const tern_generate_text_options* options, char* out,
+                                        size_t out_capacity, tern_text_result* result);
 
 #ifdef __cplusplus
 }

@@ -175,8 +175,11 @@ xnn_status CreateOperator(LinearPath path, const Operands& o, xnn_operator_t* op
   return t.create != nullptr ? t.create(o, op) : xnn_status_invalid_parameter;
 }
 
-// Dry run of one path: true with the arena bytes when this CPU supports it.
-bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes) {
+// Dry run of one path: true with the arena bytes when this CPU supports it. With a cache (in
+// WeightsCache::Mode::kMeasure) the packed weights are asked of it instead of the allocator:
+// *bytes is then the operator's alone and cache->measured_bytes() the packed weights'.
+bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes,
+             WeightsCache* cache = nullptr) {
   const ScratchLayout l = Layout(path, spec);
   // Real scales / f16 bias (small: one value per row or block), from the heap: this runs in
   // RequiredArenaBytes, before there is an arena.
@@ -185,16 +188,18 @@ bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes) {
     small = static_cast<uint8_t*>(std::malloc(l.small_bytes));
     if (small == nullptr) return false;
   }
-  const Operands o = PrepareOperands(path, spec, small, /*repack_kernel=*/false);
+  Operands o = PrepareOperands(path, spec, small, /*repack_kernel=*/false);
+  if (cache != nullptr) o.cache = cache->provider();
   xnn_operator_t op = nullptr;
   bool supported = false;
   {
     MeasureScope scope;
     const xnn_status status = CreateOperator(path, o, &op);
     if (status == xnn_status_success) {
-      supported = true;
+      supported = cache == nullptr;  // a cache refuses every packing: success would mean none
       xnn_delete_operator(op);
-    } else if (status == xnn_status_out_of_memory && scope.refused()) {
+    } else if (status == xnn_status_out_of_memory &&
+               (cache != nullptr ? cache->measured_bytes() > 0 : scope.refused())) {
       supported = true;  // Everything was checked; only the packed weights' memory was refused.
     }
     *bytes = scope.bytes();
@@ -288,6 +293,14 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
       choice.path = chain[i];
       choice.xnn_bytes = bytes;
       choice.scratch_bytes = Layout(chain[i], spec).total();
+      WeightsCache measure;
+      measure.Start(WeightsCache::Mode::kMeasure, nullptr);
+      size_t operator_bytes = 0;
+      if (Measure(chain[i], spec, &operator_bytes, &measure)) {
+        choice.shareable = true;
+        choice.operator_bytes = operator_bytes;
+        choice.packed_bytes = measure.measured_bytes();
+      }
       break;
     }
   }
@@ -366,7 +379,7 @@ Status CreateContext(const ContextNeeds& needs, Context* c) {
 }
 
 Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
-                    void* scratch, LinearKernel* out) {
+                    void* scratch, LinearKernel* out, WeightsCache* cache) {
   *out = LinearKernel();
   out->context = context;
   out->path = choice.path;
@@ -376,10 +389,20 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->output_stride = spec.output_stride;
   out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;
   if (choice.path == LinearPath::kReference) return Status::Ok();
-  const Operands o =
-      PrepareOperands(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/true);
+  // Reusing shared packed weights, XNNPACK finds them before it would read the kernel.
+  const bool reuse = cache != nullptr && cache->mode() == WeightsCache::Mode::kReuse;
+  Operands o =
+      PrepareOperands(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/!reuse);
+  if (cache != nullptr) o.cache = cache->provider();
   xnn_operator_t op = nullptr;
   const xnn_status s = CreateOperator(choice.path, o, &op);
+  if (s != xnn_status_success && cache != nullptr && cache->mismatch()) {
+    return Status::Error(StatusCode::kFailedPrecondition,
+                         "%s [%lld, %lld]: the shared weights hold no packed layer like this one "
+                         "(they were packed for another model, or for other kernels)",
+                         LinearPathName(choice.path), static_cast<long long>(spec.weight.rows),
+                         static_cast<long long>(spec.weight.cols));
+  }
   if (s != xnn_status_success) {
     return Status::Error(PrepareError(s),
                          "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",

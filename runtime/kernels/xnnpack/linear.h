@@ -23,6 +23,7 @@
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
 #include "runtime/kernels/xnnpack/pool_governor.h"
+#include "runtime/kernels/xnnpack/weights_cache.h"
 
 struct xnn_operator;
 struct pthreadpool;
@@ -67,6 +68,11 @@ struct LinearChoice {
   LinearPath path = LinearPath::kReference;
   size_t xnn_bytes = 0;      // arena bytes of its XNNPACK operator (struct + packed weights)
   size_t scratch_bytes = 0;  // prepare-time scratch CreateLinear needs (repacked data)
+  // With shared packed weights (weights_cache.h): whether the operator takes them from a
+  // cache, the arena bytes of the operator alone, and the packed bytes in the shared region.
+  bool shareable = false;
+  size_t operator_bytes = 0;
+  size_t packed_bytes = 0;
 };
 
 // Chooses each layer's path and measures its arena bytes by a dry run (allocator.h's
@@ -145,9 +151,10 @@ struct LinearKernel {
 };
 
 // Creates the operator of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes
-// bytes, 64-byte aligned, only needed during the call.
+// bytes, 64-byte aligned, only needed during the call. cache (optional, for a shareable choice):
+// where the packed weights go or come from (weights_cache.h); the caller has set its Expect.
 Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
-                    void* scratch, LinearKernel* out);
+                    void* scratch, LinearKernel* out, WeightsCache* cache = nullptr);
 
 // y[m, n] (row stride ldy) = x[m, k] (row stride ldx) W^T + b. Returns false when XNNPACK cannot
 // run this call (strides or rows beyond what prepare planned, or an XNNPACK error; counted in

@@ -19,14 +19,14 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_f32(o.k, o.n, o.input_stride, o.output_stride,
                                                 F32(o.kernel), F32(o.bias), kNoMin, kNoMax, 0,
-                                                nullptr, nullptr, op);
+                                                nullptr, o.cache, op);
      },
      xnn_reshape_fully_connected_nc_f32, xnn_setup_fully_connected_nc_f32, nullptr, nullptr},
     {LinearPath::kF16, "fully_connected_nc_f16", Activations::kF16, Small::kF16Bias, Repack::kNever,
      BiasBy::kOperator,
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_f16(o.k, o.n, o.input_stride, o.output_stride, o.kernel,
-                                                o.bias, kNoMin, kNoMax, 0, nullptr, nullptr, op);
+                                                o.bias, kNoMin, kNoMax, 0, nullptr, o.cache, op);
      },
      xnn_reshape_fully_connected_nc_f16, nullptr, nullptr, xnn_setup_fully_connected_nc_f16},
     {LinearPath::kF16AsF32, "fully_connected_nc_f32_f16", Activations::kF32, Small::kF16Bias,
@@ -34,7 +34,7 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_f32_f16(o.k, o.n, o.input_stride, o.output_stride,
                                                     o.kernel, o.bias, kNoMin, kNoMax, 0, nullptr,
-                                                    nullptr, op);
+                                                    o.cache, op);
      },
      xnn_reshape_fully_connected_nc_f32_f16, xnn_setup_fully_connected_nc_f32_f16, nullptr,
      nullptr},
@@ -43,7 +43,7 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_qd8_f32_qc8w(
            o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
-           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, o.cache,
            op);
      },
      xnn_reshape_fully_connected_nc_qd8_f32_qc8w, nullptr,
@@ -53,7 +53,7 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_f32_qc8w(
            o.k, o.n, o.input_stride, o.output_stride, F32(o.scales),
-           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           static_cast<const int8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, o.cache,
            op);
      },
      xnn_reshape_fully_connected_nc_f32_qc8w, xnn_setup_fully_connected_nc_f32_qc8w, nullptr,
@@ -63,7 +63,7 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_qd8_f32_qc4w(
            o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales), o.kernel,
-           F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr, op);
+           F32(o.bias), kNoMin, kNoMax, 0, nullptr, o.cache, op);
      },
      xnn_reshape_fully_connected_nc_qd8_f32_qc4w, nullptr,
      xnn_setup_fully_connected_nc_qd8_f32_qc4w, nullptr},
@@ -72,7 +72,7 @@ constexpr PathTraits kPaths[] = {
      [](const Operands& o, xnn_operator_t* op) {
        return xnn_create_fully_connected_nc_f32_qc4w(
            o.k, o.n, o.input_stride, o.output_stride, o.zero_point, F32(o.scales),
-           static_cast<const uint8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, nullptr,
+           static_cast<const uint8_t*>(o.kernel), F32(o.bias), kNoMin, kNoMax, 0, nullptr, o.cache,
            op);
      },
      xnn_reshape_fully_connected_nc_f32_qc4w, xnn_setup_fully_connected_nc_f32_qc4w, nullptr,
@@ -83,7 +83,7 @@ constexpr PathTraits kPaths[] = {
        return xnn_create_fully_connected_nc_qd8_f32_qb4w(
            o.k, o.n, o.input_stride, o.output_stride, o.block_size, o.zero_point,
            static_cast<const uint16_t*>(o.scales), o.kernel, F32(o.bias), kNoMin, kNoMax, 0,
-           nullptr, nullptr, op);
+           nullptr, o.cache, op);
      },
      xnn_reshape_fully_connected_nc_qd8_f32_qb4w, nullptr,
      xnn_setup_fully_connected_nc_qd8_f32_qb4w, nullptr},

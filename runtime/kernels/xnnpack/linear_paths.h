@@ -58,6 +58,8 @@ struct Operands {
   const void* kernel = nullptr;
   const void* scales = nullptr;  // f32 per row, or bf16 per block
   const void* bias = nullptr;    // f32, or f16 next to f16 weights
+  // Where the packed weights go (weights_cache.h); null: the operator packs its own copy.
+  xnn_weights_cache_t cache = nullptr;
 };
 
 // Everything that differs between the paths, one row per LinearPath in its order: the path, its

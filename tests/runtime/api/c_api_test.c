@@ -175,9 +175,36 @@ int main(int argc, char** argv) {
     CHECK(strcmp(args[i].text, again) == 0);
   }
 
+  /* Shared weights: a session created first packs them, the threads' sessions reuse them and
+   * translate as before, in arenas without a packed copy. */
+  tern_limits worker_limits = tern_default_limits();
+  worker_limits.max_source_length = 32;
+  worker_limits.max_target_length = 12;
+  size_t own_bytes = 0, shared_bytes = 0, shared_arena = 0;
+  CHECK(tern_required_arena_bytes(from_memory, &worker_limits, &own_bytes) == TERN_OK);
+  CHECK(tern_shared_weights_bytes(from_memory, &worker_limits, &shared_bytes) == TERN_OK);
+  CHECK(tern_model_share_weights(NULL, NULL, 0) == TERN_INVALID_ARGUMENT);
+  void* shared = malloc(shared_bytes + 1);
+  CHECK(tern_model_share_weights(from_memory, shared, shared_bytes) == TERN_OK);
+  CHECK(tern_required_arena_bytes(from_memory, &worker_limits, &shared_arena) == TERN_OK);
+  CHECK(shared_bytes == 0 ? shared_arena == own_bytes : shared_arena < own_bytes);
+  void* first_arena = malloc(shared_arena);
+  tern_session* first = NULL;
+  CHECK(tern_session_create(from_memory, &worker_limits, first_arena, shared_arena, &first) ==
+        TERN_OK);
+  for (int i = 0; i < kThreads; ++i) args[i].model = from_memory;
+  run_threads(threads, kThreads, worker, args, sizeof args[0]);
+  for (int i = 0; i < kThreads; ++i) {
+    CHECK(args[i].ok);
+    CHECK(strcmp(args[i].text, again) == 0);
+  }
+  tern_session_free(first);
+  free(first_arena);
+
   tern_session_free(session);
   free(arena);
   tern_model_free(from_memory);
+  free(shared);
   tern_model_free(model);
   free(bytes);
   return summary();

@@ -192,5 +192,28 @@ TEST_CASE("sampling options are checked", "[sampling]") {
   CHECK(!CheckSamplingOptions(o).ok());
 }
 
+TEST_CASE("a token's log-probability is the log-softmax under the temperature", "[sampling]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> z = {1.5f, -2.0f, nan, 0.25f, 3.0f, -0.5f};
+  std::vector<double> scratch(z.size() * 2);
+  for (float t : {0.0f, 1.0f, 0.5f, 2.5f}) {
+    SamplingOptions o;
+    o.temperature = t;
+    o.top_k = 2;  // not applied: token 0 (third largest) keeps its probability
+    o.top_p = 0.5f;
+    const double d = t > 0.0f ? t : 1.0;
+    double total = 0.0;  // the NaN counts as -inf: it adds nothing
+    for (float v : z)
+      if (!std::isnan(v)) total += std::exp(v / d);
+    for (int32_t id : {0, 1, 3, 4, 5}) {
+      INFO("temperature " << t << ", token " << id);
+      CHECK(std::fabs(TokenLogProbability(z.data(), 6, o, id, scratch.data()) -
+                      (z[static_cast<size_t>(id)] / d - std::log(total))) < 1e-5);
+    }
+    CHECK(TokenLogProbability(z.data(), 6, o, 2, scratch.data()) ==
+          -std::numeric_limits<float>::infinity());
+  }
+}
+
 }  // namespace
 }  // namespace tern

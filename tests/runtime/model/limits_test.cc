@@ -326,7 +326,9 @@ TEST_CASE("limits: session limits outside their bounds are refused by name", "[a
       {[](Limits* l) { l->max_source_length = kIntMax; }, "limits.max_source_length"},
       {[](Limits* l) { l->max_target_length = -1; }, "limits.max_target_length"},
       {[](Limits* l) { l->max_target_length = 65; },
-       "limits.max_target_length"},  // max_positions 64
+       "limits.max_target_length"},                                              // max_positions 64
+      {[](Limits* l) { l->max_batch_tokens = 15; }, "limits.max_batch_tokens"},  // < source 16
+      {[](Limits* l) { l->max_batch_tokens = -1; }, "limits.max_batch_tokens"},
   };
   for (const Case& k : cases) {
     Limits limits;

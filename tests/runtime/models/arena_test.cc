@@ -123,6 +123,103 @@ TEST_CASE("grouped-query attention shrinks the K/V caches, and only them", "[are
   }
 }
 
+// Limits::max_batch_tokens: the encoder's buffers and the cross-attention K/V caches are planned
+// for a source-token budget instead of max_batch x max_source_length; a call within it
+// translates exactly as an unbudgeted session does (a sentence's output does not depend on its
+// batch), a call over it is refused by name, on both backends.
+TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches",
+          "[arena][batch_tokens]") {
+  const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 17);
+  const Model model = Model::Load(bytes.data(), bytes.size()).value();
+  const int32_t ids[] = {5,  9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         8,  3, 2, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         13, 6, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         7,  2, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const int32_t lengths[] = {6, 3, 5, 2};
+  for (Backend backend : testing::Backends()) {
+    INFO((backend == Backend::kXnnpack ? "xnnpack" : "reference"));
+    Limits full;
+    full.backend = backend;
+    full.max_batch = 4;
+    full.max_source_length = 16;
+    full.max_target_length = 8;
+    Limits budget = full;
+    budget.max_batch_tokens = 24;  // 4 sentences of at most 6 tokens, or 1 of 16
+    const size_t full_bytes = Session::RequiredArenaBytes(model, full).value();
+    const size_t budget_bytes = Session::RequiredArenaBytes(model, budget).value();
+    CHECK(budget_bytes < full_bytes);
+    // A budget at or above max_batch x max_source_length plans the same arena.
+    Limits loose = full;
+    loose.max_batch_tokens = 64;
+    CHECK(Session::RequiredArenaBytes(model, loose).value() == full_bytes);
+    // The reference plan's cross K/V caches: decoder layers x {K, V} x tokens x d_kv floats
+    // (each buffer planned with the same fixed slack), 24 tokens instead of 4 x 16.
+    if (backend == Backend::kReference) {
+      auto cross_bytes = [&](const Limits& limits) {
+        GreedyPlanner plan;
+        REQUIRE(EncoderDecoder::PlanArena(model, limits, &plan).ok());
+        for (int i = 0; i < plan.count(); ++i)
+          if (std::string(plan.name(i)) == "cross_kv") return plan.size(i);
+        FAIL("no cross_kv buffer");
+        return size_t{0};
+      };
+      const ModelConfig& c = model.config();
+      CHECK(cross_bytes(full) - cross_bytes(budget) ==
+            static_cast<size_t>(c.decoder_layers) * 2 * (64 - 24) * static_cast<size_t>(c.d_kv()) *
+                sizeof(float));
+    }
+
+    auto translate = [&](const Limits& limits, int32_t batch, Status* status) {
+      std::vector<uint8_t> arena(Session::RequiredArenaBytes(model, limits).value());
+      Session session;
+      REQUIRE(session.Prepare(model, limits, arena.data(), arena.size()).ok());
+      std::vector<int32_t> out(static_cast<size_t>(4 * 8), -1), out_lengths(4, -1);
+      *status = session.TranslateIds(ids, 16, lengths, batch, DecodingOptions(), out.data(), 8,
+                                     out_lengths.data());
+      return std::make_pair(out, out_lengths);
+    };
+    Status s;
+    const auto expected = translate(full, 4, &s);
+    REQUIRE(s.ok());
+    CHECK(translate(budget, 4, &s) == expected);  // 4 x 6 = 24 tokens: within
+    CHECK(s.ok());
+    const int32_t long_ids[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 2};
+    const int32_t long_lengths[] = {16, 16};
+    std::vector<uint8_t> arena(budget_bytes);
+    Session session;
+    REQUIRE(session.Prepare(model, budget, arena.data(), arena.size()).ok());
+    int32_t out[2 * 8], out_lengths[2];
+    int32_t pair[2 * 16];
+    for (int i = 0; i < 2; ++i) std::memcpy(pair + i * 16, long_ids, sizeof long_ids);
+    s = session.TranslateIds(pair, 16, long_lengths, 2, DecodingOptions(), out, 8, out_lengths);
+    INFO(s.message());
+    CHECK(s.code() == StatusCode::kOutOfRange);
+    CHECK(std::string(s.message()).find("max_batch_tokens is 24") != std::string::npos);
+    // One sentence of the longest source still fits.
+    s = session.TranslateIds(pair, 16, long_lengths, 1, DecodingOptions(), out, 8, out_lengths);
+    CHECK(s.ok());
+  }
+}
+
+TEST_CASE("a generator refuses a source-token budget by name", "[arena][batch_tokens]") {
+  ModelConfig config = testing::WideConfig();
+  config.architecture = Architecture::kDecoderOnly;
+  config.encoder_layers = 0;
+  config.src_vocab_size = 0;
+  config.shared_embeddings = false;
+  config.norm_placement = NormPlacement::kPre;
+  const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 3);
+  const Model model = Model::Load(bytes.data(), bytes.size()).value();
+  Limits limits;
+  limits.max_source_length = 8;
+  limits.max_target_length = 16;
+  limits.max_batch_tokens = 8;
+  auto need = Generator::RequiredArenaBytes(model, limits);
+  REQUIRE_FALSE(need.ok());
+  CHECK(need.status().code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(need.status().message()).find("max_batch_tokens") != std::string::npos);
+}
+
 TEST_CASE("the plan shares memory between encoder and decoder phases", "[arena]") {
   testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 3);
   auto model = Model::Load(bytes.data(), bytes.size());
