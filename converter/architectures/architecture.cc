@@ -289,6 +289,10 @@ const std::vector<std::string>& ArchitectureNames() {
   return names;
 }
 
+namespace {
+MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& options);
+}  // namespace
+
 std::string DetectArchitecture(const ArchitectureOptions& options) {
   const std::string path =
       options.config.empty() ? arch::DirName(options.checkpoint) + "/config.json" : options.config;
@@ -334,10 +338,19 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
     ArchitectureOptions detected = options;
     detected.arch = DetectArchitecture(options);
     MappedCheckpoint out = MapCheckpoint(ckpt, detected);
+    out.arch = detected.arch;
     out.notes.insert(out.notes.begin(),
                      "--arch auto: " + detected.arch + " (from " + out.config_label + ")");
     return out;
   }
+  MappedCheckpoint out = MapByName(ckpt, options);
+  out.arch = options.arch;
+  return out;
+}
+
+namespace {
+
+MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   if (options.arch == "tern") return arch::MapTern(ckpt, options);
   if (options.arch == "marian") return arch::MapMarian(ckpt, options);
   if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
@@ -352,5 +365,7 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);
 }
+
+}  // namespace
 
 }  // namespace tern::convert

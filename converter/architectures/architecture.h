@@ -61,6 +61,7 @@ struct MappedTensor {
 };
 
 struct MappedCheckpoint {
+  std::string arch;  // the map that ran (--arch auto: the one config.json named)
   ModelConfig config;
   std::string config_label;                     // where the config came from, for messages
   std::map<std::string, MappedTensor> tensors;  // canonical name -> source

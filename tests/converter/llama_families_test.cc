@@ -242,6 +242,7 @@ TEST_CASE(
     INFO(f.fixture);
     const TernContents a = BuildContents(Options(f, DType::kF32, "auto"));
     const TernContents b = BuildContents(Options(f));
+    CHECK(a.source_format == "safetensors/" + std::string(f.arch));  // the map that ran
     REQUIRE(a.tensors.size() == b.tensors.size());
     for (size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].data == b.tensors[i].data);
   }
