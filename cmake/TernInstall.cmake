@@ -41,7 +41,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/tern/tern.h
 foreach(header core/dtype.h core/fp16.h core/result.h core/span.h core/status.h core/tensor.h
                decoding/options.h model/config.h model/config_fields.h model/model.h model/shortlist.h
                kernels/reference/activations.h
-               kernels/reference/layer_norm.h kernels/reference/positions.h)
+               kernels/reference/layer_norm.h kernels/reference/positions.h
+               kernels/reference/rotary.h)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/runtime/${header}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tern/runtime/${dir})

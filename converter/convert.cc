@@ -312,7 +312,7 @@ TernContents BuildContents(const ConvertOptions& options) {
   }
   out.converter_version = kConverterVersion;
   out.source_digest = Digest(ckpt.files());
-  out.source_format = ckpt.format() + (options.arch == "tern" ? "" : "/" + options.arch);
+  out.source_format = ckpt.format() + (mapped.arch == "tern" ? "" : "/" + mapped.arch);
   out.creation_options = options.command_line;
   out.inputs = ckpt.files();
   for (const std::string* f :

@@ -47,11 +47,10 @@ nlohmann::ordered_json NamesOf(const Choice<E> (&choices)[N]) {
 const Choice<Architecture> kArchitectures[] = {{"encoder_decoder", Architecture::kEncoderDecoder},
                                                {"decoder_only", Architecture::kDecoderOnly},
                                                {"universal", Architecture::kUniversal}};
-const Choice<ref::Activation> kActivations[] = {{"relu", ref::Activation::kReLU},
-                                                {"gelu", ref::Activation::kGELU},
-                                                {"swish", ref::Activation::kSwish},
-                                                {"gelu_tanh", ref::Activation::kGELUTanh},
-                                                {"swiglu", ref::Activation::kSwiGLU}};
+const Choice<ref::Activation> kActivations[] = {
+    {"relu", ref::Activation::kReLU},     {"gelu", ref::Activation::kGELU},
+    {"swish", ref::Activation::kSwish},   {"gelu_tanh", ref::Activation::kGELUTanh},
+    {"swiglu", ref::Activation::kSwiGLU}, {"geglu", ref::Activation::kGeGLU}};
 const Choice<NormPlacement> kNorms[] = {{"post", NormPlacement::kPost},
                                         {"pre", NormPlacement::kPre}};
 const Choice<ref::NormKind> kNormKinds[] = {{"layer_norm", ref::NormKind::kLayerNorm},
@@ -68,6 +67,9 @@ const Choice<ref::SinusoidLayout> kLayouts[] = {
     {"split_halves", ref::SinusoidLayout::kSplitHalves}};
 const Choice<RelativeAttention> kRelatives[] = {{"shaw", RelativeAttention::kShaw},
                                                 {"t5_bias", RelativeAttention::kT5Bias}};
+const Choice<ref::RotaryScaling> kRotaryScalings[] = {{"none", ref::RotaryScaling::kNone},
+                                                      {"linear", ref::RotaryScaling::kLinear},
+                                                      {"llama3", ref::RotaryScaling::kLlama3}};
 
 // The config.json names of each enum type of config_fields.h.
 const auto& Choices(Architecture) { return kArchitectures; }
@@ -77,6 +79,7 @@ const auto& Choices(ref::NormKind) { return kNormKinds; }
 const auto& Choices(PositionKind) { return kPositions; }
 const auto& Choices(ref::SinusoidLayout) { return kLayouts; }
 const auto& Choices(RelativeAttention) { return kRelatives; }
+const auto& Choices(ref::RotaryScaling) { return kRotaryScalings; }
 
 }  // namespace
 
@@ -145,11 +148,11 @@ std::set<std::string> Apply(const nlohmann::json& j, const std::string& label, b
   }
   // Every field in the list's order: a required one must be present in a whole config.json
   // unless something above set it.
-#define TERN_JSON_INT(name, key, def, lo, hi, flags) \
+#define TERN_JSON_INT(name, key, def, lo, hi, flags, since) \
   integer(key, &c.name, ((flags)&FieldFlag::kRequired) && c.name == 0, lo, hi);
-#define TERN_JSON_FLOAT(name, key, def, range, flags) number(key, &c.name);
-#define TERN_JSON_BOOL(name, key, def, flags) boolean(key, &c.name);
-#define TERN_JSON_ENUM(name, key, Type, SchemaEnum, def, flags) \
+#define TERN_JSON_FLOAT(name, key, def, range, flags, since) number(key, &c.name);
+#define TERN_JSON_BOOL(name, key, def, flags, since) boolean(key, &c.name);
+#define TERN_JSON_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
   if (j.contains(key)) c.name = Pick(j[key], key, Choices(Type{}), label);
   TERN_CONFIG_FIELDS(TERN_JSON_INT, TERN_JSON_FLOAT, TERN_JSON_BOOL, TERN_JSON_ENUM)
 #undef TERN_JSON_INT
@@ -192,10 +195,10 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   nlohmann::ordered_json j;
 #define TERN_PUT(key, name, def, flags, value) \
   if (!((flags)&FieldFlag::kSparse) || c.name != (def)) j[key] = value;
-#define TERN_PUT_INT(name, key, def, lo, hi, flags) TERN_PUT(key, name, def, flags, c.name)
-#define TERN_PUT_FLOAT(name, key, def, range, flags) TERN_PUT(key, name, def, flags, c.name)
-#define TERN_PUT_BOOL(name, key, def, flags) TERN_PUT(key, name, def, flags, c.name)
-#define TERN_PUT_ENUM(name, key, Type, SchemaEnum, def, flags) \
+#define TERN_PUT_INT(name, key, def, lo, hi, flags, since) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_FLOAT(name, key, def, range, flags, since) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_BOOL(name, key, def, flags, since) TERN_PUT(key, name, def, flags, c.name)
+#define TERN_PUT_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
   TERN_PUT(key, name, def, flags, NameOf(c.name, Choices(Type{})))
   TERN_CONFIG_FIELDS(TERN_PUT_INT, TERN_PUT_FLOAT, TERN_PUT_BOOL, TERN_PUT_ENUM)
 #undef TERN_PUT
@@ -224,11 +227,12 @@ std::string ConfigFieldsJson() {
                       {"absent", required ? nlohmann::ordered_json() : absent_value}});
     return &fields.back();
   };
-#define TERN_FIELD_INT(name, key, def, lo, hi, flags) \
+#define TERN_FIELD_INT(name, key, def, lo, hi, flags, since) \
   (*add(#name, key, "int", flags, absent.name))["bounds"] = {lo, hi};
-#define TERN_FIELD_FLOAT(name, key, def, range, flags) add(#name, key, "float", flags, absent.name);
-#define TERN_FIELD_BOOL(name, key, def, flags) add(#name, key, "bool", flags, absent.name);
-#define TERN_FIELD_ENUM(name, key, Type, SchemaEnum, def, flags)                    \
+#define TERN_FIELD_FLOAT(name, key, def, range, flags, since) \
+  add(#name, key, "float", flags, absent.name);
+#define TERN_FIELD_BOOL(name, key, def, flags, since) add(#name, key, "bool", flags, absent.name);
+#define TERN_FIELD_ENUM(name, key, Type, SchemaEnum, def, flags, since)             \
   {                                                                                 \
     auto* f = add(#name, key, "enum", flags, NameOf(absent.name, Choices(Type{}))); \
     (*f)["choices"] = NamesOf(Choices(Type{}));                                     \

@@ -25,10 +25,10 @@ flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& 
   schema::ConfigBuilder b(fbb);
 #define TERN_ADD_IF(name, def, flags, value) \
   if (!((flags)&FieldFlag::kSparse) || c.name != (def)) b.add_##name(value);
-#define TERN_ADD_INT(name, key, def, lo, hi, flags) TERN_ADD_IF(name, def, flags, c.name)
-#define TERN_ADD_FLOAT(name, key, def, range, flags) TERN_ADD_IF(name, def, flags, c.name)
-#define TERN_ADD_BOOL(name, key, def, flags) TERN_ADD_IF(name, def, flags, c.name)
-#define TERN_ADD_ENUM(name, key, Type, SchemaEnum, def, flags) \
+#define TERN_ADD_INT(name, key, def, lo, hi, flags, since) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_FLOAT(name, key, def, range, flags, since) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_BOOL(name, key, def, flags, since) TERN_ADD_IF(name, def, flags, c.name)
+#define TERN_ADD_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
   TERN_ADD_IF(name, def, flags, static_cast<schema::SchemaEnum>(c.name))
   TERN_CONFIG_FIELDS(TERN_ADD_INT, TERN_ADD_FLOAT, TERN_ADD_BOOL, TERN_ADD_ENUM)
 #undef TERN_ADD_IF
@@ -82,18 +82,40 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
         fbb.CreateVector(c.shortlist->row_offsets), fbb.CreateVector(c.shortlist->ids));
   }
   auto config = BuildConfig(fbb, c.config);
-  // The oldest minor version that has everything the file uses (1.2 files read the same in
-  // every 1.x reader; grouped-query attention, kv_heads, is 1.3; the byte-level BPE tokenizer
-  // is 1.4; the shortlist 1.5).
-  const bool grouped = c.config.kv_heads != 0 && c.config.kv_heads != c.config.heads;
-  const uint16_t minor = c.shortlist ? 5 : c.bpe_tokenizer ? 4 : grouped ? 3 : 2;
-  auto model =
-      schema::CreateModel(fbb, 1, minor, config, tensor_vec, tokenizer, metadata, shortlist);
+  auto model = schema::CreateModel(fbb, 1, FormatMinor(c), config, tensor_vec, tokenizer, metadata,
+                                   shortlist);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
 }  // namespace
+
+uint16_t FormatMinor(const TernContents& contents) {
+  // 1.2 files read the same in every 1.x reader: the floor. Each config field that differs from
+  // its default needs the minor that added it (config_fields.h's since column; kv_heads = heads
+  // is stored as the default), and each enum value the minor that added it (ValueSince: GeGLU is
+  // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5.
+  const ModelConfig c = StoredConfig(contents.config);
+  uint16_t minor = 2;
+  auto need = [&minor](bool used, uint16_t since) {
+    if (used && since > minor) minor = since;
+  };
+#define TERN_NEED(name, def, since) need(!(c.name == (def)), since);
+#define TERN_NEED_INT(name, key, def, lo, hi, flags, since) TERN_NEED(name, def, since)
+#define TERN_NEED_FLOAT(name, key, def, range, flags, since) TERN_NEED(name, def, since)
+#define TERN_NEED_BOOL(name, key, def, flags, since) TERN_NEED(name, def, since)
+#define TERN_NEED_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
+  TERN_NEED(name, def, since) need(true, ValueSince(c.name));
+  TERN_CONFIG_FIELDS(TERN_NEED_INT, TERN_NEED_FLOAT, TERN_NEED_BOOL, TERN_NEED_ENUM)
+#undef TERN_NEED
+#undef TERN_NEED_INT
+#undef TERN_NEED_FLOAT
+#undef TERN_NEED_BOOL
+#undef TERN_NEED_ENUM
+  need(contents.bpe_tokenizer.has_value(), 4);
+  need(contents.shortlist.has_value(), 5);
+  return minor;
+}
 
 std::vector<uint8_t> SerializeModel(const TernContents& c) {
   std::vector<const EncodedTensor*> order;

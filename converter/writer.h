@@ -35,6 +35,11 @@ struct TernContents {
 
 std::vector<uint8_t> SerializeModel(const TernContents& contents);
 
+// The format minor version SerializeModel stamps: the oldest that has everything the file uses
+// (the highest `since` of config_fields.h among the fields that differ from their default, the
+// tokenizer's; at least 2).
+uint16_t FormatMinor(const TernContents& contents);
+
 // Serializes, verifies with tern::Model::Load and tern::ValidateArchitecture (what a session
 // checks at Prepare), writes atomically by rename (never in place) under
 // the rules of converter/output_file.h. Refuses to replace an existing file unless overwrite.

@@ -284,11 +284,73 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern", "marian", "marian_npz", "nn_transformer", "annotated", "gpt2", "llama"};
+      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "gpt2",
+      "llama", "qwen2",  "mistral",    "gemma",          "auto"};
   return names;
 }
 
+namespace {
+MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& options);
+}  // namespace
+
+std::string DetectArchitecture(const ArchitectureOptions& options) {
+  const std::string path =
+      options.config.empty() ? arch::DirName(options.checkpoint) + "/config.json" : options.config;
+  if (!arch::FileExists(path)) {
+    throw Error(
+        "--arch auto needs the model's Hugging Face config.json (beside the checkpoint, or "
+        "--config PATH); " +
+        path + " does not exist");
+  }
+  const nlohmann::json j = arch::ParseJsonText(arch::ReadTextFile(path), path);
+  // config.json's model_type, else its architectures' class name.
+  static const struct {
+    const char* model_type;
+    const char* class_name;
+    const char* arch;
+  } kKnown[] = {
+      {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+      {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
+      {"gpt2", "GPT2LMHeadModel", "gpt2"},          {"marian", "MarianMTModel", "marian"}};
+  const std::string model_type =
+      j.is_object() && j.contains("model_type") && j["model_type"].is_string()
+          ? j["model_type"].get<std::string>()
+          : "";
+  std::string class_name;
+  if (j.is_object() && j.contains("architectures") && j["architectures"].is_array() &&
+      !j["architectures"].empty() && j["architectures"][0].is_string()) {
+    class_name = j["architectures"][0].get<std::string>();
+  }
+  for (const auto& k : kKnown) {
+    if (model_type == k.model_type) return k.arch;
+  }
+  for (const auto& k : kKnown) {
+    if (model_type.empty() && class_name == k.class_name) return k.arch;
+  }
+  std::string known;
+  for (const auto& k : kKnown) known += (known.empty() ? "" : ", ") + std::string(k.model_type);
+  throw Error(path + ": --arch auto does not know \"model_type\" \"" + model_type +
+              "\" (architectures \"" + class_name + "\"); it knows " + known);
+}
+
 MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions& options) {
+  if (options.arch == "auto") {
+    ArchitectureOptions detected = options;
+    detected.arch = DetectArchitecture(options);
+    MappedCheckpoint out = MapCheckpoint(ckpt, detected);
+    out.arch = detected.arch;
+    out.notes.insert(out.notes.begin(),
+                     "--arch auto: " + detected.arch + " (from " + out.config_label + ")");
+    return out;
+  }
+  MappedCheckpoint out = MapByName(ckpt, options);
+  out.arch = options.arch;
+  return out;
+}
+
+namespace {
+
+MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   if (options.arch == "tern") return arch::MapTern(ckpt, options);
   if (options.arch == "marian") return arch::MapMarian(ckpt, options);
   if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
@@ -296,9 +358,14 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
   if (options.arch == "gpt2") return arch::MapGpt2(ckpt, options);
   if (options.arch == "llama") return arch::MapLlama(ckpt, options);
+  if (options.arch == "qwen2") return arch::MapQwen2(ckpt, options);
+  if (options.arch == "mistral") return arch::MapMistral(ckpt, options);
+  if (options.arch == "gemma") return arch::MapGemma(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);
 }
+
+}  // namespace
 
 }  // namespace tern::convert

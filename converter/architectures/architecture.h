@@ -16,7 +16,16 @@
 //                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
 //   llama           Hugging Face LLaMA (decoder-only, rotary, RMSNorm, SwiGLU):
 //                   model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj,
-//                   mlp.{gate,up,down}_proj, input_/post_attention_layernorm, model.norm, lm_head
+//                   mlp.{gate,up,down}_proj, input_/post_attention_layernorm, model.norm, lm_head;
+//                   LLaMA 1/2/3, TinyLlama, SmolLM (grouped-query attention, rope_scaling linear
+//                   and llama3, tied or untied)
+//   qwen2           Hugging Face Qwen2 / Qwen2.5: the LLaMA layout with q/k/v biases
+//   mistral         Hugging Face Mistral: the LLaMA layout; a sliding window shorter than the
+//                   context is refused
+//   gemma           Hugging Face Gemma (1): the LLaMA layout with GeGLU, sqrt(d) embedding scale,
+//                   (1 + w) RMSNorm gains, tied output, head_dim
+//   auto            one of the Hugging Face maps, from config.json's model_type (else its
+//                   architectures' class name)
 //
 // Every source tensor must be used, verified-and-dropped (position tables, tied copies) or
 // skipped by the user; anything else is an "unexpected tensor" error naming it.
@@ -52,6 +61,7 @@ struct MappedTensor {
 };
 
 struct MappedCheckpoint {
+  std::string arch;  // the map that ran (--arch auto: the one config.json named)
   ModelConfig config;
   std::string config_label;                     // where the config came from, for messages
   std::map<std::string, MappedTensor> tensors;  // canonical name -> source
@@ -63,6 +73,10 @@ struct MappedCheckpoint {
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.
 MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions& options);
+
+// The --arch that config.json (options.config, else beside the checkpoint) names; throws
+// naming its model_type when no map knows it.
+std::string DetectArchitecture(const ArchitectureOptions& options);
 
 // The names --arch accepts.
 const std::vector<std::string>& ArchitectureNames();

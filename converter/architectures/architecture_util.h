@@ -68,5 +68,8 @@ MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOpti
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMistral(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapGemma(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

@@ -8,6 +8,7 @@
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/layer_norm.h"
 #include "runtime/kernels/reference/positions.h"
+#include "runtime/kernels/reference/rotary.h"
 #include "runtime/model/config_fields.h"
 
 namespace tern {
@@ -36,10 +37,10 @@ struct ConfigBounds {
 
 // One member per field of config_fields.h, with its default.
 struct ModelConfig {
-#define TERN_INT_MEMBER(name, key, def, lo, hi, flags) int32_t name = def;
-#define TERN_FLOAT_MEMBER(name, key, def, range, flags) float name = def;
-#define TERN_BOOL_MEMBER(name, key, def, flags) bool name = def;
-#define TERN_ENUM_MEMBER(name, key, Type, SchemaEnum, def, flags) Type name = def;
+#define TERN_INT_MEMBER(name, key, def, lo, hi, flags, since) int32_t name = def;
+#define TERN_FLOAT_MEMBER(name, key, def, range, flags, since) float name = def;
+#define TERN_BOOL_MEMBER(name, key, def, flags, since) bool name = def;
+#define TERN_ENUM_MEMBER(name, key, Type, SchemaEnum, def, flags, since) Type name = def;
   TERN_CONFIG_FIELDS(TERN_INT_MEMBER, TERN_FLOAT_MEMBER, TERN_BOOL_MEMBER, TERN_ENUM_MEMBER)
 #undef TERN_INT_MEMBER
 #undef TERN_FLOAT_MEMBER
@@ -50,12 +51,25 @@ struct ModelConfig {
   bool has_final_norm() const {
     return norm_placement == NormPlacement::kPre || post_ln_final_norm;
   }
-  int32_t d_head() const { return heads > 0 ? d_model / heads : 0; }
+  // Columns of one head: head_dim when set (Gemma, T5), else d_model / heads.
+  int32_t d_head() const { return head_dim > 0 ? head_dim : heads > 0 ? d_model / heads : 0; }
+  // Columns of all query heads (the attention's output before W^O): d_model unless head_dim.
+  int32_t d_q() const { return heads * d_head(); }
   // K/V heads (kv_heads 0, the default, means heads) and the columns of a K or V row:
   // kv_heads * d_head (d_model for the paper's attention).
   int32_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
   int32_t d_kv() const { return kv_head_count() * d_head(); }
 };
+
+// The format minor version that added an enum value (config_fields.h's since column is per
+// field): the writer stamps it too (converter/writer.cc FormatMinor).
+template <typename E>
+constexpr uint16_t ValueSince(E) {
+  return 0;
+}
+inline uint16_t ValueSince(ref::Activation a) {
+  return a == ref::Activation::kGeGLU ? 6 : a == ref::Activation::kSwiGLU ? 2 : 0;
+}
 
 // The config as the writers store it (the file, config.json): the one value that means the
 // default without being it, kv_heads = heads, becomes the default 0, so a multi-head model's file

@@ -22,7 +22,7 @@ bool ValidDType(schema::DType dtype) {
 ModelConfig ReadConfig(const schema::Config& s) {
   ModelConfig c;
 #define TERN_READ(name, ...) c.name = s.name();
-#define TERN_READ_ENUM(name, key, Type, SchemaEnum, def, flags) \
+#define TERN_READ_ENUM(name, key, Type, SchemaEnum, def, flags, since) \
   c.name = static_cast<Type>(s.name());
   TERN_CONFIG_FIELDS(TERN_READ, TERN_READ, TERN_READ, TERN_READ_ENUM)
 #undef TERN_READ
@@ -34,7 +34,7 @@ ModelConfig ReadConfig(const schema::Config& s) {
 // cast to a C++ enum.
 Status CheckEnums(const schema::Config& s) {
 #define TERN_NO_CHECK(...)
-#define TERN_CHECK_ENUM(name, key, Type, SchemaEnum, def, flags)                         \
+#define TERN_CHECK_ENUM(name, key, Type, SchemaEnum, def, flags, since)                  \
   if (s.name() < schema::SchemaEnum##_MIN || s.name() > schema::SchemaEnum##_MAX) {      \
     return Status::Error(StatusCode::kInvalidConfig, "config." #name " = %d is unknown", \
                          static_cast<int>(s.name()));                                    \
@@ -65,12 +65,12 @@ Status CheckFloatField(const char* name, float v, FloatRange range) {
 
 // The bounds config_fields.h gives each field: kRange integers and every float.
 Status CheckFieldBounds(const ModelConfig& c) {
-#define TERN_CHECK_INT(name, key, def, lo, hi, flags)                                           \
+#define TERN_CHECK_INT(name, key, def, lo, hi, flags, since)                                    \
   if (((flags)&FieldFlag::kRange) && (c.name < (lo) || c.name > (hi))) {                        \
     return Status::Error(StatusCode::kInvalidConfig, "config." #name " = %lld is out of range", \
                          static_cast<long long>(c.name));                                       \
   }
-#define TERN_CHECK_FLOAT(name, key, def, range, flags) \
+#define TERN_CHECK_FLOAT(name, key, def, range, flags, since) \
   TERN_RETURN_IF_ERROR(CheckFloatField(#name, c.name, range));
   TERN_CONFIG_FIELDS(TERN_CHECK_INT, TERN_CHECK_FLOAT, TERN_NO_CHECK, TERN_NO_CHECK)
 #undef TERN_CHECK_INT
@@ -90,7 +90,12 @@ Status CheckModelConfig(const ModelConfig& c) {
                          value);
   };
   if (c.heads <= 0 || c.heads > c.d_model) return bad("heads", c.heads);
-  if (c.d_model % c.heads != 0) {
+  if (c.head_dim != 0 && static_cast<int64_t>(c.heads) * c.head_dim > ConfigBounds::kMaxDModel) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.heads * config.head_dim = %lld is out of range",
+                         static_cast<long long>(c.heads) * c.head_dim);
+  }
+  if (c.head_dim == 0 && c.d_model % c.heads != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
                          "config.heads = %d does not divide config.d_model = %d", c.heads,
                          c.d_model);
@@ -129,8 +134,23 @@ Status CheckModelConfig(const ModelConfig& c) {
   }
   if (c.rotary_dim < 0 || c.rotary_dim > c.d_head() || c.rotary_dim % 2 != 0) {
     return Status::Error(StatusCode::kInvalidConfig,
-                         "config.rotary_dim = %d must be even and at most d_model / heads = %d",
+                         "config.rotary_dim = %d must be even and at most the head size %d",
                          c.rotary_dim, c.d_head());
+  }
+  if (c.rotary_scaling != ref::RotaryScaling::kNone && c.position != PositionKind::kRotary) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.rotary_scaling = %d needs config.position = rotary",
+                         static_cast<int>(c.rotary_scaling));
+  }
+  if (c.rotary_scaling == ref::RotaryScaling::kLlama3 &&
+      (c.rotary_original_max_positions < 1 || !(c.rotary_low_freq_factor > 0.0f) ||
+       !(c.rotary_high_freq_factor > c.rotary_low_freq_factor))) {
+    return Status::Error(
+        StatusCode::kInvalidConfig,
+        "config.rotary_scaling = llama3 needs rotary_original_max_positions >= 1 and "
+        "0 < rotary_low_freq_factor < rotary_high_freq_factor (%d, %g, %g)",
+        c.rotary_original_max_positions, static_cast<double>(c.rotary_low_freq_factor),
+        static_cast<double>(c.rotary_high_freq_factor));
   }
   const int32_t min_vocab =
       decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size : c.src_vocab_size;

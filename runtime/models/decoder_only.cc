@@ -1,5 +1,7 @@
 #include "runtime/models/decoder_only.h"
 
+#include <algorithm>
+
 #include "runtime/kernels/ops.h"
 #include "runtime/nn/residual.h"
 
@@ -75,13 +77,15 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   p.Add("positions", positions, kPrepare, kRun, &position_tables_, positions > 0);
   p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), t, d_kv), kRun, kRun, &kv_);
   p.Add("x", CheckedMul(rows, d), kRun, kRun, &x_);
-  p.Add("q", CheckedMul(rows, d), kRun, kRun, &scratch_.q);
+  // q and attn hold the heads (d_q = heads * d_head) and also d_model-wide rows (the attention
+  // output, the normed input): the wider of the two.
+  const size_t dq = std::max(d, static_cast<size_t>(c.d_q()));
+  p.Add("q", CheckedMul(rows, dq), kRun, kRun, &scratch_.q);
   p.Add("k", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.k);
   p.Add("v", CheckedMul(rows, d_kv), kRun, kRun, &scratch_.v);
-  p.Add("attn", CheckedMul(rows, d), kRun, kRun, &scratch_.attn);
+  p.Add("attn", CheckedMul(rows, dq), kRun, kRun, &scratch_.attn);
   p.Add("hidden", CheckedMul(rows, ff), kRun, kRun, &scratch_.hidden);
-  p.Add("up", CheckedMul(rows, ff), kRun, kRun, &scratch_.up,
-        c.activation == ref::Activation::kSwiGLU);
+  p.Add("up", CheckedMul(rows, ff), kRun, kRun, &scratch_.up, ref::IsGated(c.activation));
   // The reference attention scores a prompt's [queries, keys] block at once.
   p.Add("scores", CheckedMul(PrefillRows(limits), t), kRun, kRun, &scratch_.scores);
   p.Add("position_ids", rows, kRun, kRun, &position_ids_);

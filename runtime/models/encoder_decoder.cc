@@ -1,5 +1,6 @@
 #include "runtime/models/encoder_decoder.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "runtime/kernels/ops.h"
@@ -81,7 +82,7 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   const bool universal = c.architecture == Architecture::kUniversal;
   const size_t kv_layers = universal ? static_cast<size_t>(c.universal_steps) : ld;
   const size_t keys = s > t ? s : t;
-  const bool swiglu = c.activation == ref::Activation::kSwiGLU;
+  const bool swiglu = ref::IsGated(c.activation);  // SwiGLU or GeGLU: the up buffers
   const bool shaw =
       c.position == PositionKind::kRelative && c.relative_attention == RelativeAttention::kShaw;
   const bool act = universal && c.act_threshold > 0.0f;
@@ -98,10 +99,12 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("dec_up", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.up, swiglu);
   p.Add("src_lengths", b, kEncoder, kDecoder, &src_lengths_);
   p.Add("enc_x", CheckedMul(bs, d), kEncoder, kCrossKeysValues, &enc_x_);
-  p.Add("enc_q", CheckedMul(bs, d), kEncoder, kEncoder, &enc_scratch_.q);
+  // q and attn hold the heads (d_q = heads * d_head) and d_model-wide rows: the wider.
+  const size_t dq = std::max(d, static_cast<size_t>(c.d_q()));
+  p.Add("enc_q", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.q);
   p.Add("enc_k", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
   p.Add("enc_v", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
-  p.Add("enc_attn", CheckedMul(bs, d), kEncoder, kEncoder, &enc_scratch_.attn);
+  p.Add("enc_attn", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.attn);
   p.Add("enc_hidden", CheckedMul(bs, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
   p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
   p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, bs), d_kv), kCrossKeysValues, kDecoder,
@@ -109,8 +112,8 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv), kDecoder, kDecoder,
         &self_kv_);
   p.Add("dec_x", CheckedMul(rows, d), kDecoder, kDecoder, &dec_x_);
-  p.Add("dec_q", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.q);
-  p.Add("dec_attn", CheckedMul(rows, d), kDecoder, kDecoder, &dec_scratch_.attn);
+  p.Add("dec_q", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.q);
+  p.Add("dec_attn", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.attn);
   p.Add("dec_hidden", CheckedMul(rows, ff), kDecoder, kDecoder, &dec_scratch_.hidden);
   p.Add("dec_scores", keys, kDecoder, kDecoder, &dec_scratch_.scores);
   p.Add("logits", CheckedMul(rows, c.tgt_vocab_size), kDecoder, kDecoder, &logits_);

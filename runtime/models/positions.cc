@@ -59,7 +59,14 @@ void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, fl
       out->rotary.rotary_dim = RotaryDims(c);
       float* cos = tables;
       float* sin = tables + rows * (out->rotary.rotary_dim / 2);
-      ops::RotaryTables(rows, out->rotary.rotary_dim, c.rotary_base, cos, sin);
+      ref::RotaryFrequencies frequencies;
+      frequencies.base = c.rotary_base;
+      frequencies.scaling = c.rotary_scaling;
+      frequencies.factor = c.rotary_scaling_factor;
+      frequencies.low_freq_factor = c.rotary_low_freq_factor;
+      frequencies.high_freq_factor = c.rotary_high_freq_factor;
+      frequencies.original_max_positions = c.rotary_original_max_positions;
+      ops::RotaryTables(rows, out->rotary.rotary_dim, frequencies, cos, sin);
       out->rotary.cos = cos;
       out->rotary.sin = sin;
       out->encoder.rotary = out->decoder.rotary = &out->rotary;

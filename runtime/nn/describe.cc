@@ -23,13 +23,14 @@ Status DescribeNorm(const ModelConfig& c, const char* prefix, WeightVisitor& v, 
 Status DescribeAttention(const ModelConfig& c, const char* prefix, bool self_attention,
                          const LinearCall& q_call, const LinearCall& kv_call, WeightVisitor& v,
                          AttentionWeights* w) {
-  const int64_t d = c.d_model, d_kv = c.d_kv();
-  const LinearCall out_call{q_call.rows, d, d};
+  // d_q = heads * d_head: d_model unless head_dim sets another head size (Gemma, T5).
+  const int64_t d = c.d_model, d_q = c.d_q(), d_kv = c.d_kv();
+  const LinearCall out_call{q_call.rows, d_q, d};
   TensorName name;
-  TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "q_proj"), d, d, q_call, false, &w->q));
+  TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "q_proj"), d_q, d, q_call, false, &w->q));
   TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "k_proj"), d_kv, d, kv_call, false, &w->k));
   TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "v_proj"), d_kv, d, kv_call, false, &w->v));
-  TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "out_proj"), d, d, out_call, false, &w->out));
+  TERN_RETURN_IF_ERROR(v.Linear(name(prefix, "out_proj"), d, d_q, out_call, false, &w->out));
   w->relative_key = w->relative_value = nullptr;
   if (self_attention && c.position == PositionKind::kRelative &&
       c.relative_attention == RelativeAttention::kShaw) {
@@ -49,8 +50,8 @@ Status DescribeFeedForward(const ModelConfig& c, const char* layer, int64_t rows
   TensorName name;
   TERN_RETURN_IF_ERROR(v.Linear(name(layer, "fc1"), ff, d, up, false, &w->fc1));
   TERN_RETURN_IF_ERROR(v.Linear(name(layer, "fc2"), d, ff, down, false, &w->fc2));
-  if (c.activation != ref::Activation::kSwiGLU) return Status::Ok();
-  return v.Linear(name(layer, "fc3"), ff, d, up, false, &w->fc3);  // SwiGLU's W3 (LLaMA's)
+  if (!ref::IsGated(c.activation)) return Status::Ok();
+  return v.Linear(name(layer, "fc3"), ff, d, up, false, &w->fc3);  // SwiGLU's / GeGLU's W3
 }
 
 Status DescribeLayer(const ModelConfig& c, const char* stack, int index, const LayerCalls& calls,
@@ -58,7 +59,7 @@ Status DescribeLayer(const ModelConfig& c, const char* stack, int index, const L
   const int64_t d = c.d_model;
   TensorName layer_name, name;
   const char* layer = layer_name.Format("%s.layers.%d", stack, index);
-  const LinearCall q{calls.rows, d, d}, self_kv{calls.kv_rows, d, calls.kv_ldy},
+  const LinearCall q{calls.rows, d, c.d_q()}, self_kv{calls.kv_rows, d, calls.kv_ldy},
       cross_kv{calls.src_rows, d, c.d_kv()};
   TERN_RETURN_IF_ERROR(
       DescribeAttention(c, name(layer, "self_attn"), true, q, self_kv, v, &w->self_attn));

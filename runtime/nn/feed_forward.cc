@@ -10,7 +10,7 @@ void FeedForward(const ModelConfig& config, const ops::Kernels& kernels,
                  float* up, float* out) {
   Linear(x, rows, config.d_model, w.fc1, hidden, config.d_ff);
   ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
-  if (config.activation == ref::Activation::kSwiGLU) {
+  if (ref::IsGated(config.activation)) {
     Linear(x, rows, config.d_model, w.fc3, up, config.d_ff);
     ops::Multiply(hidden, up, rows * config.d_ff);
   }

@@ -12,7 +12,7 @@ namespace {
 // Output projection W^O and the residual of a self-attention whose heads are in s.attn.
 void FinishAttention(const ModelConfig& c, const AttentionWeights& a, const NormWeights& norm,
                      float* x, int64_t rows, const LayerScratch& s) {
-  Linear(s.attn, rows, c.d_model, a.out, s.q, c.d_model);
+  Linear(s.attn, rows, c.d_q(), a.out, s.q, c.d_model);
   AddResidual(c, s.kernels, norm, x, s.q, rows);
 }
 
@@ -28,22 +28,23 @@ void FeedForwardBlock(const ModelConfig& c, const LayerWeights& w, float* x, int
 
 void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const SequenceShape& shape,
                   const KeyValues& kv, const LayerScratch& s) {
-  const int64_t d = c.d_model, d_kv = c.d_kv(), rows = shape.sequences * shape.seq;
+  // Query heads are d_q = heads * d_head wide (d_model unless head_dim sets the head size).
+  const int64_t d = c.d_model, dq = c.d_q(), d_kv = c.d_kv(), rows = shape.sequences * shape.seq;
   // Q = X W^Q, K = X W^K, V = X W^V over all rows at once; K/V go to their final place.
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
   const int64_t kv_row = (shape.first * kv.capacity + shape.start) * d_kv;
-  Linear(in, rows, d, w.self_attn.q, s.q, d);
+  Linear(in, rows, d, w.self_attn.q, s.q, dq);
   Linear(in, rows, d, w.self_attn.k, kv.k + kv_row, d_kv);
   Linear(in, rows, d, w.self_attn.v, kv.v + kv_row, d_kv);
   ref::RelativePositions terms;
   const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, shape.start, &terms);
   for (int64_t b = 0; b < shape.sequences; ++b) {
     const int64_t len = shape.lengths[b];
-    float* q = s.q + b * shape.seq * d;
+    float* q = s.q + b * shape.seq * dq;
     float* k = kv.k + (shape.first + b) * kv.capacity * d_kv;
     const float* v = kv.v + (shape.first + b) * kv.capacity * d_kv;
     if (s.positions.rotary != nullptr) {  // RoPE: row i of each sequence at position start + i
-      ops::ApplyRotary(*s.positions.rotary, q, len, d, c.heads, c.d_head(), shape.start, 1);
+      ops::ApplyRotary(*s.positions.rotary, q, len, dq, c.heads, c.d_head(), shape.start, 1);
       ops::ApplyRotary(*s.positions.rotary, k + shape.start * d_kv, len, d_kv, c.kv_head_count(),
                        c.d_head(), shape.start, 1);
     }
@@ -52,11 +53,11 @@ void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const S
     mask.key_length = shape.start + len;
     mask.causal = shape.causal;
     mask.causal_offset = shape.start;
-    float* attn = s.attn + b * shape.seq * d;
-    ops::MultiHeadAttention(s.kernels, q, d, k, d_kv, v, d_kv, len, shape.start + len, c.heads,
-                            c.d_head(), mask, s.scores, attn, d, rel, c.kv_head_count());
+    float* attn = s.attn + b * shape.seq * dq;
+    ops::MultiHeadAttention(s.kernels, q, dq, k, d_kv, v, d_kv, len, shape.start + len, c.heads,
+                            c.d_head(), mask, s.scores, attn, dq, rel, c.kv_head_count());
     // Padded rows: zeros, so everything downstream stays finite.
-    std::memset(attn + len * d, 0, static_cast<size_t>((shape.seq - len) * d) * sizeof(float));
+    std::memset(attn + len * dq, 0, static_cast<size_t>((shape.seq - len) * dq) * sizeof(float));
   }
   FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
   FeedForwardBlock(c, w, x, rows, s);
@@ -64,11 +65,11 @@ void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const S
 
 void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const StepShape& shape,
                const KeyValues& self, const CrossAttention* cross, const LayerScratch& s) {
-  const int64_t d = c.d_model, d_kv = c.d_kv(), rows = shape.rows;
+  const int64_t d = c.d_model, dq = c.d_q(), d_kv = c.d_kv(), rows = shape.rows;
   const int64_t stride = self.capacity * d_kv;  // one sequence's cache
   const ref::RotaryTable* rotary = s.positions.rotary;
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
-  Linear(in, rows, d, w.self_attn.q, s.q, d);
+  Linear(in, rows, d, w.self_attn.q, s.q, dq);
   if (shape.positions == nullptr) {
     // One position t for every row: the new K/V rows go straight into row t of each sequence's
     // cache, so the causal mask is simply "keys 0..t" (the future is not there yet).
@@ -76,7 +77,7 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     Linear(in, rows, d, w.self_attn.k, self.k + t * d_kv, stride);
     Linear(in, rows, d, w.self_attn.v, self.v + t * d_kv, stride);
     if (rotary != nullptr) {
-      ops::ApplyRotary(*rotary, s.q, rows, d, c.heads, c.d_head(), t, 0);
+      ops::ApplyRotary(*rotary, s.q, rows, dq, c.heads, c.d_head(), t, 0);
       ops::ApplyRotary(*rotary, self.k + t * d_kv, rows, stride, c.kv_head_count(), c.d_head(), t,
                        0);
     }
@@ -89,7 +90,7 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t t = shape.positions[r];
       if (rotary != nullptr) {
-        ops::ApplyRotary(*rotary, s.q + r * d, 1, d, c.heads, c.d_head(), t, 0);
+        ops::ApplyRotary(*rotary, s.q + r * dq, 1, dq, c.heads, c.d_head(), t, 0);
         ops::ApplyRotary(*rotary, s.k + r * d_kv, 1, d_kv, c.kv_head_count(), c.d_head(), t, 0);
       }
       std::memcpy(self.k + r * stride + t * d_kv, s.k + r * d_kv, row_bytes);
@@ -102,9 +103,9 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     mask.key_length = t + 1;
     ref::RelativePositions terms;
     const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
-    ops::MultiHeadAttention(s.kernels, s.q + r * d, d, self.k + r * stride, d_kv,
+    ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, self.k + r * stride, d_kv,
                             self.v + r * stride, d_kv, 1, t + 1, c.heads, c.d_head(), mask,
-                            s.scores, s.attn + r * d, d, rel, c.kv_head_count());
+                            s.scores, s.attn + r * dq, dq, rel, c.kv_head_count());
   }
   FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
 
@@ -113,15 +114,15 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     // hypotheses of one sentence share that sentence's encoder K/V.
     const KeyValues& kv = cross->kv;
     in = SubLayerInput(c, s.kernels, cross->w->norm, x, rows, s.attn);
-    Linear(in, rows, d, cross->w->attn.q, s.q, d);
+    Linear(in, rows, d, cross->w->attn.q, s.q, dq);
     const int64_t src_stride = kv.capacity * d_kv;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t sentence = r / shape.rows_per_sentence;
       ref::AttentionMask mask;
       mask.key_length = shape.src_lengths[sentence];
-      ops::MultiHeadAttention(s.kernels, s.q + r * d, d, kv.k + sentence * src_stride, d_kv,
+      ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, kv.k + sentence * src_stride, d_kv,
                               kv.v + sentence * src_stride, d_kv, 1, kv.capacity, c.heads,
-                              c.d_head(), mask, s.scores, s.attn + r * d, d, nullptr,
+                              c.d_head(), mask, s.scores, s.attn + r * dq, dq, nullptr,
                               c.kv_head_count());
     }
     FinishAttention(c, cross->w->attn, cross->w->norm, x, rows, s);

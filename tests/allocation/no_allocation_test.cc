@@ -298,6 +298,17 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
          c->kv_heads = 1;
          c->position = PositionKind::kRotary;
        }},
+      {"head_dim 12 (heads * head_dim 24 > d_model 16) + GeGLU + llama3-scaled rotary",
+       [](ModelConfig* c) {
+         c->head_dim = 12;
+         c->activation = ref::Activation::kGeGLU;
+         c->position = PositionKind::kRotary;
+         c->rotary_scaling = ref::RotaryScaling::kLlama3;
+         c->rotary_scaling_factor = 8.0f;
+         c->rotary_low_freq_factor = 1.0f;
+         c->rotary_high_freq_factor = 4.0f;
+         c->rotary_original_max_positions = 64;
+       }},
   };
   std::vector<Variant> variants = {
     {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
@@ -338,8 +349,9 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
 #endif
   for (const LmVariant& v : variants)
-    for (bool llama : {false, true}) {
-      INFO(v.name << (llama ? ", LLaMA-style" : ", GPT-2 style"));
+    for (int style : {0, 1, 2}) {
+      const bool llama = style > 0;
+      INFO(v.name << (style == 2 ? ", Gemma-style" : llama ? ", LLaMA-style" : ", GPT-2 style"));
       ModelConfig config = WideDecoderOnly();
       config.activation = ref::Activation::kGELUTanh;
       config.position = PositionKind::kLearned;
@@ -351,6 +363,14 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
         config.norm_kind = ref::NormKind::kRMSNorm;
         config.activation = ref::Activation::kSwiGLU;
         config.tied_output = false;
+      }
+      if (style == 2) {  // GeGLU, a head size of its own, linear-scaled rotary, one K/V head
+        config.activation = ref::Activation::kGeGLU;
+        config.head_dim = 2 * config.d_model / config.heads;
+        config.kv_heads = 1;
+        config.rotary_scaling = ref::RotaryScaling::kLinear;
+        config.rotary_scaling_factor = 4.0f;
+        config.tied_output = true;
       }
       const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
       Limits limits = LimitsFor(v.backend, 20);

@@ -41,6 +41,8 @@ ENCODER_DECODER = [
          relative_max_distance=6),
     dict(BASE, encoder_layers=1, decoder_layers=1, src_vocab_size=30, tgt_vocab_size=33,
          norm="pre", norm_kind="rms_norm", activation="swiglu", position="rotary", kv_heads=2),
+    dict(BASE, encoder_layers=1, decoder_layers=1, vocab_size=30, norm="pre", head_dim=10,
+         kv_heads=2, activation="geglu"),
     dict(BASE, architecture="universal", encoder_layers=1, decoder_layers=1, vocab_size=30,
          universal_steps=3, act_threshold=0.9, norm="pre", kv_heads=1),
 ]
@@ -53,15 +55,19 @@ DECODER_ONLY = [
          position="rotary", kv_heads=2),
     dict(BASE, architecture="decoder_only", decoder_layers=1, src_vocab_size=0,
          tgt_vocab_size=33, position="sinusoidal"),
+    dict(BASE, architecture="decoder_only", decoder_layers=2, src_vocab_size=0,
+         tgt_vocab_size=33, norm="pre", norm_kind="rms_norm", activation="geglu",
+         position="rotary", kv_heads=1, head_dim=8, tied_output=True),
 ]
 
 
 def symbols(c, tensors):
     d, heads = c["d_model"], c["heads"]
     kv = c.get("kv_heads") or heads
+    dh = c.get("head_dim") or d // heads
     vocab = c.get("tgt_vocab_size", c.get("vocab_size"))
     return {"d": d, "d_model": d, "d_ff": c["d_ff"], "heads": heads, "kv_heads": kv,
-            "d_head": d // heads, "d_kv": kv * d // heads, "max_positions": c["max_positions"],
+            "d_head": dh, "d_q": heads * dh, "d_kv": kv * dh, "max_positions": c["max_positions"],
             "src_vocab": c.get("src_vocab_size", c.get("vocab_size")), "tgt_vocab": vocab,
             "vocab": vocab, "k": c.get("relative_max_distance", 16),
             "relative_buckets": c.get("relative_buckets", 32)}

@@ -160,10 +160,9 @@ TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architecture
        "\"num_key_value_heads\" = 3 does not divide \"num_attention_heads\" = 4 (grouped-query "
        "attention shares each K/V head among heads / kv_heads query heads)"},
       {"rope_scaling",
-       {{"type", "linear"}, {"factor", 2.0}},
-       "\"rope_scaling\" is {\"factor\":2.0,\"type\":\"linear\"}: scaled rotary positions are not "
-       "supported (only "
-       "plain RoPE with rope_theta)"},
+       {{"type", "dynamic"}, {"factor", 2.0}},
+       "\"rope_scaling\" {\"factor\":2.0,\"type\":\"dynamic\"}: rope type \"dynamic\" is not "
+       "supported (tern implements \"default\", \"linear\" and \"llama3\")"},
       {"attention_bias", true,
        "\"attention_bias\" is true: LLaMA attention projections with biases are not supported"},
       {"mlp_bias", true,
@@ -172,12 +171,16 @@ TEST_CASE("LLaMA: unsupported config fields are refused by name", "[architecture
        "\"hidden_act\" = \"gelu\" is not supported; LLaMA's MLP is SwiGLU, down(silu(gate(x)) * "
        "up(x)), so it must "
        "be \"silu\""},
-      {"model_type", "mistral", "\"model_type\" is \"mistral\", not \"llama\""},
+      {"model_type", "mistral",
+       "\"model_type\" is \"mistral\", not \"llama\" (convert it with --arch mistral)"},
+      {"model_type", "gemma",
+       "\"model_type\" is \"gemma\", not \"llama\" (convert it with --arch gemma)"},
+      {"model_type", "gemma2", "\"model_type\" is \"gemma2\", not \"llama\""},
       {"num_attention_heads", 5,
        "\"num_attention_heads\" = 5 does not divide \"hidden_size\" = 32"},
-      {"head_dim", 16,
-       "\"head_dim\" = 16 differs from hidden_size / num_attention_heads = 8 (heads are slices of "
-       "hidden_size in tern)"},
+      {"head_dim", 7,
+       "the head size head_dim = 7 is odd; rotary positions pair dimension i with i + head_size / "
+       "2"},
       {"eos_token_id",
        {2, 7},
        "\"eos_token_id\" is a list [2,7]; tern's model file holds one id: write one in config.json "

@@ -24,6 +24,25 @@ computes exactly the same attention: a Hugging Face checkpoint's q/k weights are
 rotate_half layout, which is tern's rotary pairing. `meta_attention_scores` and `permute` below
 let tools/fixtures/make_llama_fixture.py check that equivalence numerically.
 
+Scaled rotary frequencies (config.json's rope_scaling, as transformers' rope_init_fn applies
+them to inv_freq), written here from their definitions:
+  linear (position interpolation, Chen et al. 2023): inv_freq_i / factor;
+  llama3 (Meta's LLaMA 3.1 apply_scaling): with wavelength w_i = 2 pi / inv_freq_i, L =
+    original_max_position_embeddings, w_hi = L / high_freq_factor, w_lo = L / low_freq_factor:
+    w_i < w_hi keeps inv_freq_i, w_i > w_lo divides it by factor, and in between
+    (1 - s) inv_freq_i / factor + s inv_freq_i with s = (L / w_i - low) / (high - low).
+
+The families that share this layout (config.json model_type): llama (LLaMA 1/2/3, TinyLlama,
+SmolLM), mistral (the same network; its sliding window is not modelled here), qwen2 (Qwen2 /
+Qwen2.5: q_proj, k_proj and v_proj have biases, o_proj has none) and gemma (Gemma 1, Gemma
+Team 2024, as transformers' modeling_gemma.py computes it):
+  h_0 = E[tokens] * sqrt(hidden_size)      (the normalizer as a tensor of the activations'
+                                            dtype: float64 here; see docs/converter.md)
+  RMSNorm gain (1 + weight) instead of weight (computed in float32 there: float64 here)
+  MLP: down_proj(gelu_tanh(gate_proj(m)) * up_proj(m))   (GeGLU, the tanh GELU)
+  head_dim from config.json: q_proj [heads * head_dim, d], o_proj [d, heads * head_dim],
+  attention scaled by 1/sqrt(head_dim); the output layer is the embedding (tied).
+
 In older transformers versions every attention layer carried a persistent buffer
 `model.layers.N.self_attn.rotary_emb.inv_freq` in its state_dict (newer ones keep one
 non-persistent `model.rotary_emb.inv_freq`); this model saves the per-layer buffer so the
@@ -43,28 +62,61 @@ import causal_lm
 
 
 class LlamaRMSNorm(nn.Module):
-    def __init__(self, d, eps):
+    def __init__(self, d, eps, plus_one=False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-        self.eps = eps
+        # Gemma stores w with the norm multiplying by (1 + w) (its weights start at zero).
+        self.weight = nn.Parameter(torch.zeros(d) if plus_one else torch.ones(d))
+        self.eps, self.plus_one = eps, plus_one
 
     def forward(self, x):
         variance = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(variance + self.eps))
+        gain = 1.0 + self.weight if self.plus_one else self.weight
+        return gain * (x * torch.rsqrt(variance + self.eps))
+
+
+def is_gemma(cfg):
+    return cfg.get("model_type") == "gemma"
+
+
+def scaled_inv_freq(inv, scaling):
+    """inv_freq [dim/2] scaled per config.json's rope_scaling (None: unchanged)."""
+    if not scaling:
+        return inv
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / scaling["factor"]
+    if kind == "llama3":
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        out = []
+        for f in inv.tolist():
+            wavelen = 2 * math.pi / f
+            if wavelen < old / high:
+                out.append(f)
+            elif wavelen > old / low:
+                out.append(f / factor)
+            else:
+                smooth = (old / wavelen - low) / (high - low)
+                out.append((1 - smooth) * f / factor + smooth * f)
+        return torch.tensor(out, dtype=inv.dtype)
+    raise ValueError(f"rope_scaling type {kind!r} not implemented")
 
 
 class LlamaRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base):
+    def __init__(self, dim, base, scaling=None):
         super().__init__()
         # float32 as transformers computes it (the buffer a checkpoint may carry).
         inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq)
-        self.dim, self.base = dim, base
+        self.register_buffer("inv_freq", scaled_inv_freq(inv_freq, scaling))
+        self.dim, self.base, self.scaling = dim, base, scaling
 
     def forward(self, positions, dtype):
         # The angles in float64 from the exact frequencies, so the reference is not limited by
         # float32 angle rounding at large positions.
         inv = 1.0 / (float(self.base) ** (torch.arange(0, self.dim, 2, dtype=torch.float64) / self.dim))
+        inv = scaled_inv_freq(inv, self.scaling)
         freqs = positions.to(torch.float64)[:, None] * inv[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -90,12 +142,14 @@ class LlamaAttention(nn.Module):
         # K/V heads, each shared by heads / kv_heads consecutive query heads (transformers'
         # repeat_kv).
         self.kv_heads = cfg.get("num_key_value_heads") or self.heads
-        self.dh = d // self.heads
-        self.q_proj = nn.Linear(d, d, bias=False)
-        self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
-        self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=False)
-        self.o_proj = nn.Linear(d, d, bias=False)
-        self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0))
+        self.dh = cfg.get("head_dim") or d // self.heads  # Gemma: heads * head_dim != d
+        bias = cfg.get("model_type") == "qwen2"  # Qwen2: q/k/v biases, none on o_proj
+        self.q_proj = nn.Linear(d, self.heads * self.dh, bias=bias)
+        self.k_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
+        self.v_proj = nn.Linear(d, self.kv_heads * self.dh, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.dh, d, bias=False)
+        self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0),
+                                               cfg.get("rope_scaling"))
 
     def forward(self, x):
         q = causal_lm.split_heads(self.q_proj(x), self.heads)
@@ -114,8 +168,11 @@ class LlamaMLP(nn.Module):
         self.gate_proj = nn.Linear(d, ff, bias=False)
         self.up_proj = nn.Linear(d, ff, bias=False)
         self.down_proj = nn.Linear(ff, d, bias=False)
+        self.gemma = is_gemma(cfg)
 
     def forward(self, x):
+        if self.gemma:  # GeGLU
+            return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -125,8 +182,8 @@ class LlamaDecoderLayer(nn.Module):
         d, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
         self.self_attn = LlamaAttention(cfg)
         self.mlp = LlamaMLP(cfg)
-        self.input_layernorm = LlamaRMSNorm(d, eps)
-        self.post_attention_layernorm = LlamaRMSNorm(d, eps)
+        self.input_layernorm = LlamaRMSNorm(d, eps, is_gemma(cfg))
+        self.post_attention_layernorm = LlamaRMSNorm(d, eps, is_gemma(cfg))
 
     def forward(self, x):
         x = x + self.self_attn(self.input_layernorm(x))
@@ -138,10 +195,11 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg["num_hidden_layers"]))
-        self.norm = LlamaRMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.norm = LlamaRMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"], is_gemma(cfg))
+        self.scale = math.sqrt(cfg["hidden_size"]) if is_gemma(cfg) else 1.0
 
     def forward(self, ids):
-        x = self.embed_tokens(ids)
+        x = self.embed_tokens(ids) * self.scale
         for layer in self.layers:
             x = layer(x)
         return self.norm(x)

@@ -131,6 +131,15 @@ class Config:
     post_ln_final_norm: bool = False
     universal_steps: int = 0
     act_threshold: float = 0.0
+    # Format 1.6: scaled rotary frequencies (LLaMA 3.1's rope_scaling; the decoder-only
+    # references llama_torch.py implement them, this one does not).
+    rotary_scaling: str = "none"      # none | linear | llama3
+    rotary_scaling_factor: float = 1.0
+    rotary_low_freq_factor: float = 0.0
+    rotary_high_freq_factor: float = 0.0
+    rotary_original_max_positions: int = 0
+    # Format 1.6: columns per head (0 = d_model / heads); not implemented here.
+    head_dim: int = 0
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -194,6 +203,12 @@ class Config:
             raise ValueError(f"sinusoid_layout {self.sinusoid_layout!r} not supported")
         if self.post_ln_final_norm:
             raise ValueError("post_ln_final_norm not supported")
+        if (self.rotary_scaling != "none" or self.rotary_scaling_factor != 1.0
+                or self.rotary_low_freq_factor or self.rotary_high_freq_factor
+                or self.rotary_original_max_positions):
+            raise ValueError("rotary_scaling not supported (decoder-only: llama_torch.py)")
+        if self.head_dim:
+            raise ValueError("head_dim not supported (decoder-only: llama_torch.py's Gemma)")
         if self.universal_steps or self.act_threshold:
             raise ValueError("universal_steps and act_threshold need architecture 'universal' "
                              "(universal_torch.UniversalConfig)")
@@ -202,7 +217,9 @@ class Config:
     # the runtime reads for an absent key (test_canonical_lists.py checks it).
     _OPTIONAL = ("norm_kind", "relative_attention", "relative_max_distance", "relative_buckets",
                  "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
-                 "universal_steps", "act_threshold")
+                 "universal_steps", "act_threshold", "rotary_scaling", "rotary_scaling_factor",
+                 "rotary_low_freq_factor", "rotary_high_freq_factor",
+                 "rotary_original_max_positions", "head_dim")
 
     def to_dict(self) -> dict:
         # Defaults of this class, not of a subclass: an omitted key means the runtime's default.

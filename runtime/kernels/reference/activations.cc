@@ -38,6 +38,7 @@ void Activate(Activation act, float* x, int64_t n) {
       Swish(x, n);
       return;
     case Activation::kGELUTanh:
+    case Activation::kGeGLU:
       GeluTanh(x, n);
       return;
   }

@@ -13,10 +13,38 @@
 
 namespace tern::ref {
 
+// Frequencies stretched for contexts longer than training's (Hugging Face `rope_scaling`):
+//   kLinear (position interpolation, Chen et al. 2023): theta_i / factor, i.e. position p
+//            rotates as p / factor;
+//   kLlama3 (LLaMA 3.1's `apply_scaling`): with wavelength w_i = 2 pi / theta_i, L the
+//            original context length, w_hi = L / high_freq_factor, w_lo = L / low_freq_factor:
+//              w_i < w_hi:  theta_i                     (high frequencies: kept)
+//              w_i > w_lo:  theta_i / factor            (low frequencies: interpolated)
+//              otherwise:   (1 - s) theta_i / factor + s theta_i,
+//                           s = (L / w_i - low_freq_factor) / (high_freq_factor - low_freq_factor).
+enum class RotaryScaling : uint8_t { kNone = 0, kLinear = 1, kLlama3 = 2 };
+
+struct RotaryFrequencies {
+  float base = 10000.0f;
+  RotaryScaling scaling = RotaryScaling::kNone;
+  float factor = 1.0f;
+  float low_freq_factor = 0.0f, high_freq_factor = 0.0f;  // kLlama3
+  int32_t original_max_positions = 0;                     // kLlama3
+};
+
+// theta_i = base^(-2i / rotary_dim), then scaled; in double.
+double RotaryFrequency(const RotaryFrequencies& f, int64_t i, int64_t rotary_dim);
+
 // cos/sin of p * theta_i for positions [0, rows): cos[p * (rotary_dim/2) + i], the same for sin.
 // Computed in double (exact to float rounding at any position). Each table is rows *
 // rotary_dim / 2 floats.
-void RotaryTables(int64_t rows, int64_t rotary_dim, float base, float* cos, float* sin);
+void RotaryTables(int64_t rows, int64_t rotary_dim, const RotaryFrequencies& frequencies,
+                  float* cos, float* sin);
+inline void RotaryTables(int64_t rows, int64_t rotary_dim, float base, float* cos, float* sin) {
+  RotaryFrequencies f;
+  f.base = base;
+  RotaryTables(rows, rotary_dim, f, cos, sin);
+}
 
 struct RotaryTable {
   const float* cos = nullptr;  // [rows, rotary_dim / 2]

@@ -42,6 +42,7 @@ void Activate(ref::Activation act, float* x, int64_t n) {
       Swish(x, n);
       return;
     case ref::Activation::kGELUTanh:
+    case ref::Activation::kGeGLU:  // the gate, as SwiGLU's
       GeluTanh(x, n);
       return;
   }

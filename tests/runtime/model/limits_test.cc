@@ -99,6 +99,32 @@ TEST_CASE("limits: every config field's absurd values are refused by name", "[lo
        "config.unk_id"},
       {"shared embeddings with two vocabularies", [](ModelConfig* c) { c->tgt_vocab_size = 21; },
        "config.shared_embeddings"},
+      {"head_dim -1", [](ModelConfig* c) { c->head_dim = -1; }, "config.head_dim"},
+      {"heads * head_dim 2^17", [](ModelConfig* c) { c->head_dim = 1 << 16; },
+       "config.heads * config.head_dim"},
+      {"rotary_scaling without rotary positions",
+       [](ModelConfig* c) { c->rotary_scaling = ref::RotaryScaling::kLinear; },
+       "config.rotary_scaling = 1 needs config.position = rotary"},
+      {"llama3 without its parameters",
+       [](ModelConfig* c) {
+         c->position = PositionKind::kRotary;
+         c->rotary_scaling = ref::RotaryScaling::kLlama3;
+       },
+       "config.rotary_scaling = llama3 needs"},
+      {"llama3 with high <= low",
+       [](ModelConfig* c) {
+         c->position = PositionKind::kRotary;
+         c->rotary_scaling = ref::RotaryScaling::kLlama3;
+         c->rotary_original_max_positions = 8192;
+         c->rotary_low_freq_factor = 4.0f;
+         c->rotary_high_freq_factor = 4.0f;
+       },
+       "config.rotary_scaling = llama3 needs"},
+      {"rotary_scaling_factor 0", [](ModelConfig* c) { c->rotary_scaling_factor = 0.0f; },
+       "config.rotary_scaling_factor"},
+      {"rotary_original_max_positions -1",
+       [](ModelConfig* c) { c->rotary_original_max_positions = -1; },
+       "config.rotary_original_max_positions"},
   };
   for (const Case& k : cases) {
     const Status s = LoadWithConfig(k.mutate);
@@ -116,7 +142,7 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
   const Case cases[] = {
       {[](ModelConfig* c) { c->architecture = static_cast<Architecture>(200); },
        "config.architecture"},
-      {[](ModelConfig* c) { c->activation = static_cast<ref::Activation>(5); },
+      {[](ModelConfig* c) { c->activation = static_cast<ref::Activation>(6); },
        "config.activation"},
       {[](ModelConfig* c) { c->norm_placement = static_cast<NormPlacement>(2); },
        "config.norm_placement"},
@@ -124,6 +150,8 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
       {[](ModelConfig* c) { c->position = static_cast<PositionKind>(5); }, "config.position"},
       {[](ModelConfig* c) { c->sinusoid_layout = static_cast<ref::SinusoidLayout>(3); },
        "config.sinusoid_layout"},
+      {[](ModelConfig* c) { c->rotary_scaling = static_cast<ref::RotaryScaling>(3); },
+       "config.rotary_scaling"},
   };
   for (const Case& k : cases) {
     const Status s = LoadWithConfig(k.mutate);

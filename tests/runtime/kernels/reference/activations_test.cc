@@ -31,6 +31,7 @@ double Ref(Activation act, double x) {
     case Activation::kSwiGLU:  // the gate's nonlinearity; the FFN multiplies by fc3
       return RefSwish(x);
     case Activation::kGELUTanh:
+    case Activation::kGeGLU:  // the gate's nonlinearity (Gemma's FFN)
       return RefGeluTanh(x);
   }
   return std::nan("");
@@ -103,8 +104,8 @@ TEST_CASE("Activations: Swish / SiLU", "[kernels][activations]") {
 
 TEST_CASE("Activations: Activate dispatches each kind to its own function",
           "[kernels][activations]") {
-  const Activation kinds[] = {Activation::kReLU, Activation::kGELU, Activation::kSwish,
-                              Activation::kGELUTanh, Activation::kSwiGLU};
+  const Activation kinds[] = {Activation::kReLU,     Activation::kGELU,   Activation::kSwish,
+                              Activation::kGELUTanh, Activation::kSwiGLU, Activation::kGeGLU};
   for (Activation act : kinds) {
     // -1 gives a different value under every kind (0, -0.15866, -0.26894, -0.15881).
     std::vector<float> x = Inputs(499, 33);

@@ -25,6 +25,41 @@ TEST_CASE("Rotary tables are cos/sin of p * base^(-2i/r)", "[kernels][rotary]") 
   }
 }
 
+// rope_scaling: linear divides every frequency; llama3 keeps the high frequencies, divides the
+// low ones and blends in between. Base 500000, r = 8 (LLaMA 3's theta), factor 8, low 1, high 8,
+// original context 512: wavelengths 6.28 (< 512/8: kept), 167 (between: blended), 4443 and
+// 118143 (> 512: divided). Expected values computed separately in Python from the LLaMA 3.1
+// formula.
+TEST_CASE("Rotary frequencies: linear and llama3 scaling", "[kernels][rotary]") {
+  tern::ref::RotaryFrequencies f;
+  f.base = 500000.0f;
+  const double plain[] = {1.0, 0.03760603093086393, 0.001414213562373095, 5.318295896944988e-05};
+  const double llama3[] = {1.0, 0.014405061058513696, 0.00017677669529663688,
+                           6.647869871181235e-06};
+  for (int64_t i = 0; i < 4; ++i) {
+    INFO("i = " << i);
+    CHECK(std::fabs(tern::ref::RotaryFrequency(f, i, 8) / plain[i] - 1.0) < 1e-12);
+    f.scaling = tern::ref::RotaryScaling::kLinear;
+    f.factor = 4.0f;
+    CHECK(std::fabs(tern::ref::RotaryFrequency(f, i, 8) / (plain[i] / 4.0) - 1.0) < 1e-12);
+    f.scaling = tern::ref::RotaryScaling::kLlama3;
+    f.factor = 8.0f;
+    f.low_freq_factor = 1.0f;
+    f.high_freq_factor = 8.0f;
+    f.original_max_positions = 512;
+    CHECK(std::fabs(tern::ref::RotaryFrequency(f, i, 8) / llama3[i] - 1.0) < 1e-12);
+    f = tern::ref::RotaryFrequencies();
+    f.base = 500000.0f;
+  }
+  // The tables use the scaled frequencies: row p is p * theta_i.
+  f.scaling = tern::ref::RotaryScaling::kLinear;
+  f.factor = 2.0f;
+  std::vector<float> cos(3 * 4), sin(3 * 4);
+  tern::ref::RotaryTables(3, 8, f, cos.data(), sin.data());
+  CHECK(std::fabs(cos[2 * 4 + 0] - std::cos(2.0 * 1.0 / 2.0)) <= 1e-7);
+  CHECK(std::fabs(sin[2 * 4 + 1] - std::sin(2.0 * plain[1] / 2.0)) <= 1e-7);
+}
+
 TEST_CASE("Rotary rotates dim i with i + r/2 per head (rotate_half), partial and full",
           "[kernels][rotary]") {
   std::mt19937 rng(3);

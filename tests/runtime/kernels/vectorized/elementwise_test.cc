@@ -72,7 +72,7 @@ TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
   x.push_back(100.0f);
   for (ref::Activation act :
        {ref::Activation::kReLU, ref::Activation::kGELU, ref::Activation::kSwish,
-        ref::Activation::kGELUTanh, ref::Activation::kSwiGLU}) {
+        ref::Activation::kGELUTanh, ref::Activation::kSwiGLU, ref::Activation::kGeGLU}) {
     std::vector<float> want = x, got = x;
     ref::Activate(act, want.data(), static_cast<int64_t>(want.size()));
     vec::Activate(act, got.data(), static_cast<int64_t>(got.size()));
