@@ -21,7 +21,7 @@ size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // when they differ from their default, so files that do not use them stay what format 1.2 wrote.
 flatbuffers::Offset<schema::Config> BuildConfig(flatbuffers::FlatBufferBuilder& fbb,
                                                 const ModelConfig& config) {
-  const ModelConfig c = StoredConfig(config);
+  const ModelConfig c = FileConfig(config);
   schema::ConfigBuilder b(fbb);
 #define TERN_ADD_IF(name, def, flags, value) \
   if (!((flags)&FieldFlag::kSparse) || c.name != (def)) b.add_##name(value);
@@ -95,7 +95,7 @@ uint16_t FormatMinor(const TernContents& contents) {
   // its default needs the minor that added it (config_fields.h's since column; kv_heads = heads
   // is stored as the default), and each enum value the minor that added it (ValueSince: GeGLU is
   // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5.
-  const ModelConfig c = StoredConfig(contents.config);
+  const ModelConfig c = FileConfig(contents.config);
   uint16_t minor = 2;
   auto need = [&minor](bool used, uint16_t since) {
     if (used && since > minor) minor = since;

@@ -21,7 +21,12 @@ enum class PositionKind : uint8_t {
   kLearned = 1,
   kRelative = 2,
   kRotary = 3,
-  kNone = 4
+  kNone = 4,
+  // The stored form of kRotary with rotary_scaling set (FileConfig writes it, the loader reads it
+  // back as kRotary): a reader older than format 1.6, which ignores rotary_scaling, refuses the
+  // file as an unknown position kind instead of running unscaled frequencies. Never in a loaded
+  // config.
+  kRotaryScaled = 5
 };
 
 // Upper bounds that keep every size computation far from overflow; a config beyond them is
@@ -70,12 +75,22 @@ constexpr uint16_t ValueSince(E) {
 inline uint16_t ValueSince(ref::Activation a) {
   return a == ref::Activation::kGeGLU ? 6 : a == ref::Activation::kSwiGLU ? 2 : 0;
 }
+inline uint16_t ValueSince(PositionKind p) { return p == PositionKind::kRotaryScaled ? 6 : 0; }
 
 // The config as the writers store it (the file, config.json): the one value that means the
 // default without being it, kv_heads = heads, becomes the default 0, so a multi-head model's file
 // is the same whichever way its kv_heads was given (and byte for byte what format 1.2 wrote).
 inline ModelConfig StoredConfig(ModelConfig c) {
   if (c.kv_heads == c.heads) c.kv_heads = 0;
+  return c;
+}
+
+// The config as the .tern file stores it: StoredConfig, and scaled rotary positions as
+// kRotaryScaled (see there). config.json keeps "rotary" with its rotary_scaling keys.
+inline ModelConfig FileConfig(ModelConfig c) {
+  c = StoredConfig(c);
+  if (c.position == PositionKind::kRotary && c.rotary_scaling != ref::RotaryScaling::kNone)
+    c.position = PositionKind::kRotaryScaled;
   return c;
 }
 

@@ -30,6 +30,25 @@ ModelConfig ReadConfig(const schema::Config& s) {
   return c;
 }
 
+// The stored form of scaled rotary positions (config.h, PositionKind::kRotaryScaled) back to
+// kRotary; a file whose position kind and rotary_scaling disagree is refused.
+Status UnstorePosition(ModelConfig* c) {
+  const bool scaled = c->rotary_scaling != ref::RotaryScaling::kNone;
+  if (c->position == PositionKind::kRotaryScaled) {
+    if (!scaled) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.position = rotary_scaled needs config.rotary_scaling");
+    }
+    c->position = PositionKind::kRotary;
+  } else if (c->position == PositionKind::kRotary && scaled) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.rotary_scaling = %d is stored with config.position = "
+                         "rotary_scaled (format 1.6), not rotary",
+                         static_cast<int>(c->rotary_scaling));
+  }
+  return Status::Ok();
+}
+
 // Enum values this reader does not know (a newer file, or corrupt bytes) are refused before any
 // cast to a C++ enum.
 Status CheckEnums(const schema::Config& s) {
@@ -239,6 +258,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
   }
   TERN_RETURN_IF_ERROR(CheckEnums(*model.root_->config()));
   model.config_ = ReadConfig(*model.root_->config());
+  TERN_RETURN_IF_ERROR(UnstorePosition(&model.config_));
   TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
   if (model.root_->shortlist() != nullptr &&

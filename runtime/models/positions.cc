@@ -28,6 +28,7 @@ size_t PositionFloats(const ModelConfig& c, int64_t rows_signed) {
       }
       return 0;
     case PositionKind::kNone:
+    case PositionKind::kRotaryScaled:  // the stored form only: loaded as kRotary
       return 0;
   }
   return 0;
@@ -97,6 +98,7 @@ void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, fl
       }
       break;
     case PositionKind::kNone:
+    case PositionKind::kRotaryScaled:  // the stored form only: loaded as kRotary
       break;
   }
 }

@@ -147,7 +147,7 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
       {[](ModelConfig* c) { c->norm_placement = static_cast<NormPlacement>(2); },
        "config.norm_placement"},
       {[](ModelConfig* c) { c->norm_kind = static_cast<ref::NormKind>(255); }, "config.norm_kind"},
-      {[](ModelConfig* c) { c->position = static_cast<PositionKind>(5); }, "config.position"},
+      {[](ModelConfig* c) { c->position = static_cast<PositionKind>(6); }, "config.position"},
       {[](ModelConfig* c) { c->sinusoid_layout = static_cast<ref::SinusoidLayout>(3); },
        "config.sinusoid_layout"},
       {[](ModelConfig* c) { c->rotary_scaling = static_cast<ref::RotaryScaling>(3); },
@@ -160,6 +160,38 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
     CHECK_THAT(s.message(), ContainsSubstring(k.field));
     CHECK_THAT(s.message(), ContainsSubstring("unknown"));
   }
+}
+
+// Scaled rotary positions (rope_scaling) are stored as PositionKind RotaryScaled, format 1.6: a
+// reader that does not know rotary_scaling refuses the value as unknown instead of running
+// unscaled frequencies; this reader loads it back as rotary with its scaling.
+TEST_CASE("limits: scaled rotary positions are stored as a kind older readers refuse",
+          "[loader][limits]") {
+  ModelConfig config = testing::TinyConfig();
+  config.position = PositionKind::kRotary;
+  config.rotary_scaling = ref::RotaryScaling::kLinear;
+  config.rotary_scaling_factor = 2.0f;
+  const testing::AlignedBytes bytes(convert::SerializeModel(testing::RandomContents(config, 5)));
+  const schema::Model* stored = schema::GetSizePrefixedModel(bytes.data());
+  CHECK(stored->config()->position() == schema::PositionKind_RotaryScaled);
+  CHECK(stored->format_minor() == 6);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  INFO(model.status().message());
+  REQUIRE(model.ok());
+  CHECK(model->config().position == PositionKind::kRotary);
+  CHECK(model->config().rotary_scaling == ref::RotaryScaling::kLinear);
+  // Plain rotary stays Rotary (and 1.2).
+  config.rotary_scaling = ref::RotaryScaling::kNone;
+  const testing::AlignedBytes plain(convert::SerializeModel(testing::RandomContents(config, 5)));
+  CHECK(schema::GetSizePrefixedModel(plain.data())->config()->position() ==
+        schema::PositionKind_Rotary);
+  // RotaryScaled without a scaling is refused by name.
+  const Status s = LoadWithConfig([](ModelConfig* c) {
+    c->position = PositionKind::kRotaryScaled;
+    c->rotary_scaling = ref::RotaryScaling::kNone;
+  });
+  CHECK(s.code() == StatusCode::kInvalidConfig);
+  CHECK_THAT(s.message(), ContainsSubstring("rotary_scaled needs config.rotary_scaling"));
 }
 
 TEST_CASE("limits: max_positions at its bound loads and plans", "[loader][limits]") {
