@@ -72,14 +72,22 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
     auto tgt = fbb.CreateVector(c.target_tokenizer);
     tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePiece, src, tgt);
   }
-  auto metadata = schema::CreateMetadata(
-      fbb, fbb.CreateString(c.converter_version), fbb.CreateString(c.source_digest),
-      fbb.CreateString(c.source_format), fbb.CreateString(c.creation_options));
+  // Each part is built in its own statement: the order of a call's arguments is unspecified
+  // (GCC evaluates them in another order on aarch64 than on x86-64), and the builder's layout
+  // follows the order of the calls, so nested Create calls would give each host other bytes.
+  // This is the order x86-64 builds took, so their files stay byte for byte what they were.
+  auto creation_options = fbb.CreateString(c.creation_options);
+  auto source_format = fbb.CreateString(c.source_format);
+  auto source_digest = fbb.CreateString(c.source_digest);
+  auto converter_version = fbb.CreateString(c.converter_version);
+  auto metadata = schema::CreateMetadata(fbb, converter_version, source_digest, source_format,
+                                         creation_options);
   flatbuffers::Offset<schema::Shortlist> shortlist = 0;
   if (c.shortlist) {
-    shortlist = schema::CreateShortlist(
-        fbb, c.shortlist->k, fbb.CreateVector(c.shortlist->frequent),
-        fbb.CreateVector(c.shortlist->row_offsets), fbb.CreateVector(c.shortlist->ids));
+    auto ids = fbb.CreateVector(c.shortlist->ids);
+    auto row_offsets = fbb.CreateVector(c.shortlist->row_offsets);
+    auto frequent = fbb.CreateVector(c.shortlist->frequent);
+    shortlist = schema::CreateShortlist(fbb, c.shortlist->k, frequent, row_offsets, ids);
   }
   auto config = BuildConfig(fbb, c.config);
   auto model = schema::CreateModel(fbb, 1, FormatMinor(c), config, tensor_vec, tokenizer, metadata,

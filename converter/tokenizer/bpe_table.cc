@@ -42,12 +42,23 @@ flatbuffers::Offset<schema::Tokenizer> BuildBpeTokenizer(flatbuffers::FlatBuffer
     return bytes_less(d.added_tokens[a].content, d.added_tokens[b].content);
   });
   std::vector<int8_t> steps(d.pre_tokenizer.begin(), d.pre_tokenizer.end());
-  auto table = schema::CreateByteLevelBpe(
-      fbb, fbb.CreateVector(steps), fbb.CreateVector(bytes), fbb.CreateVector(offsets),
-      fbb.CreateVector(d.byte_tokens), fbb.CreateVector(by_bytes),
-      fbb.CreateVectorOfStructs(merges), d.ignore_merges, fbb.CreateVector(added),
-      fbb.CreateVector(by_content), fbb.CreateVector(d.prefix_ids), fbb.CreateVector(d.suffix_ids),
-      d.nfc ? schema::Normalizer_NFC : schema::Normalizer_None);
+  // One statement per vector: argument order is unspecified (it differs between GCC's x86-64
+  // and aarch64 code), and the builder's bytes follow the order of the calls (writer.cc). The
+  // order is the one x86-64 builds took, so their files are unchanged.
+  auto suffix_ids = fbb.CreateVector(d.suffix_ids);
+  auto prefix_ids = fbb.CreateVector(d.prefix_ids);
+  auto added_by_content = fbb.CreateVector(by_content);
+  auto added_tokens = fbb.CreateVector(added);
+  auto merge_table = fbb.CreateVectorOfStructs(merges);
+  auto vocab_by_bytes = fbb.CreateVector(by_bytes);
+  auto byte_tokens = fbb.CreateVector(d.byte_tokens);
+  auto token_offsets = fbb.CreateVector(offsets);
+  auto token_bytes = fbb.CreateVector(bytes);
+  auto pre_tokenizer = fbb.CreateVector(steps);
+  auto table = schema::CreateByteLevelBpe(fbb, pre_tokenizer, token_bytes, token_offsets,
+                                          byte_tokens, vocab_by_bytes, merge_table, d.ignore_merges,
+                                          added_tokens, added_by_content, prefix_ids, suffix_ids,
+                                          d.nfc ? schema::Normalizer_NFC : schema::Normalizer_None);
   return schema::CreateTokenizer(fbb, schema::TokenizerKind_ByteLevelBpe, 0, 0, table);
 }
 
