@@ -191,13 +191,7 @@ void VerifyInvFreq(const Checkpoint& ckpt, const std::string& name, const ModelC
     throw Error(where + " has shape " + t.shape_string() + ", expected [" + std::to_string(half) +
                 "] (head size / 2: partial rotary is not part of LLaMA)");
   }
-  ref::RotaryFrequencies f;
-  f.base = c.rotary_base;
-  f.scaling = c.rotary_scaling;
-  f.factor = c.rotary_scaling_factor;
-  f.low_freq_factor = c.rotary_low_freq_factor;
-  f.high_freq_factor = c.rotary_high_freq_factor;
-  f.original_max_positions = c.rotary_original_max_positions;
+  const ref::RotaryFrequencies f = RotaryFrequenciesOf(c);
   const SourceDType stored = ckpt.at(name).dtype;
   const double tol = stored == SourceDType::kF16    ? 1e-3
                      : stored == SourceDType::kBF16 ? 8e-3

@@ -85,6 +85,19 @@ inline ModelConfig StoredConfig(ModelConfig c) {
   return c;
 }
 
+// The rotary frequency rule a config gives (base and rope scaling), for the tables and for the
+// converter's check of a checkpoint's inv_freq buffer.
+inline ref::RotaryFrequencies RotaryFrequenciesOf(const ModelConfig& c) {
+  ref::RotaryFrequencies f;
+  f.base = c.rotary_base;
+  f.scaling = c.rotary_scaling;
+  f.factor = c.rotary_scaling_factor;
+  f.low_freq_factor = c.rotary_low_freq_factor;
+  f.high_freq_factor = c.rotary_high_freq_factor;
+  f.original_max_positions = c.rotary_original_max_positions;
+  return f;
+}
+
 // The config as the .tern file stores it: StoredConfig, and scaled rotary positions as
 // kRotaryScaled (see there). config.json keeps "rotary" with its rotary_scaling keys.
 inline ModelConfig FileConfig(ModelConfig c) {

@@ -60,14 +60,7 @@ void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, fl
       out->rotary.rotary_dim = RotaryDims(c);
       float* cos = tables;
       float* sin = tables + rows * (out->rotary.rotary_dim / 2);
-      ref::RotaryFrequencies frequencies;
-      frequencies.base = c.rotary_base;
-      frequencies.scaling = c.rotary_scaling;
-      frequencies.factor = c.rotary_scaling_factor;
-      frequencies.low_freq_factor = c.rotary_low_freq_factor;
-      frequencies.high_freq_factor = c.rotary_high_freq_factor;
-      frequencies.original_max_positions = c.rotary_original_max_positions;
-      ops::RotaryTables(rows, out->rotary.rotary_dim, frequencies, cos, sin);
+      ops::RotaryTables(rows, out->rotary.rotary_dim, RotaryFrequenciesOf(c), cos, sin);
       out->rotary.cos = cos;
       out->rotary.sin = sin;
       out->encoder.rotary = out->decoder.rotary = &out->rotary;
