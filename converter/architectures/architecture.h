@@ -20,8 +20,7 @@
 //                   LLaMA 1/2/3, TinyLlama, SmolLM (grouped-query attention, rope_scaling linear
 //                   and llama3, tied or untied)
 //   qwen2           Hugging Face Qwen2 / Qwen2.5: the LLaMA layout with q/k/v biases
-//   mistral         Hugging Face Mistral: the LLaMA layout; a sliding window shorter than the
-//                   context is refused
+//   mistral         Hugging Face Mistral: the LLaMA layout with sliding-window attention
 //   gemma           Hugging Face Gemma (1): the LLaMA layout with GeGLU, sqrt(d) embedding scale,
 //                   (1 + w) RMSNorm gains, tied output, head_dim
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its

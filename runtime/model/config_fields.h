@@ -109,7 +109,10 @@ enum class FloatRange : uint8_t {
       ConfigBounds::kMaxPositions, FieldFlag::kRange | FieldFlag::kSparse, 6)                      \
   /* columns per head; 0: d_model / heads (d_head()); set: heads * head_dim may differ */          \
   INT(head_dim, "head_dim", 0, 0, ConfigBounds::kMaxDModel,                                        \
-      FieldFlag::kRange | FieldFlag::kSparse, 6)
+      FieldFlag::kRange | FieldFlag::kSparse, 6)                                                \
+  /* decoder-only: each query sees its last sliding_window keys, itself included; 0: all */      \
+  INT(sliding_window, "sliding_window", 0, 0, ConfigBounds::kMaxPositions,                         \
+      FieldFlag::kRange | FieldFlag::kSparse, 7)
 // clang-format on
 
 }  // namespace tern
