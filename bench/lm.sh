@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Issue 15's language-model benchmark: tern against PyTorch on a decoder-only model of a
-# published shape (bench/models/make_lm.py: SmolLM-135M by default, random weights), same
-# checkpoint, same prompts, interleaved rounds (engine order rotates), plus this machine's read
-# bandwidth in the same run. ONNX Runtime is not a peer here yet (no decoder-only export).
+# Issue 15's language-model benchmark: tern against PyTorch and ONNX Runtime on a decoder-only
+# model of a published shape (bench/models/make_lm.py: SmolLM-135M by default, random weights),
+# same checkpoint, same prompts, interleaved rounds (engine order rotates), plus this machine's
+# read bandwidth in the same run. ONNX Runtime runs bench/peers/export_lm_onnx.py's graphs
+# (fp32, and int8 with DynamicQuantizeMatMul) through bench/peers/ort_lm_bench.js.
 #
 #   bench/lm.sh        -> bench/results/<date>-lm.json + .md, and the table on stdout
 #
 # Knobs (environment): SHAPE=smollm (or llama1b), ENGINES=tern-fp32,tern-int8,tern-int4,
-# pytorch-fp32,pytorch-int8, THREADS=1,2, PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3,
+# pytorch-fp32,pytorch-int8,ort-fp32,ort-int8, THREADS=1,2, PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3,
 # REPEAT=3, WARMUP=1, TERN_BUILD_DIR=build/x86_64 (its tools/tern, built by `make build`),
 # NICE=-10 (as bench/run.sh: the measured processes' priority when root), OUT=prefix.
 set -euo pipefail
@@ -21,7 +22,7 @@ if [[ -n "$NICE" && $(id -u) -eq 0 && -w /proc/self/autogroup ]]; then
   echo "$NICE" >/proc/self/autogroup 2>/dev/null || true
 fi
 SHAPE=${SHAPE:-smollm}
-ENGINES=${ENGINES:-tern-fp32,tern-int8,tern-int4,pytorch-fp32,pytorch-int8}
+ENGINES=${ENGINES:-tern-fp32,tern-int8,tern-int4,pytorch-fp32,pytorch-int8,ort-fp32,ort-int8}
 THREADS=${THREADS:-1,2}
 PROMPT=${PROMPT:-128}
 TOKENS=${TOKENS:-128}
@@ -40,6 +41,16 @@ models=$("$PY" bench/models/make_lm.py --tern "$TERN" --shapes "$SHAPE" --dtypes
 field() { "$PY" -c 'import json,sys; print(eval(sys.argv[2], {"j": json.loads(sys.argv[1])}))' "$1" "$2"; }
 checkpoint=$(field "$models" "j['$SHAPE']['checkpoint']")
 config=$(field "$models" "j['$SHAPE']['config']")
+onnx=$(dirname "$checkpoint")/onnx
+if [[ ",$ENGINES," == *,ort-* ]]; then
+  if [[ ! -d bench/peers/node_modules/onnxruntime-node ]]; then
+    (cd bench/peers && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund >&2)
+  fi
+  if [[ ! -f $onnx-int8/lm_step.onnx || $onnx-int8/lm_step.onnx -ot bench/peers/export_lm_onnx.py ]]; then
+    OMP_NUM_THREADS=1 "$PY" bench/peers/export_lm_onnx.py --checkpoint "$checkpoint" --config "$config" \
+      --out "$onnx" --int8 2>&1 | grep -v -i warning >&2 || true
+  fi
+fi
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 runs=$raw/runs.jsonl
@@ -57,6 +68,8 @@ for ((round = 0; round < ROUNDS; round++)); do
       case $e in
         tern-*) json=$("${PRIO[@]}" "$TERN" bench -m "$(field "$models" "j['$SHAPE']['tern']['${e#tern-}']")" \
           "${common[@]}" --json) ;;
+        ort-fp32) json=$("${PRIO[@]}" node bench/peers/ort_lm_bench.js --dir "$onnx" "${common[@]}") ;;
+        ort-int8) json=$("${PRIO[@]}" node bench/peers/ort_lm_bench.js --dir "$onnx-int8" "${common[@]}") ;;
         pytorch-*) json=$("${PRIO[@]}" "$PY" bench/peers/torch_lm_bench.py --checkpoint "$checkpoint" \
           --config "$config" --mode "${e#pytorch-}" "${common[@]}") ;;
         *) echo "unknown engine $e" >&2; exit 2 ;;

@@ -59,10 +59,20 @@ def main():
     threads_seen = sorted({t for _, t in by})
     for t in threads_seen:
         for num, den in (("tern-fp32", "pytorch-fp32"), ("tern-int8", "pytorch-int8"),
-                         ("tern-int4", "pytorch-int8"), ("tern-int4", "tern-int8")):
+                         ("tern-fp32", "ort-fp32"), ("tern-int8", "ort-int8"),
+                         ("tern-int4", "ort-int8"), ("tern-int4", "tern-int8")):
             r = ratio(num, den, t, "decode_ms_per_token")
             if r is not None:
                 lines.append(f"| {num} vs {den} | {t} | {r:.2f}x |")
+    if len(threads_seen) > 1:  # thread scaling: decode at 1 thread / at t threads, per round
+        lines += ["", "| thread scaling of decode (vs 1 thread) | threads | ratio |", "|---|--:|--:|"]
+        for engine in sorted({e for e, _ in by}):
+            one = {r["round"]: r["decode_ms_per_token"] for r in by.get((engine, 1), [])}
+            for t in threads_seen[1:]:
+                v = [one[r["round"]] / r["decode_ms_per_token"] for r in by.get((engine, t), [])
+                     if r["round"] in one and r["decode_ms_per_token"] > 0]
+                if v:
+                    lines.append(f"| {engine} | {t} | {statistics.median(v):.2f}x |")
     first = next(iter(ids.values()))
     agree = {e: v == first for e, v in ids.items()}
     lines += ["", "Generated ids equal to the first engine's: " +
