@@ -19,6 +19,7 @@ struct LmBenchSettings {
 
 // Measures `loaded` (decoder-only; loaded at t_load) and prints the report; returns the exit
 // status. Throws std::runtime_error on a failed run.
-int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded, bench::Clock::time_point t_load);
+int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
+                       bench::Clock::time_point t_load);
 
 }  // namespace tern::cli
