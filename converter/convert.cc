@@ -165,8 +165,9 @@ TernContents BuildContents(const ConvertOptions& options) {
                 std::to_string(mc.decoder_layers) + "; both must be 1) applied universal_steps = " +
                 std::to_string(mc.universal_steps) + " >= 1 times");
   }
+  // With head_dim (Gemma, T5) the heads need not divide d_model.
   if (out.config.heads <= 0 || out.config.d_model <= 0 ||
-      out.config.d_model % out.config.heads != 0) {
+      (out.config.head_dim == 0 && out.config.d_model % out.config.heads != 0)) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
                 " does not divide d_model = " + std::to_string(out.config.d_model));
   }
