@@ -163,8 +163,8 @@ MappedCheckpoint MapT5Family(const Checkpoint& ckpt, const ArchitectureOptions& 
   ApplyOverrides(options, &out);
 
   Sources src(ckpt, options.skip_prefixes);
-  for (const auto& stack : {std::make_pair("encoder", c.encoder_layers),
-                            std::make_pair("decoder", c.decoder_layers)}) {
+  for (const auto& stack :
+       {std::make_pair("encoder", c.encoder_layers), std::make_pair("decoder", c.decoder_layers)}) {
     const std::string prefix = std::string(stack.first) + ".block.";
     const int32_t layers = CountLayers(src, prefix);
     if (layers != stack.second) {
@@ -247,7 +247,8 @@ MappedCheckpoint MapT5Family(const Checkpoint& ckpt, const ArchitectureOptions& 
     }
     src.Direct(&out, s + ".layer_norm.weight", s + ".final_layer_norm.weight");
   }
-  if (tie) Scale(&out, "decoder.layer_norm.weight", 1.0 / std::sqrt(static_cast<double>(c.d_model)));
+  if (tie)
+    Scale(&out, "decoder.layer_norm.weight", 1.0 / std::sqrt(static_cast<double>(c.d_model)));
   out.notes.push_back("q projections x sqrt(d_kv) = " + std::to_string(q_scale) +
                       ": T5 does not divide its attention logits by sqrt(d_kv), tern does");
   if (tie) {

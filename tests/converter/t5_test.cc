@@ -45,8 +45,7 @@ const Fixture kFixtures[] = {
      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 };
 
-ConvertOptions Options(const char* checkpoint, DType dtype = DType::kF32,
-                       const char* arch = "t5") {
+ConvertOptions Options(const char* checkpoint, DType dtype = DType::kF32, const char* arch = "t5") {
   ConvertOptions o;
   o.checkpoint = CheckpointFixture(checkpoint);
   o.arch = arch;
@@ -78,7 +77,8 @@ TEST_CASE("T5 v1.0 and v1.1: int8 and int4 greedy ids are pinned", "[architectur
     const testing::ExpectedOutputs e = testing::LoadExpected(CheckpointFixture(f.expected));
     for (DType dtype : {DType::kI8, DType::kI4}) {
       for (Backend backend : testing::Backends()) {
-        INFO(DTypeName(dtype) << " on " << (backend == Backend::kReference ? "reference" : "xnnpack"));
+        INFO(DTypeName(dtype) << " on "
+                              << (backend == Backend::kReference ? "reference" : "xnnpack"));
         const testing::ParityResult r =
             testing::RunParity(Options(f.checkpoint, dtype), e, backend);
         INFO("logit error " << r.logit_error);
@@ -86,8 +86,9 @@ TEST_CASE("T5 v1.0 and v1.1: int8 and int4 greedy ids are pinned", "[architectur
         CHECK(std::isfinite(r.logit_error));
         if (dtype == DType::kI8) CHECK(r.logit_error < 1.0f);
         const bool reference = backend == Backend::kReference;
-        CHECK(r.greedy[0] == (dtype == DType::kI8 ? (reference ? f.int8_reference : f.int8_xnnpack)
-                                                  : (reference ? f.int4_reference : f.int4_xnnpack)));
+        CHECK(r.greedy[0] == (dtype == DType::kI8
+                                  ? (reference ? f.int8_reference : f.int8_xnnpack)
+                                  : (reference ? f.int4_reference : f.int4_xnnpack)));
       }
     }
   }
