@@ -133,6 +133,13 @@ TEST_CASE("T5 v1.0 config: relu, tied, relative bias, RMSNorm, the folded consta
                       "weight: transformers ignores it (cross-attention has no position bias)"));
   CHECK_THAT(all, ContainsSubstring("q projections x sqrt(d_kv) = 2.828427"));
   CHECK_THAT(all, ContainsSubstring("decoder.layer_norm.weight x d_model^-0.5"));
+  // spiece.model beside the checkpoint is the tokenizer of both sides, unless --no-tokenizer.
+  CHECK_THAT(all, ContainsSubstring("tokenizer: took " + CheckpointFixture("t5") +
+                                    "/spiece.model: SentencePiece, 64 pieces, both sides"));
+  CHECK_FALSE(c.source_tokenizer.empty());
+  CHECK(c.target_tokenizer.empty());
+  o.no_tokenizer = true;
+  CHECK(BuildContents(o).source_tokenizer.empty());
 }
 
 TEST_CASE("T5 v1.1 config: gated-gelu, untied, head_dim, decoder layers of their own",
@@ -147,6 +154,11 @@ TEST_CASE("T5 v1.1 config: gated-gelu, untied, head_dim, decoder layers of their
   CHECK(c.config.activation == ref::Activation::kGeGLU);
   CHECK_FALSE(c.config.tied_output);
   CHECK(c.config.tgt_vocab_size == 72);
+  CHECK(c.source_tokenizer.empty());  // no spiece.model beside it
+  // 64 pieces serve a vocabulary of 72 rows (T5 pads 32000 pieces to 32128).
+  ConvertOptions o = Options("t5_v1_1/model.safetensors");
+  o.tokenizer = CheckpointFixture("t5/spiece.model");
+  CHECK_FALSE(BuildContents(o).source_tokenizer.empty());
 }
 
 TEST_CASE("T5: --arch auto from model_type; mT5 converts with --arch mt5", "[architectures][t5]") {
