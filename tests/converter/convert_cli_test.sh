@@ -120,6 +120,8 @@ expect_error "unknown arch" 1 'unknown --arch "xlnet"' tern convert "$fixtures/m
 expect_error "bad --set" 2 "expected KEY=VALUE" \
   tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads -o "$work/x.tern"
 check "convert --help exits 0" eval "tern convert --help >/dev/null"
+check "convert --help lists t5 and mt5" grep -q "t5 (Hugging Face T5 v1.0 / v1.1" <<<"$(tern convert --help)"
+check "convert --help lists mt5" grep -q "mt5 (mT5: the T5 layout)" <<<"$(tern convert --help)"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
 # target is replaced; exclusive creation without --force; errors carry the reason.
