@@ -27,13 +27,15 @@ struct ExpectedOutputs {
 struct ParityResult {
   float encoder_error = 0;   // max |runtime - expected| over unpadded encoder rows
   float logit_error = 0;     // max over teacher-forced logits
-  bool greedy_equal = true;  // every sentence's greedy ids identical
+  bool greedy_equal = true;  // every sentence's greedy ids identical, alone and batched
   std::string greedy_detail;
+  std::vector<std::vector<int32_t>> greedy;  // each sentence's ids, translated alone
 };
 
 // tests/fixtures/checkpoints/<relative>; LoadExpected reads a generator's expected.safetensors;
-// RunParity converts with `options`, runs the model through Session / EncoderDecoder and
-// compares with `expected`; ConvertError says why a conversion fails.
+// RunParity converts with `options`, runs the model through Session / EncoderDecoder on
+// `backend` and compares with `expected` (greedy: each sentence alone, then the whole batch);
+// ConvertError says why a conversion fails.
 inline std::string CheckpointFixture(const std::string& relative) {
   return std::string(TERN_FIXTURES) + "/checkpoints/" + relative;
 }
@@ -73,12 +75,14 @@ inline std::string ConvertError(const convert::ConvertOptions& options) {
   return "";
 }
 
-inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e) {
+inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e,
+                              Backend backend = Backend::kAuto) {
   const convert::TernContents contents = convert::BuildContents(options);
   AlignedBytes bytes(convert::SerializeModel(contents));
   auto model = Model::Load(bytes.data(), bytes.size());
   if (!model.ok()) throw std::runtime_error(model.status().message());
   Limits limits;
+  limits.backend = backend;
   limits.max_batch = static_cast<int32_t>(e.batch);
   limits.max_source_length = static_cast<int32_t>(e.src_seq);
   limits.max_target_length = static_cast<int32_t>(std::max(e.tgt_seq, e.max_len));
@@ -88,6 +92,8 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   Session session;
   Status s = session.Prepare(model.value(), limits, arena.data(), arena.size());
   if (!s.ok()) throw std::runtime_error(s.message());
+  if (backend != Backend::kAuto && session.backend() != backend)
+    throw std::runtime_error(std::string("prepared another backend: ") + session.backend_report());
   const ModelConfig& c = model->config();
   const int64_t d = c.d_model, vocab = c.tgt_vocab_size;
   EncoderDecoder& ed = tern::internal::encoder_decoder(session);
@@ -126,13 +132,26 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
                             static_cast<size_t>(e.src_lengths[b]));
     s = session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, greedy);
     if (!s.ok()) throw std::runtime_error(s.message());
-    std::vector<int32_t> got(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+    r.greedy.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+  }
+  // The whole batch at once.
+  std::vector<int32_t> batch_out(static_cast<size_t>(e.batch * e.max_len));
+  std::vector<int32_t> batch_lengths(static_cast<size_t>(e.batch));
+  s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
+                           static_cast<int32_t>(e.batch), greedy, batch_out.data(), e.max_len,
+                           batch_lengths.data());
+  if (!s.ok()) throw std::runtime_error(s.message());
+  for (int64_t b = 0; b < e.batch; ++b) {
     std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
                               e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
-    if (got != want) {
+    std::vector<int32_t> batched(batch_out.begin() + b * e.max_len,
+                                 batch_out.begin() + b * e.max_len + batch_lengths[b]);
+    for (const auto* got : {&r.greedy[b], &batched}) {
+      if (*got == want) continue;
       r.greedy_equal = false;
-      r.greedy_detail += "sentence " + std::to_string(b) + ": got";
-      for (int32_t v : got) r.greedy_detail += " " + std::to_string(v);
+      r.greedy_detail +=
+          "sentence " + std::to_string(b) + (got == &batched ? " batched" : "") + ": got";
+      for (int32_t v : *got) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += ", want";
       for (int32_t v : want) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += "; ";
