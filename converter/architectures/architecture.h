@@ -24,6 +24,10 @@
 //                   context is refused
 //   gemma           Hugging Face Gemma (1): the LLaMA layout with GeGLU, sqrt(d) embedding scale,
 //                   (1 + w) RMSNorm gains, tied output, head_dim
+//   m2m100          Hugging Face M2M100 / NLLB-200 (dense): the Marian names under model. with
+//   nllb            pre-LN final norms model.{encoder,decoder}.layer_norm, one shared table,
+//                   fairseq sinusoids counted from pad + 1 (sinusoid_layout fairseq); the
+//                   target language is a forced first token per call; its config.json
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //

@@ -51,6 +51,14 @@ tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads=2 -o "$
 check "annotated converts to int4" test -s "$work/ann.tern"
 out=$(printf '5 9 12 0\n' | tern translate -m "$work/marian.tern" --ids --max-length 10)
 check "the marian model translates" test -n "$out"
+# NLLB: [src_lang] tokens </s> in, eng_Latn (98) forced first: the fixture's PyTorch greedy ids.
+tern convert "$fixtures/nllb/model.safetensors" --arch auto -o "$work/nllb.tern" --quiet
+check "nllb converts (--arch auto)" test -s "$work/nllb.tern"
+out=$(printf '97 73 14 22 95 44 2\n99 94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --forced-bos 98 --max-length 11 --batch 2)
+check "nllb translates with the target language forced" test "$out" = "7 7 45 45 45 45 45 45 45 45
+45 45 45 45 65 65 65 65 65 65"
+expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos must be between 0 and 101, got 102" \
+  tern translate -m "$work/nllb.tern" --ids --forced-bos 102
 
 notes=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/notes.tern" 2>&1 >/dev/null)
 check "notes name the verified position table" grep -q "verified and dropped model.encoder.embed_positions.weight" <<<"$notes"
@@ -110,6 +118,7 @@ expect_error "unknown arch" 1 'unknown --arch "t5"' tern convert "$fixtures/mari
 expect_error "bad --set" 2 "expected KEY=VALUE" \
   tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads -o "$work/x.tern"
 check "convert --help exits 0" eval "tern convert --help >/dev/null"
+check "convert --help lists m2m100 and nllb" grep -q "m2m100 and nllb" <<<"$(tern convert --help)"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
 # target is replaced; exclusive creation without --force; errors carry the reason.

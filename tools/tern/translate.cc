@@ -68,6 +68,11 @@ const char kHelp[] =
     "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
+    "  --forced-bos ID       the decoder's first token after the start token, whatever the model\n"
+    "                        predicts (a multilingual model's target-language token, as Hugging\n"
+    "                        Face's forced_bos_token_id); not printed; takes one of "
+    "--max-length's\n"
+    "                        positions\n"
     "  --no-shortlist        score every target token even if the model has a vocabulary\n"
     "                        shortlist (by default each sentence scores only its candidates)\n"
     "  --json                one JSON object per line: line, source, translations (text, ids,\n"
@@ -151,7 +156,8 @@ int Translate(int argc, char** argv) {
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty",
-                                  "buffer",          "workers"};
+                                  "buffer",          "workers",
+                                  "forced-bos"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "no-shortlist", "help"},
             {{"-m", "--model"}});
@@ -215,6 +221,10 @@ int Translate(int argc, char** argv) {
   LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   const Limits limits = ParseLimits(args, config);
+  if (args.has("forced-bos")) {
+    options.forced_bos_id =
+        static_cast<int32_t>(args.get_int("forced-bos", -1, 0, config.tgt_vocab_size - 1));
+  }
   Tokenizer source_tokenizer, target_tokenizer;
   if (!ids_mode) {
     Status s = source_tokenizer.Load(loaded.model.source_tokenizer());

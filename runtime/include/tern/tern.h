@@ -98,8 +98,11 @@ typedef struct tern_translate_options {
   int32_t no_repeat_ngram_size; /* > 0: never repeat an n-gram */
   tern_token_callback on_token; /* optional streaming / cancellation */
   void* user;
-  int32_t no_shortlist; /* nonzero: score every target token even if the model has a
-                           vocabulary shortlist (docs/shortlist.md) */
+  int32_t no_shortlist;  /* nonzero: score every target token even if the model has a
+                            vocabulary shortlist (docs/shortlist.md) */
+  int32_t force_bos;     /* nonzero: forced_bos_id is the decoder's first token after the start
+                            token (a multilingual model's target language; not in the output) */
+  int32_t forced_bos_id; /* a target id; read only with force_bos */
 } tern_translate_options;
 
 /* Generation with a decoder-only model. Start from tern_default_generate_options(). */
