@@ -73,6 +73,8 @@ struct MappedCheckpoint {
   // about a missing tensor name what the checkpoint should have held.
   std::map<std::string, std::string> source_names;
   std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
+  // A multilingual model's language codes -> tokens (m2m100, nllb), for the file's table.
+  std::vector<std::pair<std::string, int32_t>> languages;
 };
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.

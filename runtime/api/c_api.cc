@@ -171,6 +171,14 @@ tern_status tern_model_load_from_file(const char* path, tern_model** out) {
 
 void tern_model_free(tern_model* model) { delete model; }
 
+tern_status tern_model_language_token(const tern_model* model, const char* code,
+                                      int32_t* out_token) {
+  if (model == nullptr || code == nullptr || out_token == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "model, code or out_token is null");
+  const tern::Status s = model->model.LanguageToken(code, out_token);
+  return s.ok() ? TERN_OK : Report(s);
+}
+
 tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
                                       size_t* out_bytes) {
   if (model == nullptr || out_bytes == nullptr)

@@ -57,6 +57,13 @@ check "nllb converts (--arch auto)" test -s "$work/nllb.tern"
 out=$(printf '97 73 14 22 95 44 2\n99 94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --forced-bos 98 --max-length 11 --batch 2)
 check "nllb translates with the target language forced" test "$out" = "7 7 45 45 45 45 45 45 45 45
 45 45 45 45 65 65 65 65 65 65"
+out=$(printf '73 14 22 95 44 2\n94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --source-lang deu_Latn --target-lang eng_Latn --max-length 11)
+check "nllb translates with --source-lang / --target-lang" test "$out" = "7 7 45 45 45 45 45 45 45 45
+$(printf '97 94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --forced-bos 98 --max-length 11)"
+expect_error "an unknown --target-lang names the nearest codes" 2 \
+  'option --target-lang: unknown language code "eng_latn"; nearest known: eng_Latn, deu_Latn, fra_Latn' \
+  tern translate -m "$work/nllb.tern" --ids --target-lang eng_latn
+check "inspect lists the languages" grep -q "languages (4; --source-lang / --target-lang CODE): deu_Latn=97 eng_Latn=98 fra_Latn=99 spa_Latn=100" <<<"$(tern inspect "$work/nllb.tern")"
 expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos must be between 0 and 101, got 102" \
   tern translate -m "$work/nllb.tern" --ids --forced-bos 102
 

@@ -234,3 +234,93 @@ TEST_CASE("A forced first token outside the target vocabulary is refused",
 
 }  // namespace
 }  // namespace tern::convert
+
+namespace tern::convert {
+namespace {
+
+Result<Model> LoadContents(const TernContents& contents, testing::AlignedBytes* bytes) {
+  *bytes = testing::AlignedBytes(SerializeModel(contents));
+  return Model::Load(bytes->data(), bytes->size());
+}
+
+TEST_CASE("NLLB and M2M100 language codes are stored in the file (format 1.7) and looked up",
+          "[architectures][m2m100][nllb][languages]") {
+  const TernContents n = BuildContents(Options(kFamilies[0]));
+  REQUIRE(n.languages.size() == 4);
+  CHECK(FormatMinor(n) == 7);
+  testing::AlignedBytes bytes;
+  auto model = LoadContents(n, &bytes);
+  REQUIRE(model.ok());
+  REQUIRE(model->language_count() == 4);
+  CHECK(std::string(model->language_code(0)) == "deu_Latn");
+  CHECK(model->language_token(0) == 97);
+  int32_t token = -1;
+  REQUIRE(model->LanguageToken("eng_Latn", &token).ok());
+  CHECK(token == 98);
+  REQUIRE(model->LanguageToken("spa_Latn", &token).ok());
+  CHECK(token == 100);
+  Status s = model->LanguageToken("eng_Latm", &token);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()) ==
+        "unknown language code \"eng_Latm\"; nearest known: eng_Latn, deu_Latn, fra_Latn");
+  // M2M100 writes __de__; the code is de.
+  const TernContents m = BuildContents(Options(kFamilies[1]));
+  testing::AlignedBytes m_bytes;
+  auto m_model = LoadContents(m, &m_bytes);
+  REQUIRE(m_model.ok());
+  REQUIRE(m_model->LanguageToken("fr", &token).ok());
+  CHECK(token == 99);
+  s = m_model->LanguageToken("__fr__", &token);
+  CHECK(std::string(s.message()) == "unknown language code \"__fr__\"; nearest known: fr, de, en");
+  // A model without a table.
+  TernContents plain = n;
+  plain.languages.clear();
+  CHECK(FormatMinor(plain) == 7);  // still the fairseq positions
+  testing::AlignedBytes p_bytes;
+  auto p_model = LoadContents(plain, &p_bytes);
+  REQUIRE(p_model.ok());
+  CHECK(p_model->language_count() == 0);
+  s = p_model->LanguageToken("eng_Latn", &token);
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(std::string(s.message()) ==
+        "this model has no language table (convert a multilingual model with its "
+        "tokenizer_config.json)");
+}
+
+TEST_CASE(
+    "The loader refuses a language table with a token outside the vocabulary or repeated "
+    "codes",
+    "[architectures][nllb][languages]") {
+  TernContents c = BuildContents(Options(kFamilies[0]));
+  testing::AlignedBytes bytes;
+  auto refusal = [&](std::vector<std::pair<std::string, int32_t>> languages) {
+    c.languages = std::move(languages);
+    auto model = LoadContents(c, &bytes);
+    if (model.ok()) return std::string("loaded");
+    CHECK(model.status().code() == StatusCode::kInvalidModel);
+    return std::string(model.status().message());
+  };
+  CHECK(refusal({{"xx", 102}}) == "languages[0] \"xx\": token 102 is outside the vocabulary (102)");
+  CHECK(refusal({{"xx", 5}, {"xx", 6}}) == "languages[1] \"xx\": codes must be sorted and unique");
+  CHECK(refusal({{"", 5}}) == "languages[0]: empty code");
+  CHECK(refusal({{"xx", 101}}) == "loaded");
+}
+
+TEST_CASE("tokenizer_config.json language tokens are checked by name",
+          "[architectures][nllb][languages]") {
+  testing::FixtureCopy copy("nllb/model.safetensors", "nllb/config.json", "nllb");
+  nlohmann::json tok =
+      nlohmann::json::parse(testing::ReadBytes(CheckpointFixture("nllb/tokenizer_config.json")));
+  const std::string path = copy.dir / "tokenizer_config.json";
+  tok["additional_special_tokens"].push_back("zul_Latn");
+  testing::WriteBytes(path, tok.dump());
+  CHECK(ConvertError(copy.Write()) ==
+        path + ": language token \"zul_Latn\" has no id in added_tokens_decoder");
+  tok["added_tokens_decoder"]["102"] = {{"content", "zul_Latn"}};
+  testing::WriteBytes(path, tok.dump());
+  CHECK(ConvertError(copy.Write()) ==
+        path + ": language token \"zul_Latn\" has id 102, outside the vocabulary (102)");
+}
+
+}  // namespace
+}  // namespace tern::convert

@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
   options.forced_bos_id = 999;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);
   CHECK(strstr(tern_last_error(), "options.forced_bos_id = 999") != NULL);
+  int32_t language = -1;
+  CHECK(tern_model_language_token(model, "deu_Latn", &language) == TERN_FAILED_PRECONDITION);
+  CHECK(strstr(tern_last_error(), "no language table") != NULL);
+  CHECK(tern_model_language_token(model, NULL, &language) == TERN_INVALID_ARGUMENT);
   options = tern_default_translate_options();
   options.beam_size = 3;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);
