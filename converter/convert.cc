@@ -325,6 +325,7 @@ TernContents BuildContents(const ConvertOptions& options) {
     out.tensors.push_back(Encode(t, plan.dtype.at(e.name), options.group_size));
     if (options.progress) options.progress(++done, present.size());
   }
+  out.languages = mapped.languages;
   out.converter_version = kConverterVersion;
   out.source_digest = Digest(ckpt.files());
   out.source_format = ckpt.format() + (mapped.arch == "tern" ? "" : "/" + mapped.arch);

@@ -64,7 +64,8 @@ const Choice<PositionKind> kPositions[] = {{"sinusoidal", PositionKind::kSinusoi
 const Choice<ref::SinusoidLayout> kLayouts[] = {
     {"interleaved", ref::SinusoidLayout::kInterleaved},
     {"concatenated", ref::SinusoidLayout::kConcatenated},
-    {"split_halves", ref::SinusoidLayout::kSplitHalves}};
+    {"split_halves", ref::SinusoidLayout::kSplitHalves},
+    {"fairseq", ref::SinusoidLayout::kFairseq}};
 const Choice<RelativeAttention> kRelatives[] = {{"shaw", RelativeAttention::kShaw},
                                                 {"t5_bias", RelativeAttention::kT5Bias}};
 const Choice<ref::RotaryScaling> kRotaryScalings[] = {{"none", ref::RotaryScaling::kNone},

@@ -89,9 +89,20 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
     auto frequent = fbb.CreateVector(c.shortlist->frequent);
     shortlist = schema::CreateShortlist(fbb, c.shortlist->k, frequent, row_offsets, ids);
   }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<schema::Language>>> languages = 0;
+  if (!c.languages.empty()) {
+    std::vector<std::pair<std::string, int32_t>> sorted = c.languages;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<flatbuffers::Offset<schema::Language>> entries;
+    for (const auto& l : sorted) {
+      auto code = fbb.CreateString(l.first);
+      entries.push_back(schema::CreateLanguage(fbb, code, l.second));
+    }
+    languages = fbb.CreateVector(entries);
+  }
   auto config = BuildConfig(fbb, c.config);
   auto model = schema::CreateModel(fbb, 1, FormatMinor(c), config, tensor_vec, tokenizer, metadata,
-                                   shortlist);
+                                   shortlist, languages);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -122,6 +133,7 @@ uint16_t FormatMinor(const TernContents& contents) {
 #undef TERN_NEED_ENUM
   need(contents.bpe_tokenizer.has_value(), 4);
   need(contents.shortlist.has_value(), 5);
+  need(!contents.languages.empty(), 7);
   return minor;
 }
 

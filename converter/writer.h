@@ -24,6 +24,8 @@ struct TernContents {
   std::optional<BpeTokenizerData> bpe_tokenizer;
   // The vocabulary shortlist: format 1.5.
   std::optional<ShortlistData> shortlist;
+  // A multilingual model's language codes and tokens (any order; written sorted): format 1.7.
+  std::vector<std::pair<std::string, int32_t>> languages;
   std::string converter_version;
   std::string source_digest;
   std::string source_format;

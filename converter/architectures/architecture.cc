@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -130,6 +131,8 @@ const char* LayoutName(ref::SinusoidLayout layout) {
       return "concatenated";
     case ref::SinusoidLayout::kSplitHalves:
       return "split_halves";
+    case ref::SinusoidLayout::kFairseq:
+      return "fairseq";
   }
   return "?";
 }
@@ -138,7 +141,7 @@ const char* LayoutName(ref::SinusoidLayout layout) {
 
 int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int64_t d_model,
                             ref::SinusoidLayout layout, bool ignore,
-                            std::vector<std::string>* notes) {
+                            std::vector<std::string>* notes, int64_t zero_row) {
   HostTensor t = ckpt.Float(name);
   const std::string where = ckpt.at(name).where + ": position table \"" + name + "\"";
   std::vector<int64_t> dims;
@@ -152,6 +155,9 @@ int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int
   const int64_t rows = t.elements() / d_model;
   std::vector<float> want(static_cast<size_t>(rows * d_model));
   ref::SinusoidalPositions(0, rows, d_model, layout, want.data());
+  if (zero_row >= 0 && zero_row < rows) {
+    std::fill(want.begin() + zero_row * d_model, want.begin() + (zero_row + 1) * d_model, 0.0f);
+  }
   const SourceDType stored = ckpt.at(name).dtype;
   const double tol = stored == SourceDType::kF16    ? 1e-3
                      : stored == SourceDType::kBF16 ? 8e-3
@@ -286,7 +292,7 @@ const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
       "tern", "marian", "marian_npz", "nn_transformer", "annotated",
       "gpt2", "llama",  "qwen2",      "mistral",        "gemma",
-      "t5",   "mt5",    "auto"};
+      "t5",   "mt5",    "m2m100",     "nllb",           "auto"};
   return names;
 }
 
@@ -309,11 +315,15 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
     const char* model_type;
     const char* class_name;
     const char* arch;
-  } kKnown[] = {
-      {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
-      {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
-      {"gpt2", "GPT2LMHeadModel", "gpt2"},          {"marian", "MarianMTModel", "marian"},
-      {"t5", "T5ForConditionalGeneration", "t5"},   {"mt5", "MT5ForConditionalGeneration", "mt5"}};
+  } kKnown[] = {{"llama", "LlamaForCausalLM", "llama"},
+                {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+                {"mistral", "MistralForCausalLM", "mistral"},
+                {"gemma", "GemmaForCausalLM", "gemma"},
+                {"gpt2", "GPT2LMHeadModel", "gpt2"},
+                {"marian", "MarianMTModel", "marian"},
+                {"t5", "T5ForConditionalGeneration", "t5"},
+                {"mt5", "MT5ForConditionalGeneration", "mt5"},
+                {"m2m100", "M2M100ForConditionalGeneration", "m2m100"}};
   const std::string model_type =
       j.is_object() && j.contains("model_type") && j["model_type"].is_string()
           ? j["model_type"].get<std::string>()
@@ -323,11 +333,18 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
       !j["architectures"].empty() && j["architectures"][0].is_string()) {
     class_name = j["architectures"][0].get<std::string>();
   }
+  // NLLB-200 is an M2M100 model with NLLB's tokenizer (tokenizer_class NllbTokenizer[Fast]).
+  auto refine = [&j](const std::string& arch) -> std::string {
+    if (arch == "m2m100" && j.contains("tokenizer_class") && j["tokenizer_class"].is_string() &&
+        j["tokenizer_class"].get<std::string>().compare(0, 4, "Nllb") == 0)
+      return "nllb";
+    return arch;
+  };
   for (const auto& k : kKnown) {
-    if (model_type == k.model_type) return k.arch;
+    if (model_type == k.model_type) return refine(k.arch);
   }
   for (const auto& k : kKnown) {
-    if (model_type.empty() && class_name == k.class_name) return k.arch;
+    if (model_type.empty() && class_name == k.class_name) return refine(k.arch);
   }
   std::string known;
   for (const auto& k : kKnown) known += (known.empty() ? "" : ", ") + std::string(k.model_type);
@@ -365,6 +382,8 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "gemma") return arch::MapGemma(ckpt, options);
   if (options.arch == "t5") return arch::MapT5(ckpt, options);
   if (options.arch == "mt5") return arch::MapMt5(ckpt, options);
+  if (options.arch == "m2m100") return arch::MapM2M100(ckpt, options);
+  if (options.arch == "nllb") return arch::MapNllb(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

@@ -28,6 +28,10 @@
 //                   (SelfAttention / EncDecAttention q,k,v,o, DenseReluDense wi or wi_0/wi_1, wo,
 //                   layer_norm), relative_attention_bias in block 0, final_layer_norm, lm_head
 //   mt5             Hugging Face mT5: the T5 layout (model_type mt5)
+//   m2m100          Hugging Face M2M100 / NLLB-200 (dense): the Marian names under model. with
+//   nllb            pre-LN final norms model.{encoder,decoder}.layer_norm, one shared table,
+//                   fairseq sinusoids counted from pad + 1 (sinusoid_layout fairseq); the
+//                   target language is a forced first token per call; its config.json
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //
@@ -73,6 +77,8 @@ struct MappedCheckpoint {
   // about a missing tensor name what the checkpoint should have held.
   std::map<std::string, std::string> source_names;
   std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
+  // A multilingual model's language codes -> tokens (m2m100, nllb), for the file's table.
+  std::vector<std::pair<std::string, int32_t>> languages;
 };
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.

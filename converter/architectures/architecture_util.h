@@ -46,9 +46,23 @@ bool SameValues(const Checkpoint& ckpt, const std::string& a, const std::string&
 // d_model after removing size-1 dimensions, within float32 rounding of the writer), so it can be
 // dropped. Returns the number of rows. On a mismatch: an error saying which layout (if any) the
 // table does match, or, with `ignore`, a note.
+// The rows are absolute positions (row 0 is position 0, also for kFairseq, whose sequences start
+// at pad + 1); zero_row >= 0: a row the writer zeroed (fairseq's padding_idx), which must be 0.
 int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int64_t d_model,
                             ref::SinusoidLayout layout, bool ignore,
-                            std::vector<std::string>* notes);
+                            std::vector<std::string>* notes, int64_t zero_row = -1);
+
+// A Hugging Face activation_function name (gelu, relu, swish / silu, gelu_new / gelu_pytorch_tanh
+// / gelu_fast); anything else is an error naming it.
+ref::Activation HfActivation(const std::string& name, const std::string& label);
+
+// Hugging Face seq2seq token embeddings (Marian, M2M100 / NLLB): with `share`, model.shared.weight
+// and its copies model.{encoder,decoder}.embed_tokens.weight are one table (a copy that differs is
+// an error); otherwise the encoder's and decoder's own. With `tie`, lm_head.weight (if stored)
+// must equal the decoder's table and is dropped; otherwise it is output_projection.weight. Sets
+// config.shared_embeddings and tied_output.
+void MapHfTokenEmbeddings(const Checkpoint& ckpt, Sources* src, bool share, bool tie,
+                          const std::string& share_key, MappedCheckpoint* out);
 
 std::string ReadTextFile(const std::string& path);
 std::string DirName(const std::string& path);
@@ -73,5 +87,7 @@ MappedCheckpoint MapMistral(const Checkpoint& ckpt, const ArchitectureOptions& o
 MappedCheckpoint MapGemma(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapT5(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapMt5(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapM2M100(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapNllb(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

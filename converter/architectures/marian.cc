@@ -49,16 +49,6 @@ struct HfConfig {
   }
 };
 
-ref::Activation ParseActivation(const std::string& name, const std::string& label) {
-  if (name == "swish" || name == "silu") return ref::Activation::kSwish;
-  if (name == "gelu") return ref::Activation::kGELU;
-  if (name == "relu") return ref::Activation::kReLU;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
-    return ref::Activation::kGELUTanh;
-  throw Error(label + ": \"activation_function\" = \"" + name +
-              "\" is not supported; expected swish, silu, gelu, relu or gelu_new");
-}
-
 }  // namespace
 
 MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options) {
@@ -99,7 +89,7 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
                 " != decoder_ffn_dim " + std::to_string(dec_ffn) + "; the runtime uses one d_ff");
   }
   c.d_ff = enc_ffn;
-  c.activation = ParseActivation(hf.String("activation_function", "gelu"), out.config_label);
+  c.activation = HfActivation(hf.String("activation_function", "gelu"), out.config_label);
   c.norm_placement =
       hf.Bool("normalize_before", false) ? NormPlacement::kPre : NormPlacement::kPost;
   c.norm_kind = ref::NormKind::kLayerNorm;
@@ -142,51 +132,8 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   }
 
   Sources src(ckpt, options.skip_prefixes);
-  // Token embeddings: model.shared and the encoder/decoder copies must agree when shared.
-  const char* kShared = "model.shared.weight";
-  const char* kEnc = "model.encoder.embed_tokens.weight";
-  const char* kDec = "model.decoder.embed_tokens.weight";
-  std::string enc_source, dec_source;
-  if (share) {
-    for (const char* name : {kShared, kEnc, kDec}) {
-      if (!src.Has(name)) continue;
-      if (enc_source.empty()) {
-        enc_source = name;
-      } else if (!SameValues(ckpt, enc_source, name)) {
-        throw Error(ckpt.label() + ": tensor \"" + name + "\" differs from \"" + enc_source +
-                    "\" although config share_encoder_decoder_embeddings is true");
-      } else {
-        out.notes.push_back(std::string("dropped ") + name + ": same table as " + enc_source);
-      }
-      src.Use(name);
-    }
-    if (enc_source.empty()) enc_source = kShared;
-    src.Direct(&out, "encoder.embed_tokens.weight", enc_source);
-    c.shared_embeddings = true;
-    dec_source = enc_source;
-  } else {
-    src.Direct(&out, "encoder.embed_tokens.weight", kEnc);
-    src.Direct(&out, "decoder.embed_tokens.weight", kDec);
-    enc_source = kEnc;
-    dec_source = kDec;
-    c.shared_embeddings = false;
-  }
-  // Output projection: lm_head (tied unless tie_word_embeddings is false) + final_logits_bias.
-  if (tie) {
-    if (src.Has("lm_head.weight")) {
-      if (src.Has(dec_source) && !SameValues(ckpt, "lm_head.weight", dec_source)) {
-        throw Error(
-            ckpt.label() + ": tensor \"lm_head.weight\" differs from \"" + dec_source +
-            "\" although config tie_word_embeddings is true (transformers would replace it)");
-      }
-      src.Use("lm_head.weight");
-      out.notes.push_back("dropped lm_head.weight: tied to " + dec_source);
-    }
-    c.tied_output = true;
-  } else {
-    src.Direct(&out, "output_projection.weight", "lm_head.weight");
-    c.tied_output = false;
-  }
+  MapHfTokenEmbeddings(ckpt, &src, share, tie, "config share_encoder_decoder_embeddings is true",
+                       &out);
   src.Squeeze(&out, "output_projection.bias", "final_logits_bias");
   // Sinusoidal position tables: verified against the runtime's, then dropped.
   for (const char* name :

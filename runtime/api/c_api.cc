@@ -79,6 +79,8 @@ tern::DecodingOptions ToOptions(const tern_translate_options* options, CallbackB
   out.repetition_penalty = options->repetition_penalty;
   out.no_repeat_ngram_size = options->no_repeat_ngram_size;
   out.use_shortlist = options->no_shortlist == 0;
+  // Zero-initialized options force nothing (token 0 is a real token).
+  out.forced_bos_id = options->force_bos != 0 ? options->forced_bos_id : -1;
   if (options->on_token) {
     *bridge = CallbackBridge{options->on_token, options->user};
     out.on_token = tern::capi::Trampoline;
@@ -125,6 +127,8 @@ tern_translate_options tern_default_translate_options(void) {
   o.on_token = nullptr;
   o.user = nullptr;
   o.no_shortlist = d.use_shortlist ? 0 : 1;
+  o.force_bos = 0;
+  o.forced_bos_id = 0;
   return o;
 }
 
@@ -166,6 +170,14 @@ tern_status tern_model_load_from_file(const char* path, tern_model** out) {
 }
 
 void tern_model_free(tern_model* model) { delete model; }
+
+tern_status tern_model_language_token(const tern_model* model, const char* code,
+                                      int32_t* out_token) {
+  if (model == nullptr || code == nullptr || out_token == nullptr)
+    return Fail(tern::StatusCode::kInvalidArgument, "model, code or out_token is null");
+  const tern::Status s = model->model.LanguageToken(code, out_token);
+  return s.ok() ? TERN_OK : Report(s);
+}
 
 tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
                                       size_t* out_bytes) {

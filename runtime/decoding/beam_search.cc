@@ -124,14 +124,14 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
                          "options.n_best = %d; 1 to options.beam_size (%d) allowed", options.n_best,
                          beam);
   }
-  if (options.max_length < 0 || options.max_length > limits.max_target_length ||
-      options.min_length < 0 || options.no_repeat_ngram_size < 0 ||
-      options.max_length_ratio < 0.0f || !(options.repetition_penalty > 0.0f) ||
-      !std::isfinite(options.length_penalty)) {
+  const int32_t room = TargetRoom(options, limits.max_target_length);
+  if (options.max_length < 0 || options.max_length > room || options.min_length < 0 ||
+      options.no_repeat_ngram_size < 0 || options.max_length_ratio < 0.0f ||
+      !(options.repetition_penalty > 0.0f) || !std::isfinite(options.length_penalty)) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "invalid decoding options (lengths, penalties)");
   }
-  const int32_t max_length = options.max_length > 0 ? options.max_length : limits.max_target_length;
+  const int32_t max_length = options.max_length > 0 ? options.max_length : room;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "output buffer: need non-null ids with a stride of at least %d",
@@ -155,6 +155,7 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
     s.done_count[b] = 0;
     s.finished[b] = 0;
   }
+  TERN_RETURN_IF_ERROR(ForceFirstToken(model, options, rows, tokens));
   int cur = 0;
   int32_t active = batch;
   for (int32_t step = 0; step < max_length && active > 0; ++step) {

@@ -18,11 +18,35 @@ int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit
   return limit;
 }
 
+int32_t TargetRoom(const DecodingOptions& options, int32_t max_target_length) {
+  return options.forced_bos_id >= 0 ? max_target_length - 1 : max_target_length;
+}
+
+Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, int32_t rows,
+                       int32_t* tokens) {
+  const int32_t vocab = model.config().tgt_vocab_size;
+  if (options.forced_bos_id < -1 || options.forced_bos_id >= vocab) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "options.forced_bos_id = %d; -1 (none) or a target id below %d",
+                         options.forced_bos_id, vocab);
+  }
+  if (options.forced_bos_id < 0) return Status::Ok();
+  if (model.limits().max_target_length < 2) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "options.forced_bos_id needs max_target_length >= 2 (the start token "
+                         "and the forced one take a position each)");
+  }
+  const float* logits = nullptr;
+  TERN_RETURN_IF_ERROR(model.DecodeStep(tokens, &logits));
+  for (int32_t r = 0; r < rows; ++r) tokens[r] = options.forced_bos_id;
+  return Status::Ok();
+}
+
 Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                     const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
                     int32_t* out_lengths, float* out_scores) {
   const ModelConfig& c = model.config();
-  const int32_t limit = model.limits().max_target_length;
+  const int32_t limit = TargetRoom(options, model.limits().max_target_length);
   if (options.max_length < 0 || options.max_length > limit) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "max_length = %d; 0 to the session's %d allowed", options.max_length,
@@ -54,6 +78,7 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
     out_lengths[b] = 0;
     if (out_scores) out_scores[b] = 0.0f;
   }
+  TERN_RETURN_IF_ERROR(ForceFirstToken(model, options, batch, tokens));
   // out_lengths[b] < 0 marks a finished sentence while decoding (restored at the end).
   for (int32_t step = 0; step < max_length && active > 0; ++step) {
     const float* logits = nullptr;

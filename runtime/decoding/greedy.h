@@ -23,6 +23,16 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                     const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
                     int32_t* out_lengths, float* out_scores = nullptr);
 
+// The decoder positions the options leave for generated tokens: the session's
+// max_target_length, one less with a forced first token.
+int32_t TargetRoom(const DecodingOptions& options, int32_t max_target_length);
+
+// options.forced_bos_id: an error unless -1 or a target id; when set, runs the decoder's first
+// step on the start tokens already in tokens[0 .. rows) (its prediction is overridden) and puts
+// the forced token there instead, the next step's input.
+Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, int32_t rows,
+                       int32_t* tokens);
+
 // The max length sentence b may reach under options (shared by greedy and beam search).
 int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit,
                            int32_t source_length);

@@ -88,6 +88,9 @@ inline uint16_t ValueSince(PositionKind p) { return p == PositionKind::kRotarySc
 inline uint16_t ValueSince(Architecture a) {
   return a == Architecture::kDecoderOnlyWindowed ? 7 : 0;
 }
+inline uint16_t ValueSince(ref::SinusoidLayout l) {
+  return l == ref::SinusoidLayout::kFairseq ? 7 : 0;
+}
 
 // The config as the writers store it (the file, config.json): the one value that means the
 // default without being it, kv_heads = heads, becomes the default 0, so a multi-head model's file

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "flatbuffers/flatbuffers.h"
+#include "runtime/model/languages.h"
 #include "tern_generated.h"
 
 namespace tern {
@@ -298,10 +299,26 @@ Result<Model> Model::Load(const void* data, size_t size) {
   }
   TERN_RETURN_IF_ERROR(ReadShortlist(model.root_->shortlist(), model.config_.src_vocab_size,
                                      model.config_.tgt_vocab_size, &model.shortlist_));
+  TERN_RETURN_IF_ERROR(
+      CheckLanguages(*model.root_, model.config_.src_vocab_size, model.config_.tgt_vocab_size));
   // The architecture's tensors (names, shapes) are checked when a session is prepared
   // (ValidateArchitecture, runtime/models/architectures.h): the loader knows the file format
   // only, so it depends on nothing above runtime/model/.
   return model;
+}
+
+size_t Model::language_count() const {
+  return root_ && root_->languages() ? root_->languages()->size() : 0;
+}
+const char* Model::language_code(size_t index) const {
+  return root_->languages()->Get(static_cast<flatbuffers::uoffset_t>(index))->code()->c_str();
+}
+int32_t Model::language_token(size_t index) const {
+  return root_->languages()->Get(static_cast<flatbuffers::uoffset_t>(index))->token();
+}
+Status Model::LanguageToken(const char* code, int32_t* token) const {
+  if (root_ == nullptr) return Status::Error(StatusCode::kFailedPrecondition, "no model loaded");
+  return FindLanguage(*root_, code, token);
 }
 
 size_t Model::tensor_count() const {

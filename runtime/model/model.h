@@ -87,6 +87,12 @@ class Model {
   Span<const uint8_t> target_tokenizer() const;
   // The vocabulary shortlist (format 1.5), checked by Load; present() is false without one.
   const ShortlistTable& shortlist() const { return shortlist_; }
+  // The language table (format 1.7; runtime/model/languages.h), checked by Load: entries sorted
+  // by code; LanguageToken finds one, or names the nearest known codes.
+  size_t language_count() const;
+  const char* language_code(size_t index) const;
+  int32_t language_token(size_t index) const;
+  Status LanguageToken(const char* code, int32_t* token) const;
   const schema::Model* schema() const { return root_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

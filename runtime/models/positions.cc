@@ -40,7 +40,9 @@ void FillPositions(const ModelConfig& c, const ModelWeights& w, int64_t rows, fl
   const int64_t d = c.d_model;
   switch (c.position) {
     case PositionKind::kSinusoidal:
-      ops::SinusoidalPositions(0, rows, d, c.sinusoid_layout, tables);
+      // Row t of the table is the t-th token's: position t + FirstPosition (fairseq: pad + 1).
+      ops::SinusoidalPositions(ref::FirstPosition(c.sinusoid_layout, c.pad_id), rows, d,
+                               c.sinusoid_layout, tables);
       out->encoder_rows = out->decoder_rows = tables;
       break;
     case PositionKind::kLearned: {

@@ -135,15 +135,19 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   testing::StartCountingAllocations();
   Status first = session.TranslateIds(kIds, 12, kLengths, 3, options, out, 10, out_lengths);
   Status second = session.TranslateIds(kIds, 12, kLengths, 1, options, out, 10, out_lengths);
+  DecodingOptions forced = options;  // a forced first target token (NLLB's target language)
+  forced.forced_bos_id = 5;
+  Status third = session.TranslateIds(kIds, 12, kLengths, 3, forced, out, 10, out_lengths);
   const int32_t bad[] = {4, 99, 2};  // out-of-vocabulary id: an error, still no allocation
   size_t produced = 0;
   Status error =
       session.TranslateIds(Span<const int32_t>(bad, 3), Span<int32_t>(out, 10), &produced);
   const size_t allocations = testing::StopCountingAllocations();
 
-  INFO(first.message() << second.message());
+  INFO(first.message() << second.message() << third.message());
   CHECK(first.ok());
   CHECK(second.ok());
+  CHECK(third.ok());
   CHECK(error.code() == StatusCode::kOutOfRange);
   CHECK(allocations == 0);
   CHECK(tern::internal::encoder_decoder(session).kernel_fallback_calls() == 0);

@@ -22,6 +22,9 @@ struct ExpectedOutputs {
   int64_t batch = 0, src_seq = 0, tgt_seq = 0, max_len = 0;
   std::vector<int32_t> src_ids, src_lengths, tgt_in, greedy_ids, greedy_lengths;
   std::vector<float> encoder_out, logits;
+  // The greedy search's forced first target token (a multilingual model's target language:
+  // expected.safetensors' forced_bos_id), -1 when the file has none.
+  int32_t forced_bos_id = -1;
 };
 
 struct ParityResult {
@@ -33,9 +36,8 @@ struct ParityResult {
 };
 
 // tests/fixtures/checkpoints/<relative>; LoadExpected reads a generator's expected.safetensors;
-// RunParity converts with `options`, runs the model through Session / EncoderDecoder on
-// `backend` and compares with `expected` (greedy: each sentence alone, then the whole batch);
-// ConvertError says why a conversion fails.
+// RunParity converts with `options`, runs the model through Session / EncoderDecoder and
+// compares with `expected`; ConvertError says why a conversion fails.
 inline std::string CheckpointFixture(const std::string& relative) {
   return std::string(TERN_FIXTURES) + "/checkpoints/" + relative;
 }
@@ -62,6 +64,7 @@ inline ExpectedOutputs LoadExpected(const std::string& path) {
   e.src_seq = f.entries().at("src_ids").shape[1];
   e.tgt_seq = f.entries().at("tgt_in").shape[1];
   e.max_len = f.entries().at("greedy_ids").shape[1];
+  if (f.entries().count("forced_bos_id")) e.forced_bos_id = ints("forced_bos_id").at(0);
   return e;
 }
 
@@ -75,8 +78,11 @@ inline std::string ConvertError(const convert::ConvertOptions& options) {
   return "";
 }
 
+// Converts with `options` and runs on `backend`: the teacher-forced logits (and the encoder
+// output) of the whole batch and of each sentence alone, and the greedy ids of the batch in one
+// call and of each sentence alone (with e.forced_bos_id forced first, when set).
 inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e,
-                              Backend backend = Backend::kAuto) {
+                              Backend backend = Limits().backend) {
   const convert::TernContents contents = convert::BuildContents(options);
   AlignedBytes bytes(convert::SerializeModel(contents));
   auto model = Model::Load(bytes.data(), bytes.size());
@@ -85,7 +91,9 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   limits.backend = backend;
   limits.max_batch = static_cast<int32_t>(e.batch);
   limits.max_source_length = static_cast<int32_t>(e.src_seq);
-  limits.max_target_length = static_cast<int32_t>(std::max(e.tgt_seq, e.max_len));
+  // The forced token takes a decoder position of its own.
+  limits.max_target_length =
+      static_cast<int32_t>(std::max(e.tgt_seq, e.max_len + (e.forced_bos_id >= 0 ? 1 : 0)));
   auto need = Session::RequiredArenaBytes(model.value(), limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
   std::vector<uint8_t> arena(need.value());
@@ -98,64 +106,70 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   const int64_t d = c.d_model, vocab = c.tgt_vocab_size;
   EncoderDecoder& ed = tern::internal::encoder_decoder(session);
   ParityResult r;
-  s = ed.Encode(e.src_ids.data(), e.src_seq, e.src_lengths.data(), static_cast<int32_t>(e.batch));
-  if (!s.ok()) throw std::runtime_error(s.message());
-  for (int64_t b = 0; b < e.batch; ++b) {
-    for (int64_t i = 0; i < e.src_lengths[b]; ++i) {
-      for (int64_t k = 0; k < d; ++k) {
-        const float got = ed.encoder_output()[(b * ed.source_stride() + i) * d + k];
-        r.encoder_error =
-            std::max(r.encoder_error, std::fabs(got - e.encoder_out[(b * e.src_seq + i) * d + k]));
+  // Sentences [first, first + count) as one batch.
+  auto teacher_forced = [&](int64_t first, int64_t count) {
+    Status st = ed.Encode(e.src_ids.data() + first * e.src_seq, e.src_seq,
+                          e.src_lengths.data() + first, static_cast<int32_t>(count));
+    if (!st.ok()) throw std::runtime_error(st.message());
+    for (int64_t b = 0; b < count; ++b) {
+      for (int64_t i = 0; i < e.src_lengths[first + b]; ++i) {
+        for (int64_t k = 0; k < d; ++k) {
+          const float got = ed.encoder_output()[(b * ed.source_stride() + i) * d + k];
+          const float want = e.encoder_out[((first + b) * e.src_seq + i) * d + k];
+          r.encoder_error = std::max(r.encoder_error, std::fabs(got - want));
+        }
       }
     }
-  }
-  std::vector<int32_t> tokens(static_cast<size_t>(e.batch));
-  for (int64_t t = 0; t < e.tgt_seq; ++t) {
-    for (int64_t b = 0; b < e.batch; ++b) tokens[b] = e.tgt_in[b * e.tgt_seq + t];
-    const float* logits = nullptr;
-    s = ed.DecodeStep(tokens.data(), &logits);
-    if (!s.ok()) throw std::runtime_error(s.message());
-    for (int64_t b = 0; b < e.batch; ++b) {
-      for (int64_t v = 0; v < vocab; ++v) {
-        r.logit_error =
-            std::max(r.logit_error,
-                     std::fabs(logits[b * vocab + v] - e.logits[(b * e.tgt_seq + t) * vocab + v]));
+    std::vector<int32_t> tokens(static_cast<size_t>(count));
+    for (int64_t t = 0; t < e.tgt_seq; ++t) {
+      for (int64_t b = 0; b < count; ++b) tokens[b] = e.tgt_in[(first + b) * e.tgt_seq + t];
+      const float* logits = nullptr;
+      st = ed.DecodeStep(tokens.data(), &logits);
+      if (!st.ok()) throw std::runtime_error(st.message());
+      for (int64_t b = 0; b < count; ++b) {
+        for (int64_t v = 0; v < vocab; ++v) {
+          const float want = e.logits[((first + b) * e.tgt_seq + t) * vocab + v];
+          r.logit_error = std::max(r.logit_error, std::fabs(logits[b * vocab + v] - want));
+        }
       }
     }
-  }
+  };
+  teacher_forced(0, e.batch);
+  for (int64_t b = 0; b < e.batch; ++b) teacher_forced(b, 1);
   GreedyOptions greedy;
   greedy.max_length = static_cast<int32_t>(e.max_len);
-  std::vector<int32_t> out(static_cast<size_t>(e.max_len));
-  for (int64_t b = 0; b < e.batch; ++b) {
-    size_t produced = 0;
-    Span<const int32_t> src(e.src_ids.data() + b * e.src_seq,
-                            static_cast<size_t>(e.src_lengths[b]));
-    s = session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, greedy);
-    if (!s.ok()) throw std::runtime_error(s.message());
-    r.greedy.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
-  }
-  // The whole batch at once.
-  std::vector<int32_t> batch_out(static_cast<size_t>(e.batch * e.max_len));
-  std::vector<int32_t> batch_lengths(static_cast<size_t>(e.batch));
-  s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
-                           static_cast<int32_t>(e.batch), greedy, batch_out.data(), e.max_len,
-                           batch_lengths.data());
-  if (!s.ok()) throw std::runtime_error(s.message());
-  for (int64_t b = 0; b < e.batch; ++b) {
+  greedy.forced_bos_id = e.forced_bos_id;
+  auto compare = [&](int64_t b, const int32_t* ids, size_t produced, const char* how) {
+    std::vector<int32_t> got(ids, ids + produced);
     std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
                               e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
-    std::vector<int32_t> batched(batch_out.begin() + b * e.max_len,
-                                 batch_out.begin() + b * e.max_len + batch_lengths[b]);
-    for (const auto* got : {&r.greedy[b], &batched}) {
-      if (*got == want) continue;
+    if (got != want) {
       r.greedy_equal = false;
-      r.greedy_detail +=
-          "sentence " + std::to_string(b) + (got == &batched ? " batched" : "") + ": got";
-      for (int32_t v : *got) r.greedy_detail += " " + std::to_string(v);
+      r.greedy_detail += "sentence " + std::to_string(b) + " " + how + ": got";
+      for (int32_t v : got) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += ", want";
       for (int32_t v : want) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += "; ";
     }
+  };
+  std::vector<int32_t> out(static_cast<size_t>(e.batch * e.max_len));
+  std::vector<int32_t> lengths(static_cast<size_t>(e.batch));
+  s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
+                           static_cast<int32_t>(e.batch), greedy, out.data(), e.max_len,
+                           lengths.data());
+  if (!s.ok()) throw std::runtime_error(s.message());
+  for (int64_t b = 0; b < e.batch; ++b) {
+    compare(b, out.data() + b * e.max_len, static_cast<size_t>(lengths[b]), "batched");
+  }
+  for (int64_t b = 0; b < e.batch; ++b) {
+    size_t produced = 0;
+    Span<const int32_t> src(e.src_ids.data() + b * e.src_seq,
+                            static_cast<size_t>(e.src_lengths[b]));
+    s = session.TranslateIds(src, Span<int32_t>(out.data(), static_cast<size_t>(e.max_len)),
+                             &produced, greedy);
+    if (!s.ok()) throw std::runtime_error(s.message());
+    compare(b, out.data(), produced, "alone");
+    r.greedy.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
   }
   return r;
 }

@@ -51,6 +51,21 @@ tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads=2 -o "$
 check "annotated converts to int4" test -s "$work/ann.tern"
 out=$(printf '5 9 12 0\n' | tern translate -m "$work/marian.tern" --ids --max-length 10)
 check "the marian model translates" test -n "$out"
+# NLLB: [src_lang] tokens </s> in, eng_Latn (98) forced first: the fixture's PyTorch greedy ids.
+tern convert "$fixtures/nllb/model.safetensors" --arch auto -o "$work/nllb.tern" --quiet
+check "nllb converts (--arch auto)" test -s "$work/nllb.tern"
+out=$(printf '97 73 14 22 95 44 2\n99 94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --forced-bos 98 --max-length 11 --batch 2)
+check "nllb translates with the target language forced" test "$out" = "7 7 45 45 45 45 45 45 45 45
+45 45 45 45 65 65 65 65 65 65"
+out=$(printf '73 14 22 95 44 2\n94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --source-lang deu_Latn --target-lang eng_Latn --max-length 11)
+check "nllb translates with --source-lang / --target-lang" test "$out" = "7 7 45 45 45 45 45 45 45 45
+$(printf '97 94 69 2\n' | tern translate -m "$work/nllb.tern" --ids --forced-bos 98 --max-length 11)"
+expect_error "an unknown --target-lang names the nearest codes" 2 \
+  'option --target-lang: unknown language code "eng_latn"; nearest known: eng_Latn, deu_Latn, fra_Latn' \
+  tern translate -m "$work/nllb.tern" --ids --target-lang eng_latn
+check "inspect lists the languages" grep -q "languages (4; --source-lang / --target-lang CODE): deu_Latn=97 eng_Latn=98 fra_Latn=99 spa_Latn=100" <<<"$(tern inspect "$work/nllb.tern")"
+expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos must be between 0 and 101, got 102" \
+  tern translate -m "$work/nllb.tern" --ids --forced-bos 102
 
 # T5 from text: the spiece.model beside the checkpoint embedded, task prefixes as plain text, the
 # output PyTorch's greedy ids decoded (tests/fixtures/checkpoints/t5/translate.tsv, by
@@ -122,6 +137,7 @@ expect_error "bad --set" 2 "expected KEY=VALUE" \
 check "convert --help exits 0" eval "tern convert --help >/dev/null"
 check "convert --help lists t5 and mt5" grep -q "t5 (Hugging Face T5 v1.0 / v1.1" <<<"$(tern convert --help)"
 check "convert --help lists mt5" grep -q "mt5 (mT5: the T5 layout)" <<<"$(tern convert --help)"
+check "convert --help lists m2m100 and nllb" grep -q "m2m100 and nllb" <<<"$(tern convert --help)"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
 # target is replaced; exclusive creation without --force; errors carry the reason.

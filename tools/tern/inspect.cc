@@ -151,6 +151,12 @@ int Inspect(int argc, char** argv) {
         {"worst_case_rows_per_sentence",
          shortlist.MaxCandidates(limits.max_source_length, n, model.config().tgt_vocab_size)}};
   }
+  if (model.language_count() > 0) {
+    auto languages = decltype(j)::object();
+    for (size_t i = 0; i < model.language_count(); ++i)
+      languages[model.language_code(i)] = model.language_token(i);
+    j["languages"] = languages;
+  }
   const auto* meta = model.schema()->metadata();
   if (meta) {
     j["metadata"] = {{"converter_version", Str(meta->converter_version())},
@@ -198,6 +204,12 @@ int Inspect(int argc, char** argv) {
         model.config().tgt_vocab_size, sl["special_ids"].get<int>());
   } else {
     std::printf("shortlist: none\n");
+  }
+  if (model.language_count() > 0) {
+    std::printf("languages (%zu; --source-lang / --target-lang CODE):", model.language_count());
+    for (size_t i = 0; i < model.language_count(); ++i)
+      std::printf(" %s=%d", model.language_code(i), model.language_token(i));
+    std::printf("\n");
   }
   if (meta) {
     std::printf("metadata:\n");

@@ -68,6 +68,15 @@ const char kHelp[] =
     "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
+    "  --forced-bos ID       the decoder's first token after the start token, whatever the model\n"
+    "                        predicts (a multilingual model's target-language token, as Hugging\n"
+    "                        Face's forced_bos_token_id); not printed; takes one of "
+    "--max-length's\n"
+    "                        positions\n"
+    "  --source-lang CODE    a multilingual model's source language (NLLB deu_Latn, M2M100 de):\n"
+    "                        its token from the file's language table starts every source\n"
+    "  --target-lang CODE    the target language: its token is forced first (--forced-bos);\n"
+    "                        tern inspect lists the codes\n"
     "  --no-shortlist        score every target token even if the model has a vocabulary\n"
     "                        shortlist (by default each sentence scores only its candidates)\n"
     "  --json                one JSON object per line: line, source, translations (text, ids,\n"
@@ -151,7 +160,9 @@ int Translate(int argc, char** argv) {
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty",
-                                  "buffer",          "workers"};
+                                  "buffer",          "workers",
+                                  "forced-bos",      "source-lang",
+                                  "target-lang"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "no-shortlist", "help"},
             {{"-m", "--model"}});
@@ -215,6 +226,23 @@ int Translate(int argc, char** argv) {
   LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   const Limits limits = ParseLimits(args, config);
+  if (args.has("forced-bos")) {
+    options.forced_bos_id =
+        static_cast<int32_t>(args.get_int("forced-bos", -1, 0, config.tgt_vocab_size - 1));
+  }
+  // Language codes from the file's language table: the source's first token, the target's
+  // forced first token.
+  auto language = [&](const char* flag) {
+    int32_t token = -1;
+    const Status s = loaded.model.LanguageToken(args.get(flag).c_str(), &token);
+    if (!s.ok()) throw UsageError(std::string("option --") + flag + ": " + s.message());
+    return token;
+  };
+  const int32_t source_lang = args.has("source-lang") ? language("source-lang") : -1;
+  if (args.has("target-lang")) {
+    if (args.has("forced-bos")) throw UsageError("give --target-lang or --forced-bos, not both");
+    options.forced_bos_id = language("target-lang");
+  }
   Tokenizer source_tokenizer, target_tokenizer;
   if (!ids_mode) {
     Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
@@ -487,6 +515,7 @@ int Translate(int argc, char** argv) {
         ids.clear();
       }
     }
+    if (!ids.empty() && source_lang >= 0) ids.insert(ids.begin(), source_lang);
     if (!ids.empty()) {
       const size_t limit = static_cast<size_t>(stride);
       if (ids.size() > limit && long_mode == "error") {

@@ -98,8 +98,11 @@ typedef struct tern_translate_options {
   int32_t no_repeat_ngram_size; /* > 0: never repeat an n-gram */
   tern_token_callback on_token; /* optional streaming / cancellation */
   void* user;
-  int32_t no_shortlist; /* nonzero: score every target token even if the model has a
-                           vocabulary shortlist (docs/shortlist.md) */
+  int32_t no_shortlist;  /* nonzero: score every target token even if the model has a
+                            vocabulary shortlist (docs/shortlist.md) */
+  int32_t force_bos;     /* nonzero: forced_bos_id is the decoder's first token after the start
+                            token (a multilingual model's target language; not in the output) */
+  int32_t forced_bos_id; /* a target id; read only with force_bos */
 } tern_translate_options;
 
 /* Generation with a decoder-only model. Start from tern_default_generate_options(). */
@@ -171,6 +174,12 @@ TERN_API tern_status tern_model_load_from_memory(const void* data, size_t size, 
 /* Maps the file read-only (POSIX). */
 TERN_API tern_status tern_model_load_from_file(const char* path, tern_model** out);
 TERN_API void tern_model_free(tern_model* model);
+/* A multilingual model's language code (NLLB "deu_Latn", M2M100 "de") -> its token, from the
+ * file's language table: the source's first token, and the target's forced_bos_id. An unknown
+ * code is TERN_INVALID_ARGUMENT naming the nearest known codes; a model without a table
+ * TERN_FAILED_PRECONDITION. */
+TERN_API tern_status tern_model_language_token(const tern_model* model, const char* code,
+                                               int32_t* out_token);
 
 TERN_API tern_status tern_required_arena_bytes(const tern_model* model, const tern_limits* limits,
                                                size_t* out_bytes);

@@ -3,13 +3,26 @@
 // Concatenated layout (fairseq, Marian) puts all sines first, then all cosines, with
 // frequencies 10000^(-i/(half-1)) as those toolkits define them. SplitHalves (Hugging Face's
 // Marian) also puts sines first, but with the paper's frequencies 10000^(-2i/d_model).
+// Fairseq is the concatenated table as fairseq's SinusoidalPositionalEmbedding (and Hugging
+// Face's M2M100 / NLLB) index it: the first token is at position padding_idx + 1 (pad_id + 1,
+// FirstPosition); the rows themselves are the concatenated ones.
 #pragma once
 
 #include <cstdint>
 
 namespace tern::ref {
 
-enum class SinusoidLayout : uint8_t { kInterleaved = 0, kConcatenated = 1, kSplitHalves = 2 };
+enum class SinusoidLayout : uint8_t {
+  kInterleaved = 0,
+  kConcatenated = 1,
+  kSplitHalves = 2,
+  kFairseq = 3
+};
+
+// The table row of a sequence's first token: pad_id + 1 for kFairseq, 0 otherwise.
+inline int64_t FirstPosition(SinusoidLayout layout, int64_t pad_id) {
+  return layout == SinusoidLayout::kFairseq ? pad_id + 1 : 0;
+}
 
 // Writes rows [start, start + count) of the table into out[count, d_model].
 // Computed in double so the table is exact to float rounding at any position.

@@ -113,6 +113,20 @@ int main(int argc, char** argv) {
   options.no_shortlist = 1;
   CHECK(tern_translate_ids(session, kSource, 7, &options, full, 12, &full_n) == TERN_OK);
   CHECK(plain_n == full_n && memcmp(plain, full, plain_n * sizeof(int32_t)) == 0);
+  /* A forced first target token (a multilingual model's target language): off by default and
+   * when zero-initialized; a token outside the target vocabulary is refused by name. */
+  options = tern_default_translate_options();
+  CHECK(options.force_bos == 0);
+  options.force_bos = 1;
+  options.forced_bos_id = 5;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_OK);
+  options.forced_bos_id = 999;
+  CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);
+  CHECK(strstr(tern_last_error(), "options.forced_bos_id = 999") != NULL);
+  int32_t language = -1;
+  CHECK(tern_model_language_token(model, "deu_Latn", &language) == TERN_FAILED_PRECONDITION);
+  CHECK(strstr(tern_last_error(), "no language table") != NULL);
+  CHECK(tern_model_language_token(model, NULL, &language) == TERN_INVALID_ARGUMENT);
   options = tern_default_translate_options();
   options.beam_size = 3;
   CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_INVALID_ARGUMENT);

@@ -148,7 +148,7 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
        "config.norm_placement"},
       {[](ModelConfig* c) { c->norm_kind = static_cast<ref::NormKind>(255); }, "config.norm_kind"},
       {[](ModelConfig* c) { c->position = static_cast<PositionKind>(6); }, "config.position"},
-      {[](ModelConfig* c) { c->sinusoid_layout = static_cast<ref::SinusoidLayout>(3); },
+      {[](ModelConfig* c) { c->sinusoid_layout = static_cast<ref::SinusoidLayout>(4); },
        "config.sinusoid_layout"},
       {[](ModelConfig* c) { c->rotary_scaling = static_cast<ref::RotaryScaling>(3); },
        "config.rotary_scaling"},
