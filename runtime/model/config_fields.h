@@ -109,7 +109,9 @@ enum class FloatRange : uint8_t {
       ConfigBounds::kMaxPositions, FieldFlag::kRange | FieldFlag::kSparse, 6)                      \
   /* columns per head; 0: d_model / heads (d_head()); set: heads * head_dim may differ */          \
   INT(head_dim, "head_dim", 0, 0, ConfigBounds::kMaxDModel,                                        \
-      FieldFlag::kRange | FieldFlag::kSparse, 6)
+      FieldFlag::kRange | FieldFlag::kSparse, 6)                                                   \
+  /* a LayerNorm on embeddings + positions, each stack (BART's layernorm_embedding) */             \
+  BOOL(layernorm_embedding, "layernorm_embedding", false, FieldFlag::kSparse, 7)
 // clang-format on
 
 }  // namespace tern

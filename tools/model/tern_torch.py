@@ -140,6 +140,9 @@ class Config:
     rotary_original_max_positions: int = 0
     # Format 1.6: columns per head (0 = d_model / heads); not implemented here.
     head_dim: int = 0
+    # Format 1.7: LayerNorm(embeddings + positions) before each stack's first layer (BART's
+    # layernorm_embedding; norm_kind and layer_norm_eps as every norm).
+    layernorm_embedding: bool = False
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -219,7 +222,7 @@ class Config:
                  "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
                  "universal_steps", "act_threshold", "rotary_scaling", "rotary_scaling_factor",
                  "rotary_low_freq_factor", "rotary_high_freq_factor",
-                 "rotary_original_max_positions", "head_dim")
+                 "rotary_original_max_positions", "head_dim", "layernorm_embedding")
 
     def to_dict(self) -> dict:
         # Defaults of this class, not of a subclass: an omitted key means the runtime's default.
@@ -392,6 +395,8 @@ def canonical_names(cfg: Config, output_bias: bool = False) -> List[str]:
             out.append(f"{stack}.embed_positions.weight")
         if cfg.t5_bias:
             out.append(f"{stack}.relative_attention_bias.weight")
+        if cfg.layernorm_embedding:
+            out += norm(f"{stack}.layernorm_embedding")
         return out
 
     names = ["encoder.embed_tokens.weight"] + stack_positions("encoder")
@@ -605,6 +610,8 @@ class _Stack(nn.Module):
             self.embed_positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         if cfg.t5_bias:
             self.relative_attention_bias = nn.Embedding(cfg.relative_buckets, cfg.heads)
+        if cfg.layernorm_embedding:
+            self.layernorm_embedding = _norm(cfg)
 
     def embed(self, ids, offset: int = 0):
         T = ids.shape[1]
@@ -616,6 +623,8 @@ class _Stack(nn.Module):
             x = x + sinusoidal_positions(T, self.cfg.d_model, w.dtype, offset).to(w.device)
         elif self.cfg.position == "learned":
             x = x + self.embed_positions(torch.arange(offset, offset + T, device=w.device))
+        if self.cfg.layernorm_embedding:
+            x = self.layernorm_embedding(x)
         return self.dropout(x)
 
     def t5_bias(self, q_offset: int, tq: int, tk: int, bidirectional: bool):
