@@ -284,8 +284,8 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "gpt2",
-      "llama", "qwen2",  "mistral",    "gemma",          "auto"};
+      "tern", "marian", "marian_npz", "nn_transformer", "annotated", "bart", "mbart",
+      "gpt2", "llama",  "qwen2",      "mistral",        "gemma",     "auto"};
   return names;
 }
 
@@ -308,10 +308,14 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
     const char* model_type;
     const char* class_name;
     const char* arch;
-  } kKnown[] = {
-      {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
-      {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
-      {"gpt2", "GPT2LMHeadModel", "gpt2"},          {"marian", "MarianMTModel", "marian"}};
+  } kKnown[] = {{"llama", "LlamaForCausalLM", "llama"},
+                {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+                {"mistral", "MistralForCausalLM", "mistral"},
+                {"gemma", "GemmaForCausalLM", "gemma"},
+                {"gpt2", "GPT2LMHeadModel", "gpt2"},
+                {"marian", "MarianMTModel", "marian"},
+                {"bart", "BartForConditionalGeneration", "bart"},
+                {"mbart", "MBartForConditionalGeneration", "mbart"}};
   const std::string model_type =
       j.is_object() && j.contains("model_type") && j["model_type"].is_string()
           ? j["model_type"].get<std::string>()
@@ -356,6 +360,8 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
   if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
+  if (options.arch == "bart") return arch::MapBart(ckpt, options);
+  if (options.arch == "mbart") return arch::MapMbart(ckpt, options);
   if (options.arch == "gpt2") return arch::MapGpt2(ckpt, options);
   if (options.arch == "llama") return arch::MapLlama(ckpt, options);
   if (options.arch == "qwen2") return arch::MapQwen2(ckpt, options);

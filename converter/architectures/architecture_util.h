@@ -66,6 +66,8 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
 MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapBart(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMbart(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& options);

@@ -18,13 +18,15 @@
 
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/hf_config.h"
+#include "converter/architectures/hf_seq2seq.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
 
 namespace {
 
-struct HfConfig {
+struct MarianConfigJson {
   const nlohmann::json& j;
   std::string label;
 
@@ -49,16 +51,6 @@ struct HfConfig {
   }
 };
 
-ref::Activation ParseActivation(const std::string& name, const std::string& label) {
-  if (name == "swish" || name == "silu") return ref::Activation::kSwish;
-  if (name == "gelu") return ref::Activation::kGELU;
-  if (name == "relu") return ref::Activation::kReLU;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
-    return ref::Activation::kGELUTanh;
-  throw Error(label + ": \"activation_function\" = \"" + name +
-              "\" is not supported; expected swish, silu, gelu, relu or gelu_new");
-}
-
 }  // namespace
 
 MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options) {
@@ -73,7 +65,7 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   }
   const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
   if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
-  const HfConfig hf{j, out.config_label};
+  const MarianConfigJson hf{j, out.config_label};
   const std::string model_type = hf.String("model_type", "marian");
   if (model_type != "marian") {
     throw Error(out.config_label + ": \"model_type\" is \"" + model_type + "\", not \"marian\"");
@@ -81,25 +73,8 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   // MarianConfig's defaults (transformers/models/marian/configuration_marian.py) apply to
   // missing keys, as they would in transformers.
   ModelConfig& c = out.config;
-  c.d_model = hf.Int("d_model", 1024);
-  const int32_t enc_heads = hf.Int("encoder_attention_heads", 16);
-  const int32_t dec_heads = hf.Int("decoder_attention_heads", 16);
-  if (enc_heads != dec_heads) {
-    throw Error(out.config_label + ": encoder_attention_heads " + std::to_string(enc_heads) +
-                " != decoder_attention_heads " + std::to_string(dec_heads) +
-                "; the runtime uses one head count");
-  }
-  c.heads = enc_heads;
-  c.encoder_layers = hf.Int("encoder_layers", 12);
-  c.decoder_layers = hf.Int("decoder_layers", 12);
-  const int32_t enc_ffn = hf.Int("encoder_ffn_dim", 4096);
-  const int32_t dec_ffn = hf.Int("decoder_ffn_dim", 4096);
-  if (enc_ffn != dec_ffn) {
-    throw Error(out.config_label + ": encoder_ffn_dim " + std::to_string(enc_ffn) +
-                " != decoder_ffn_dim " + std::to_string(dec_ffn) + "; the runtime uses one d_ff");
-  }
-  c.d_ff = enc_ffn;
-  c.activation = ParseActivation(hf.String("activation_function", "gelu"), out.config_label);
+  ReadHfSeq2SeqSizes(HfConfig(j, out.config_label, "MarianMT"), out.config_label, &c);
+  c.activation = HfActivation(hf.String("activation_function", "gelu"), out.config_label);
   c.norm_placement =
       hf.Bool("normalize_before", false) ? NormPlacement::kPre : NormPlacement::kPost;
   c.norm_kind = ref::NormKind::kLayerNorm;
@@ -142,52 +117,9 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   }
 
   Sources src(ckpt, options.skip_prefixes);
-  // Token embeddings: model.shared and the encoder/decoder copies must agree when shared.
-  const char* kShared = "model.shared.weight";
-  const char* kEnc = "model.encoder.embed_tokens.weight";
-  const char* kDec = "model.decoder.embed_tokens.weight";
-  std::string enc_source, dec_source;
-  if (share) {
-    for (const char* name : {kShared, kEnc, kDec}) {
-      if (!src.Has(name)) continue;
-      if (enc_source.empty()) {
-        enc_source = name;
-      } else if (!SameValues(ckpt, enc_source, name)) {
-        throw Error(ckpt.label() + ": tensor \"" + name + "\" differs from \"" + enc_source +
-                    "\" although config share_encoder_decoder_embeddings is true");
-      } else {
-        out.notes.push_back(std::string("dropped ") + name + ": same table as " + enc_source);
-      }
-      src.Use(name);
-    }
-    if (enc_source.empty()) enc_source = kShared;
-    src.Direct(&out, "encoder.embed_tokens.weight", enc_source);
-    c.shared_embeddings = true;
-    dec_source = enc_source;
-  } else {
-    src.Direct(&out, "encoder.embed_tokens.weight", kEnc);
-    src.Direct(&out, "decoder.embed_tokens.weight", kDec);
-    enc_source = kEnc;
-    dec_source = kDec;
-    c.shared_embeddings = false;
-  }
-  // Output projection: lm_head (tied unless tie_word_embeddings is false) + final_logits_bias.
-  if (tie) {
-    if (src.Has("lm_head.weight")) {
-      if (src.Has(dec_source) && !SameValues(ckpt, "lm_head.weight", dec_source)) {
-        throw Error(
-            ckpt.label() + ": tensor \"lm_head.weight\" differs from \"" + dec_source +
-            "\" although config tie_word_embeddings is true (transformers would replace it)");
-      }
-      src.Use("lm_head.weight");
-      out.notes.push_back("dropped lm_head.weight: tied to " + dec_source);
-    }
-    c.tied_output = true;
-  } else {
-    src.Direct(&out, "output_projection.weight", "lm_head.weight");
-    c.tied_output = false;
-  }
-  src.Squeeze(&out, "output_projection.bias", "final_logits_bias");
+  // Token embeddings: model.shared and the encoder/decoder copies must agree when shared;
+  // lm_head (tied unless tie_word_embeddings is false) + final_logits_bias.
+  MapHfEmbeddings(ckpt, src, share, tie, &out);
   // Sinusoidal position tables: verified against the runtime's, then dropped.
   for (const char* name :
        {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {

@@ -73,12 +73,16 @@ inline std::string ConvertError(const convert::ConvertOptions& options) {
   return "";
 }
 
-inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e) {
+// backend: the session's (kAuto: XNNPACK when built with it). Greedy ids are checked one
+// sentence at a time and, with batched, also as one padded batch.
+inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e,
+                              Backend backend = Backend::kAuto, bool batched = false) {
   const convert::TernContents contents = convert::BuildContents(options);
   AlignedBytes bytes(convert::SerializeModel(contents));
   auto model = Model::Load(bytes.data(), bytes.size());
   if (!model.ok()) throw std::runtime_error(model.status().message());
   Limits limits;
+  limits.backend = backend;
   limits.max_batch = static_cast<int32_t>(e.batch);
   limits.max_source_length = static_cast<int32_t>(e.src_seq);
   limits.max_target_length = static_cast<int32_t>(std::max(e.tgt_seq, e.max_len));
@@ -136,6 +140,25 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
       r.greedy_detail += ", want";
       for (int32_t v : want) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += "; ";
+    }
+  }
+  if (batched) {
+    const int64_t n = e.batch;
+    std::vector<int32_t> ids(static_cast<size_t>(n * e.max_len));
+    std::vector<int32_t> lengths(static_cast<size_t>(n));
+    s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
+                             static_cast<int32_t>(n), greedy, ids.data(), e.max_len, lengths.data(),
+                             nullptr);
+    if (!s.ok()) throw std::runtime_error(s.message());
+    for (int64_t b = 0; b < n; ++b) {
+      const std::vector<int32_t> got(ids.begin() + b * e.max_len,
+                                     ids.begin() + b * e.max_len + lengths[b]);
+      const std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
+                                      e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
+      if (got != want) {
+        r.greedy_equal = false;
+        r.greedy_detail += "batched sentence " + std::to_string(b) + " differs; ";
+      }
     }
   }
   return r;

@@ -254,7 +254,8 @@ TEST_CASE(
     CHECK(ConvertError(copy.Write()) ==
           copy.config_path() +
               ": --arch auto does not know \"model_type\" \"gemma2\" (architectures "
-              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian");
+              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian, bart, "
+              "mbart");
   }
 }
 
