@@ -209,14 +209,15 @@ TernContents BuildContents(const ConvertOptions& options) {
   const bool model_found = tokenizer_path.empty() && !options.no_tokenizer && decoder_only &&
                            arch::FileExists(beside_model);
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
-  // A tokenizer.json beside a language model only: a translation model's text path takes
-  // SentencePiece models.
+  // A tokenizer.json beside a language model, or beside a BART checkpoint (GPT-2's byte-level
+  // BPE, which tern translate applies to both sides); other translation models' text paths take
+  // SentencePiece models (Marian, mBART; NLLB's tokenizer.json is not byte-level).
   const bool beside_exists =
       tokenizer_path.empty() && !options.no_tokenizer && !model_found && arch::FileExists(beside);
-  const bool found = beside_exists && decoder_only;
+  const bool found = beside_exists && (decoder_only || mapped.arch == "bart");
   if (found) tokenizer_path = beside;
   if (model_found) tokenizer_path = beside_model;
-  if (beside_exists && !decoder_only && options.note) {
+  if (beside_exists && !found && options.note) {
     options.note(beside +
                  " not taken: a translation model's text path uses SentencePiece "
                  "models (--tokenizer X.model); --tokenizer " +

@@ -35,10 +35,10 @@ namespace {
 constexpr int64_t kPositionOffset = 2;  // BartLearnedPositionalEmbedding's offset
 
 struct Variant {
-  const char* arch;        // --arch and config.json's model_type
-  const char* model;       // in messages
-  bool pre_ln;             // mBART
-  const char* hint;        // the unexpected-tensor hint
+  const char* arch;   // --arch and config.json's model_type
+  const char* model;  // in messages
+  bool pre_ln;        // mBART
+  const char* hint;   // the unexpected-tensor hint
 };
 
 const Variant kBart{"bart", "BART", false, "(not part of a BART model with this config.json)"};
@@ -95,9 +95,9 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
   const HfConfig hf(j, label, v.model);
   const std::string model_type = hf.String("model_type", v.arch);
   if (model_type != v.arch) {
-    throw Error(label + ": \"model_type\" is \"" + model_type + "\", not \"" + v.arch + "\"" +
-                (model_type == "bart" || model_type == "mbart" ? " (use --arch " + model_type + ")"
-                                                               : ""));
+    throw Error(
+        label + ": \"model_type\" is \"" + model_type + "\", not \"" + v.arch + "\"" +
+        (model_type == "bart" || model_type == "mbart" ? " (use --arch " + model_type + ")" : ""));
   }
   RequireFlag(hf, label, "normalize_before", v.pre_ln, v,
               v.pre_ln ? "mBART layers are pre-LN (BART's post-LN layers: --arch bart)"
@@ -120,8 +120,8 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
                 " is not supported; BART's learned positions have an offset of 2");
   }
   if (hf.has("forced_bos_token_id")) {
-    throw Error(label + ": \"forced_bos_token_id\" = " +
-                std::to_string(hf.Id("forced_bos_token_id", 0)) +
+    throw Error(label +
+                ": \"forced_bos_token_id\" = " + std::to_string(hf.Id("forced_bos_token_id", 0)) +
                 " (a forced first output token) is not supported yet; remove it from config.json "
                 "(--config PATH) to convert a model that decodes without it");
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/decoding/greedy.h"
+#include "runtime/tokenizer/bpe_tokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
@@ -39,8 +40,10 @@ const char kHelp[] =
     "usage: tern translate -m MODEL [options] [INPUT] > output\n"
     "\n"
     "Reads one sentence per line from INPUT (default, or \"-\": stdin) and writes its translation\n"
-    "to stdout; empty lines stay empty. Text is tokenized with the SentencePiece model stored in\n"
-    "MODEL. When stdin is a terminal, it prompts and shows the time per sentence.\n"
+    "to stdout; empty lines stay empty. Text is tokenized with the SentencePiece models stored\n"
+    "in MODEL, or its byte-level BPE tokenizer (BART's tokenizer.json: the special tokens its\n"
+    "post-processor puts around a text, EOS appended when it adds none; special tokens left out\n"
+    "of the output). When stdin is a terminal, it prompts and shows the time per sentence.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model\n"
@@ -114,6 +117,45 @@ std::vector<int32_t> ParseIds(const std::string& line, int32_t vocab_size, std::
   }
   return ids;
 }
+
+// The text path of a translation model: the file's SentencePiece models (EOS appended to a
+// source), or its byte-level BPE tokenizer for both sides (a source gets the post-processor's
+// special tokens, BART's <s> ... </s>, and EOS when they do not end with it; special tokens are
+// left out of a translation).
+class TextCodec {
+ public:
+  Status Load(const Model& model) {
+    if (model.source_tokenizer().empty()) {
+      auto bpe = BpeTokenizer::FromModel(model);
+      if (bpe.ok()) {
+        bpe_ = bpe.value();
+        is_bpe_ = true;
+        return Status::Ok();
+      }
+    }
+    Status s = source_.Load(model.source_tokenizer());
+    if (s.ok()) s = target_.Load(model.target_tokenizer());
+    return s;
+  }
+  Status Encode(const std::string& line, int32_t eos_id, std::vector<int32_t>* ids) const {
+    if (!is_bpe_) return source_.Encode(line, true, eos_id, ids);
+    BpeEncodeOptions options;
+    options.add_special_tokens = true;
+    TERN_RETURN_IF_ERROR(bpe_.Encode(line, options, ids));
+    if (ids->empty() || ids->back() != eos_id) ids->push_back(eos_id);
+    return Status::Ok();
+  }
+  Status Decode(const std::vector<int32_t>& ids, std::string* text) const {
+    if (!is_bpe_) return target_.Decode(ids.data(), ids.size(), text);
+    text->clear();
+    return bpe_.Decode(Span<const int32_t>(ids.data(), ids.size()), true, text);
+  }
+
+ private:
+  bool is_bpe_ = false;
+  BpeTokenizer bpe_;
+  Tokenizer source_, target_;
+};
 
 // One translated piece: its n_best hypotheses.
 struct PieceResult {
@@ -215,10 +257,9 @@ int Translate(int argc, char** argv) {
   LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   const Limits limits = ParseLimits(args, config);
-  Tokenizer source_tokenizer, target_tokenizer;
+  TextCodec text_codec;
   if (!ids_mode) {
-    Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
-    if (s.ok()) s = target_tokenizer.Load(loaded.model.target_tokenizer());
+    const Status s = text_codec.Load(loaded.model);
     if (!s.ok())
       throw std::runtime_error(std::string(s.message()) +
                                " (use --ids, or convert with --tokenizer)");
@@ -430,7 +471,7 @@ int Translate(int argc, char** argv) {
         if (ids_mode) {
           for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
         } else {
-          Status s = target_tokenizer.Decode(o.data(), o.size(), &texts[j]);
+          Status s = text_codec.Decode(o, &texts[j]);
           if (!s.ok()) fail(p, s.message());
         }
       }
@@ -481,7 +522,7 @@ int Translate(int argc, char** argv) {
       ids = ParseIds(line, config.src_vocab_size, &error);
       if (!error.empty()) fail(p, error);
     } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
-      Status s = source_tokenizer.Encode(line, true, config.eos_id, &ids);
+      Status s = text_codec.Encode(line, config.eos_id, &ids);
       if (!s.ok()) {
         fail(p, s.message());
         ids.clear();
