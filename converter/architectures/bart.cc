@@ -119,12 +119,6 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
                 std::to_string(hf.Int("extra_pos_embeddings", false)) +
                 " is not supported; BART's learned positions have an offset of 2");
   }
-  if (hf.has("forced_bos_token_id")) {
-    throw Error(label +
-                ": \"forced_bos_token_id\" = " + std::to_string(hf.Id("forced_bos_token_id", 0)) +
-                " (a forced first output token) is not supported yet; remove it from config.json "
-                "(--config PATH) to convert a model that decodes without it");
-  }
   ModelConfig& c = out.config;
   ReadHfSeq2SeqSizes(hf, label, &c);
   c.activation = HfActivation(hf.String("activation_function", "gelu"), label);
@@ -143,6 +137,9 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
   c.unk_id = c.src_vocab_size > 3 ? 3 : 0;  // <s> <pad> </s> <unk> (fairseq's dictionary)
   c.decoder_start_id = hf.Id("decoder_start_token_id", 2);
   c.max_positions = hf.Int("max_position_embeddings", false, 1024);
+  // bart-large forces <s> after the </s> it starts from; mBART-50 the target language (per call:
+  // tern translate --forced-bos).
+  c.forced_bos_id = hf.has("forced_bos_token_id") ? hf.Id("forced_bos_token_id", 0) : -1;
   out.notes.push_back(std::string("embedding_scale = ") +
                       (c.embedding_scale != 1.0f ? "sqrt(d_model)" : "1") + " (scale_embedding)");
   if (hf.has("forced_eos_token_id")) {

@@ -131,6 +131,8 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
     return Status::Error(StatusCode::kInvalidArgument,
                          "invalid decoding options (lengths, penalties)");
   }
+  int32_t forced = -1;
+  TERN_RETURN_IF_ERROR(ForcedFirstToken(options, c.forced_bos_id, c.tgt_vocab_size, &forced));
   const int32_t max_length = options.max_length > 0 ? options.max_length : limits.max_target_length;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
     return Status::Error(StatusCode::kInvalidArgument,
@@ -184,7 +186,7 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
         if (s.score[r] == kNegInf) continue;
         float* row = logits + static_cast<int64_t>(r) * vocab;
         ProcessLogits(options, c.eos_id, s.history[cur] + static_cast<int64_t>(r) * t_cap,
-                      s.length[cur][r], row, vocab);
+                      s.length[cur][r], row, vocab, forced);
         const float base = s.score[r] - vec::LogSumExp(row, vocab);  // + row[v]: log-softmax
         // Blocks whose largest logit cannot enter the full list are skipped on a vectorized
         // max; the rest are scanned in order, so the candidates and their tie order are those

@@ -40,6 +40,8 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                          "min_length, no_repeat_ngram_size and max_length_ratio must be >= 0, "
                          "repetition_penalty > 0");
   }
+  int32_t forced = -1;
+  TERN_RETURN_IF_ERROR(ForcedFirstToken(options, c.forced_bos_id, c.tgt_vocab_size, &forced));
   const int32_t max_length = options.max_length > 0 ? options.max_length : limit;
   if (out_ids == nullptr || out_lengths == nullptr || out_stride < max_length) {
     return Status::Error(StatusCode::kInvalidArgument,
@@ -66,7 +68,7 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
       int32_t* history = out_ids + b * out_stride;
       // The logits are this session's scratch, rewritten by the next DecodeStep.
       float* row = const_cast<float*>(logits) + static_cast<int64_t>(b) * c.tgt_vocab_size;
-      ProcessLogits(options, c.eos_id, history, out_lengths[b], row, c.tgt_vocab_size);
+      ProcessLogits(options, c.eos_id, history, out_lengths[b], row, c.tgt_vocab_size, forced);
       const int32_t cap = EffectiveMaxLength(options, max_length, model.source_length(b));
       int32_t next = ArgMax(row, c.tgt_vocab_size);
       if (out_scores) out_scores[b] += LogProbability(row, c.tgt_vocab_size, next);

@@ -7,9 +7,27 @@
 
 namespace tern {
 
+Status ForcedFirstToken(const DecodingOptions& options, int32_t config_forced, int32_t vocab,
+                        int32_t* forced) {
+  *forced = options.forced_bos_id >= 0 ? options.forced_bos_id : config_forced;
+  if (options.forced_bos_id < -1 || *forced >= vocab) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "forced_bos_id = %d is neither -1 (the model's) nor a target token id "
+                         "below %d",
+                         options.forced_bos_id, vocab);
+  }
+  return Status::Ok();
+}
+
 void ProcessLogits(const DecodingOptions& options, int32_t eos_id, const int32_t* history,
-                   int32_t length, float* logits, int32_t vocab) {
+                   int32_t length, float* logits, int32_t vocab, int32_t forced_first) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (length == 0 && forced_first >= 0 && forced_first < vocab) {
+    // Hugging Face's ForcedBOSTokenLogitsProcessor: the one token left, its log-probability 0.
+    for (int32_t v = 0; v < vocab; ++v) logits[v] = neg_inf;
+    logits[forced_first] = 0.0f;
+    return;
+  }
   if (length < options.min_length && eos_id >= 0 && eos_id < vocab) logits[eos_id] = neg_inf;
   if (options.repetition_penalty != 1.0f && options.repetition_penalty > 0.0f) {
     // Each distinct earlier token once: divide positive logits, multiply negative ones.

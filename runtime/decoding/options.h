@@ -31,6 +31,10 @@ struct DecodingOptions {
   // The model's vocabulary shortlist, when the file has one (docs/shortlist.md): each sentence
   // scores only its candidate target tokens. false: every token, as without a shortlist.
   bool use_shortlist = true;
+  // The first generated token of every sentence, whatever the logits say (its log-probability
+  // counts as 0, as Hugging Face's forced_bos_token_id): mBART-50's / NLLB's target language.
+  // -1: the model's config.forced_bos_id (itself -1: none). It is part of the output.
+  int32_t forced_bos_id = -1;
 };
 
 // Sampling for language models (runtime/decoding/sampling.h has the procedure).

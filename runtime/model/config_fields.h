@@ -111,7 +111,9 @@ enum class FloatRange : uint8_t {
   INT(head_dim, "head_dim", 0, 0, ConfigBounds::kMaxDModel,                                        \
       FieldFlag::kRange | FieldFlag::kSparse, 6)                                                   \
   /* a LayerNorm on embeddings + positions, each stack (BART's layernorm_embedding) */             \
-  BOOL(layernorm_embedding, "layernorm_embedding", false, FieldFlag::kSparse, 7)
+  BOOL(layernorm_embedding, "layernorm_embedding", false, FieldFlag::kSparse, 7)                   \
+  /* the first generated token of every translation (forced_bos_token_id); -1: none */           \
+  INT(forced_bos_id, "forced_bos_id", -1, -1, ConfigBounds::kMaxVocab - 1, FieldFlag::kSparse, 7)
 // clang-format on
 
 }  // namespace tern

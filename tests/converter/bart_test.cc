@@ -32,25 +32,25 @@ const Family kFamilies[] = {
     {"bart/model.safetensors",
      "bart/expected.safetensors",
      "bart",
-     {28, 28, 28, 28, 28, 28,  28,  28,  28,  28,  -1,  96,  96, 96,  96,  297, 96,
-      96, 96, 96, 96, -1, 228, 112, 112, 228, 228, 228, 112, 28, 228, 228, -1},
-     {28,  28, 28, 28, 28, 28,  28,  28,  28,  28,  -1,  96,  96,  96,  297, 297, 96,
-      297, 96, 96, 96, -1, 228, 112, 112, 228, 228, 228, 228, 112, 228, 228, -1},
-     {28, 28, 28, 28, 28, 28,  28,  28,  28,  28,  -1,  96,  96,  96,  96,  96, 96,
-      96, 96, 96, 96, -1, 112, 112, 112, 112, 112, 112, 112, 112, 112, 112, -1},
-     {28, 28, 28, 28, 28, 28,  28,  28,  28,  28,  -1,  96,  96,  96,  96,  96, 96,
-      96, 96, 96, 96, -1, 112, 112, 112, 112, 112, 112, 112, 112, 112, 112, -1}},
+     {0,   156, 156, 156, 156, 156, 156, 156, 156, 156, -1,  0,   200, 200, 200, 200, 200,
+      200, 200, 200, 200, -1,  0,   156, 156, 156, 156, 156, 156, 274, 156, 274, -1},
+     {0,   156, 156, 156, 156, 156, 156, 156, 156, 156, -1,  0,   200, 200, 200, 200, 200,
+      200, 200, 200, 200, -1,  0,   156, 156, 156, 156, 156, 156, 156, 156, 274, -1},
+     {0,   200, 200, 200, 200, 200, 200, 200, 200, 200, -1,  0,   156, 156, 156, 156, 156,
+      156, 274, 274, 274, -1,  0,   274, 274, 274, 274, 274, 274, 274, 274, 274, -1},
+     {0,   200, 200, 200, 200, 200, 200, 200, 200, 200, -1,  0,   156, 156, 156, 156, 156,
+      156, 274, 274, 274, -1,  0,   274, 274, 274, 274, 274, 274, 274, 274, 274, -1}},
     {"mbart/pytorch_model.bin",
      "mbart/expected.safetensors",
      "mbart",
-     {7,  29, 29, 29, 29, 29, 29, 29, 29, 29, -1, 29, 29, 24, 24, 24, 56,
-      56, 56, 56, 56, -1, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, -1},
-     {7,  29, 29, 29, 29, 29, 29, 29, 29, 29, -1, 29, 29, 24, 24, 24, 56,
-      56, 56, 56, 56, -1, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, -1},
-     {7,  29, 29, 29, 29, 29, 29, 29, 29, 29, -1, 29, 29, 29, 29, 29, 29,
-      29, 29, 29, 29, -1, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, -1},
-     {7,  29, 29, 29, 29, 29, 29, 29, 29, 29, -1, 29, 29, 29, 29, 29, 29,
-      29, 29, 29, 29, -1, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, -1}},
+     {90, 90, 90, 90, 90, 100, 100, 100, 100, 100, -1, 31, 31, 31, 31, 31, 31,
+      31, 31, 10, 10, -1, 54,  54,  54,  54,  54,  54, 54, 54, 54, 54, -1},
+     {90, 90, 90, 90, 90, 100, 100, 100, 100, 100, -1, 31, 31, 31, 31, 31, 31,
+      31, 10, 10, 10, -1, 54,  54,  54,  54,  54,  54, 54, 54, 54, 54, -1},
+     {90, 90, 90, 90, 90, 90, 90, 90, 90, 90, -1, 31, 31, 26, 26, 26, 26,
+      26, 26, 26, 26, -1, 54, 54, 54, 54, 54, 54, 54, 54, 54, 54, -1},
+     {90, 90, 90, 90, 90, 90, 90, 90, 90, 90, -1, 31, 31, 26, 26, 26, 26,
+      26, 26, 26, 26, -1, 54, 54, 54, 54, 54, 54, 54, 54, 54, 54, -1}},
 };
 
 ConvertOptions Options(const Family& f, const char* arch = nullptr) {
@@ -76,6 +76,81 @@ TEST_CASE("BART and mBART match their PyTorch reference, alone and batched, both
         CHECK(r.greedy_equal);
       }
     }
+  }
+}
+
+TEST_CASE("mBART with a target-language token forced per call matches its reference",
+          "[architectures][bart]") {
+  // expected.safetensors also holds the reference's greedy ids with forced_bos (mBART-50's
+  // target language: the first generated token, log-probability 0).
+  const std::string path = CheckpointFixture("mbart/expected.safetensors");
+  const testing::ExpectedOutputs e = testing::LoadExpected(path);
+  const SafetensorsFile f = SafetensorsFile::Read(path);
+  const int32_t forced = testing::Int32s(f, "forced_bos")[0];
+  const std::vector<int32_t> want_ids = testing::Int32s(f, "forced_greedy_ids");
+  const std::vector<int32_t> want_lengths = testing::Int32s(f, "forced_greedy_lengths");
+  testing::AlignedBytes bytes(SerializeModel(BuildContents(Options(kFamilies[1]))));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  for (Backend backend : testing::Backends()) {
+    INFO("backend " << static_cast<int>(backend));
+    Limits limits;
+    limits.backend = backend;
+    limits.max_batch = static_cast<int32_t>(e.batch);
+    limits.beam_size = 2;
+    limits.max_source_length = static_cast<int32_t>(e.src_seq);
+    limits.max_target_length = static_cast<int32_t>(e.max_len);
+    auto need = Session::RequiredArenaBytes(model.value(), limits);
+    REQUIRE(need.ok());
+    std::vector<uint8_t> arena(need.value());
+    Session session;
+    REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+    DecodingOptions options;
+    options.forced_bos_id = forced;
+    std::vector<int32_t> ids(static_cast<size_t>(e.batch * e.max_len));
+    std::vector<int32_t> lengths(static_cast<size_t>(e.batch));
+    // Batched, then each sentence alone.
+    REQUIRE(session
+                .TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
+                              static_cast<int32_t>(e.batch), options, ids.data(), e.max_len,
+                              lengths.data())
+                .ok());
+    CHECK(lengths == want_lengths);
+    for (int64_t b = 0; b < e.batch; ++b) {
+      INFO("sentence " << b);
+      CHECK(std::vector<int32_t>(ids.begin() + b * e.max_len,
+                                 ids.begin() + b * e.max_len + lengths[b]) ==
+            std::vector<int32_t>(want_ids.begin() + b * e.max_len,
+                                 want_ids.begin() + b * e.max_len + want_lengths[b]));
+      size_t n = 0;
+      REQUIRE(session
+                  .TranslateIds(Span<const int32_t>(e.src_ids.data() + b * e.src_seq,
+                                                    static_cast<size_t>(e.src_lengths[b])),
+                                Span<int32_t>(ids.data(), static_cast<size_t>(e.max_len)), &n,
+                                options)
+                  .ok());
+      CHECK(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n)) ==
+            std::vector<int32_t>(want_ids.begin() + b * e.max_len,
+                                 want_ids.begin() + b * e.max_len + want_lengths[b]));
+    }
+    // Beam search starts from the forced token too.
+    options.beam_size = 2;
+    size_t n = 0;
+    REQUIRE(session
+                .TranslateIds(
+                    Span<const int32_t>(e.src_ids.data(), static_cast<size_t>(e.src_lengths[0])),
+                    Span<int32_t>(ids.data(), static_cast<size_t>(e.max_len)), &n, options)
+                .ok());
+    REQUIRE(n > 0);
+    CHECK(ids[0] == forced);
+    // A token outside the target vocabulary is refused by name.
+    options.beam_size = 1;
+    options.forced_bos_id = 120;
+    const Status s = session.TranslateIds(
+        Span<const int32_t>(e.src_ids.data(), static_cast<size_t>(e.src_lengths[0])),
+        Span<int32_t>(ids.data(), static_cast<size_t>(e.max_len)), &n, options);
+    CHECK(std::string(s.message()) ==
+          "forced_bos_id = 120 is neither -1 (the model's) nor a target token id below 120");
   }
 }
 
@@ -153,6 +228,7 @@ TEST_CASE("BART and mBART configs are mapped from config.json", "[architectures]
   CHECK(bart.config.pad_id == 1);
   CHECK(bart.config.eos_id == 2);
   CHECK(bart.config.unk_id == 3);
+  CHECK(bart.config.forced_bos_id == 0);  // bart-large's <s> after the </s> it starts from
   CHECK(bart.config.shared_embeddings);
   CHECK(bart.config.tied_output);
   CHECK(bart.source_format == "safetensors/bart");
@@ -161,6 +237,7 @@ TEST_CASE("BART and mBART configs are mapped from config.json", "[architectures]
   CHECK(mbart.config.layernorm_embedding);
   CHECK(mbart.config.embedding_scale == static_cast<float>(std::sqrt(32.0)));
   CHECK(mbart.config.tgt_vocab_size == 120);
+  CHECK(mbart.config.forced_bos_id == -1);
   CHECK(mbart.source_format == "torch-zip/mbart");
   // The learned tables lose their two offset rows.
   for (const auto& t : bart.tensors) {
@@ -228,14 +305,6 @@ TEST_CASE("BART and mBART config fields tern does not implement are refused by n
           copy.config_path() +
               ": \"extra_pos_embeddings\" = 1 is not supported; BART's learned positions have an "
               "offset of 2");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "forced_bos_token_id", 0) ==
-          copy.config_path() +
-              ": \"forced_bos_token_id\" = 0 (a forced first output token) is not supported yet; "
-              "remove it from config.json (--config PATH) to convert a model that decodes "
-              "without it");
   }
   {
     testing::FixtureCopy copy = BartCopy();

@@ -73,6 +73,11 @@ check "bart writes text" test -n "$out"
 tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart -o "$work/mbart.tern" --quiet
 out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10)
 check "the mbart model translates ids" test -n "$out"
+# mBART-50's target language: a token forced first (--forced-bos), part of the output.
+out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10 --forced-bos 119)
+check "--forced-bos starts the translation with that token" test "${out%% *}" = 119
+expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos 120 is not a target token id (the vocabulary has 120)" \
+  tern translate -m "$work/mbart.tern" --ids --forced-bos 120
 
 # Mixed precision, visible in inspect --json.
 tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/mixed.tern" --dtype int8 \

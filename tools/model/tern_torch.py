@@ -34,7 +34,8 @@ TernModel(cfg, output_bias=False, dropout=0.0, attention_dropout=0.0, activation
         applied: with right padding and the causal mask, pad positions of tgt_in can only
         influence later (pad) query positions, so a loss that ignores pad targets is unaffected.
     model.greedy(src_ids, max_len, use_cache=True) -> list[list[int]]
-        Greedy decoding per CONVENTIONS.md: decoder input starts with decoder_start_id, at most
+        Greedy decoding per CONVENTIONS.md: decoder input starts with decoder_start_id (then
+        forced_bos_id, when >= 0, as the first generated token), at most
         max_len decoding steps, argmax with the lowest id on ties, stop after EOS; the returned
         ids exclude the start token and the EOS. src_ids may be a padded batch [B, S] or 1-D.
         use_cache=True: incremental decoding (decoder self-attention K/V cache, cross-attention
@@ -143,6 +144,9 @@ class Config:
     # Format 1.7: LayerNorm(embeddings + positions) before each stack's first layer (BART's
     # layernorm_embedding; norm_kind and layer_norm_eps as every norm).
     layernorm_embedding: bool = False
+    # Format 1.7: the first token greedy() generates, whatever the logits (forced_bos_token_id);
+    # -1: none.
+    forced_bos_id: int = -1
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -222,7 +226,8 @@ class Config:
                  "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
                  "universal_steps", "act_threshold", "rotary_scaling", "rotary_scaling_factor",
                  "rotary_low_freq_factor", "rotary_high_freq_factor",
-                 "rotary_original_max_positions", "head_dim", "layernorm_embedding")
+                 "rotary_original_max_positions", "head_dim", "layernorm_embedding",
+                 "forced_bos_id")
 
     def to_dict(self) -> dict:
         # Defaults of this class, not of a subclass: an omitted key means the runtime's default.
@@ -756,6 +761,8 @@ class TernModel(nn.Module):
             else:
                 h = self.decoder(tokens, enc, mask)
             nxt = argmax_lowest(self.project(h[:, -1]))                              # [B]
+            if cfg.forced_bos_id >= 0 and tokens.shape[1] == 1:
+                nxt = torch.full_like(nxt, cfg.forced_bos_id)
             for b in range(B):
                 if done[b]:
                     continue

@@ -71,6 +71,9 @@ const char kHelp[] =
     "  --max-length-ratio R  stop at ceil(R * source length) + 5 tokens\n"
     "  --no-repeat-ngram N   never repeat an n-gram of N tokens\n"
     "  --repetition-penalty P  > 1 discourages repeated tokens\n"
+    "  --forced-bos ID       the first output token of every sentence, whatever the model's\n"
+    "                        scores (mBART-50: the target language code's id); default: the\n"
+    "                        model's forced_bos_id (Hugging Face forced_bos_token_id), if any\n"
     "  --no-shortlist        score every target token even if the model has a vocabulary\n"
     "                        shortlist (by default each sentence scores only its candidates)\n"
     "  --json                one JSON object per line: line, source, translations (text, ids,\n"
@@ -193,7 +196,8 @@ int Translate(int argc, char** argv) {
                                   "n-best",          "length-penalty",
                                   "min-length",      "max-length-ratio",
                                   "no-repeat-ngram", "repetition-penalty",
-                                  "buffer",          "workers"};
+                                  "buffer",          "workers",
+                                  "forced-bos"};
   for (const char* f : kLimitFlags) valued.insert(f);
   Args args(argc, argv, valued, {"ids", "json", "no-mmap", "no-shortlist", "help"},
             {{"-m", "--model"}});
@@ -226,6 +230,7 @@ int Translate(int argc, char** argv) {
     throw UsageError("option --length-penalty is too large for a float");
   options.repetition_penalty = static_cast<float>(args.get_real("repetition-penalty", 1.0));
   options.use_shortlist = !args.has("no-shortlist");
+  options.forced_bos_id = static_cast<int32_t>(args.get_int("forced-bos", -1, -1, INT32_MAX));
   if (!(options.repetition_penalty > 0.0f) || !std::isfinite(options.repetition_penalty)) {
     throw UsageError("option --repetition-penalty must be > 0 (1: off), got " +
                      args.get("repetition-penalty"));
@@ -257,6 +262,11 @@ int Translate(int argc, char** argv) {
   LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   const Limits limits = ParseLimits(args, config);
+  if (options.forced_bos_id >= config.tgt_vocab_size) {
+    throw UsageError("option --forced-bos " + std::to_string(options.forced_bos_id) +
+                     " is not a target token id (the vocabulary has " +
+                     std::to_string(config.tgt_vocab_size) + ")");
+  }
   TextCodec text_codec;
   if (!ids_mode) {
     const Status s = text_codec.Load(loaded.model);
