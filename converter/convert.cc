@@ -245,6 +245,14 @@ TernContents BuildContents(const ConvertOptions& options) {
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
       }
     } else {
+      if (mapped.arch == "mbart") {
+        // fairseq's dictionary puts <s> <pad> </s> <unk> before the SentencePiece pieces (ids
+        // offset by one) and appends the language codes: the model's ids are not the pieces'.
+        throw Error(tokenizer_path +
+                    ": --arch mbart: the SentencePiece model's ids are not mBART's (fairseq's "
+                    "dictionary offsets them and adds language codes), which tern does not "
+                    "apply yet; convert without --tokenizer and translate with --ids");
+      }
       out.source_tokenizer = ReadTokenizer(
           tokenizer_path,
           model_found ? "found beside the checkpoint; --no-tokenizer converts without it"

@@ -73,6 +73,10 @@ check "bart writes text" test -n "$out"
 tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart -o "$work/mbart.tern" --quiet
 out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10)
 check "the mbart model translates ids" test -n "$out"
+expect_error "mbart refuses a SentencePiece model (fairseq's id offset)" 1 \
+  "--arch mbart: the SentencePiece model's ids are not mBART's (fairseq's dictionary offsets them and adds language codes)" \
+  tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart --tokenizer "$all_fixtures/tokenizer/src37.model" -o "$work/mbart_spm.tern"
+check "no mbart output with a SentencePiece model" test ! -e "$work/mbart_spm.tern"
 # mBART-50's target language: a token forced first (--forced-bos), part of the output.
 out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10 --forced-bos 119)
 check "--forced-bos starts the translation with that token" test "${out%% *}" = 119
