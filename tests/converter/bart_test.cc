@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/tokenizer/bpe_tokenizer.h"
+#include "tern/tern.h"
 #include "tests/converter/architecture_fixture.h"
 #include "tests/converter/fixture_copy.h"
 
@@ -243,6 +245,44 @@ TEST_CASE("BART and mBART configs are mapped from config.json", "[architectures]
   for (const auto& t : bart.tensors) {
     if (t.name == "encoder.embed_positions.weight") CHECK(t.shape == std::vector<int64_t>{64, 32});
   }
+}
+
+TEST_CASE("BART translates text through the C API with its byte-level BPE tokenizer",
+          "[architectures][bart]") {
+  // Converted with the tokenizer.json beside the checkpoint: "QZ" is <s> Q Z </s> = 0 52 61 2
+  // (no merge joins Q and Z); tern_translate_text gives the text of those ids' translation.
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture("bart/model.safetensors");
+  o.arch = "bart";
+  const TernContents contents = BuildContents(o);
+  REQUIRE(contents.bpe_tokenizer.has_value());
+  testing::AlignedBytes bytes(SerializeModel(contents));
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load_from_memory(bytes.data(), bytes.size(), &model) == TERN_OK);
+  tern_limits limits = tern_default_limits();
+  limits.max_source_length = 16;
+  limits.max_target_length = 8;
+  size_t need = 0;
+  REQUIRE(tern_required_arena_bytes(model, &limits, &need) == TERN_OK);
+  std::vector<uint8_t> arena(need);
+  tern_session* session = nullptr;
+  REQUIRE(tern_session_create(model, &limits, arena.data(), arena.size(), &session) == TERN_OK);
+  char text[256];
+  REQUIRE(tern_translate_text(session, "QZ", nullptr, text, sizeof text) == TERN_OK);
+  const int32_t src[] = {0, 52, 61, 2};
+  int32_t ids[8];
+  size_t n = 0;
+  REQUIRE(tern_translate_ids(session, src, 4, nullptr, ids, 8, &n) == TERN_OK);
+  auto loaded = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(loaded.ok());
+  auto bpe = BpeTokenizer::FromModel(loaded.value());
+  std::string want;
+  REQUIRE(bpe.ok());
+  REQUIRE(bpe->Decode(Span<const int32_t>(ids, n), true, &want).ok());
+  CHECK(!want.empty());
+  CHECK(std::string(text) == want);
+  tern_session_free(session);
+  tern_model_free(model);
 }
 
 testing::FixtureCopy BartCopy() {

@@ -23,8 +23,7 @@
 #include <vector>
 
 #include "runtime/decoding/greedy.h"
-#include "runtime/tokenizer/bpe_tokenizer.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/translation_tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/json_string.h"
@@ -120,45 +119,6 @@ std::vector<int32_t> ParseIds(const std::string& line, int32_t vocab_size, std::
   }
   return ids;
 }
-
-// The text path of a translation model: the file's SentencePiece models (EOS appended to a
-// source), or its byte-level BPE tokenizer for both sides (a source gets the post-processor's
-// special tokens, BART's <s> ... </s>, and EOS when they do not end with it; special tokens are
-// left out of a translation).
-class TextCodec {
- public:
-  Status Load(const Model& model) {
-    if (model.source_tokenizer().empty()) {
-      auto bpe = BpeTokenizer::FromModel(model);
-      if (bpe.ok()) {
-        bpe_ = bpe.value();
-        is_bpe_ = true;
-        return Status::Ok();
-      }
-    }
-    Status s = source_.Load(model.source_tokenizer());
-    if (s.ok()) s = target_.Load(model.target_tokenizer());
-    return s;
-  }
-  Status Encode(const std::string& line, int32_t eos_id, std::vector<int32_t>* ids) const {
-    if (!is_bpe_) return source_.Encode(line, true, eos_id, ids);
-    BpeEncodeOptions options;
-    options.add_special_tokens = true;
-    TERN_RETURN_IF_ERROR(bpe_.Encode(line, options, ids));
-    if (ids->empty() || ids->back() != eos_id) ids->push_back(eos_id);
-    return Status::Ok();
-  }
-  Status Decode(const std::vector<int32_t>& ids, std::string* text) const {
-    if (!is_bpe_) return target_.Decode(ids.data(), ids.size(), text);
-    text->clear();
-    return bpe_.Decode(Span<const int32_t>(ids.data(), ids.size()), true, text);
-  }
-
- private:
-  bool is_bpe_ = false;
-  BpeTokenizer bpe_;
-  Tokenizer source_, target_;
-};
 
 // One translated piece: its n_best hypotheses.
 struct PieceResult {
@@ -267,7 +227,7 @@ int Translate(int argc, char** argv) {
                      " is not a target token id (the vocabulary has " +
                      std::to_string(config.tgt_vocab_size) + ")");
   }
-  TextCodec text_codec;
+  TranslationTokenizer text_codec;
   if (!ids_mode) {
     const Status s = text_codec.Load(loaded.model);
     if (!s.ok())
@@ -481,7 +441,7 @@ int Translate(int argc, char** argv) {
         if (ids_mode) {
           for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
         } else {
-          Status s = text_codec.Decode(o, &texts[j]);
+          Status s = text_codec.Decode(o.data(), o.size(), &texts[j]);
           if (!s.ok()) fail(p, s.message());
         }
       }
