@@ -22,6 +22,8 @@
 // configuration (normalize_before, add_final_layer_norm, normalize_embedding,
 // static_position_embeddings, add_bias_logits, extra_pos_embeddings): a config that sets one of
 // them to what the architecture does not do is refused by name rather than guessed.
+#include <cmath>
+
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/architectures/hf_config.h"
