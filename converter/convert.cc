@@ -165,8 +165,9 @@ TernContents BuildContents(const ConvertOptions& options) {
                 std::to_string(mc.decoder_layers) + "; both must be 1) applied universal_steps = " +
                 std::to_string(mc.universal_steps) + " >= 1 times");
   }
+  // With head_dim (Gemma, T5) the heads need not divide d_model.
   if (out.config.heads <= 0 || out.config.d_model <= 0 ||
-      out.config.d_model % out.config.heads != 0) {
+      (out.config.head_dim == 0 && out.config.d_model % out.config.heads != 0)) {
     throw Error(mapped.config_label + ": heads = " + std::to_string(out.config.heads) +
                 " does not divide d_model = " + std::to_string(out.config.d_model));
   }
@@ -208,15 +209,21 @@ TernContents BuildContents(const ConvertOptions& options) {
   const std::string beside_model = arch::DirName(options.checkpoint) + "/tokenizer.model";
   const bool model_found = tokenizer_path.empty() && !options.no_tokenizer && decoder_only &&
                            arch::FileExists(beside_model);
+  // Beside a translation model: T5's SentencePiece spiece.model (T5, mT5, Flan-T5).
+  const std::string beside_spiece = arch::DirName(options.checkpoint) + "/spiece.model";
+  const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
+                            arch::FileExists(beside_spiece);
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
   // A tokenizer.json beside a language model, or beside a BART checkpoint (GPT-2's byte-level
   // BPE, which tern translate applies to both sides); other translation models' text paths take
-  // SentencePiece models (Marian, mBART; NLLB's tokenizer.json is not byte-level).
-  const bool beside_exists =
-      tokenizer_path.empty() && !options.no_tokenizer && !model_found && arch::FileExists(beside);
+  // SentencePiece models (Marian, T5's spiece.model, mBART; NLLB's tokenizer.json is not
+  // byte-level).
+  const bool beside_exists = tokenizer_path.empty() && !options.no_tokenizer && !model_found &&
+                             !spiece_found && arch::FileExists(beside);
   const bool found = beside_exists && (decoder_only || mapped.arch == "bart");
   if (found) tokenizer_path = beside;
   if (model_found) tokenizer_path = beside_model;
+  if (spiece_found) tokenizer_path = beside_spiece;
   if (beside_exists && !found && options.note) {
     options.note(beside +
                  " not taken: a translation model's text path uses SentencePiece "
@@ -253,11 +260,20 @@ TernContents BuildContents(const ConvertOptions& options) {
                     "dictionary offsets them and adds language codes), which tern does not "
                     "apply yet; convert without --tokenizer and translate with --ids");
       }
-      out.source_tokenizer = ReadTokenizer(
-          tokenizer_path,
-          model_found ? "found beside the checkpoint; --no-tokenizer converts without it"
-                      : "--tokenizer",
-          vocab, vocab_name);
+      out.source_tokenizer =
+          ReadTokenizer(tokenizer_path,
+                        model_found || spiece_found
+                            ? "found beside the checkpoint; --no-tokenizer converts without it"
+                            : "--tokenizer",
+                        vocab, vocab_name);
+      if (spiece_found && options.note) {
+        Tokenizer sentencepiece;
+        (void)sentencepiece.Load(
+            Span<const uint8_t>(out.source_tokenizer.data(), out.source_tokenizer.size()));
+        options.note("tokenizer: took " + tokenizer_path + ": SentencePiece, " +
+                     std::to_string(sentencepiece.vocab_size()) + " pieces, both sides" +
+                     (arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
+      }
       if (model_found && options.note) {
         Tokenizer sentencepiece;
         (void)sentencepiece.Load(

@@ -284,8 +284,8 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern", "marian", "marian_npz", "nn_transformer", "annotated", "bart", "mbart",
-      "gpt2", "llama",  "qwen2",      "mistral",        "gemma",     "auto"};
+      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "bart", "mbart", "gpt2",
+      "llama", "qwen2",  "mistral",    "gemma",          "t5",        "mt5",  "auto"};
   return names;
 }
 
@@ -314,6 +314,8 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
                 {"gemma", "GemmaForCausalLM", "gemma"},
                 {"gpt2", "GPT2LMHeadModel", "gpt2"},
                 {"marian", "MarianMTModel", "marian"},
+                {"t5", "T5ForConditionalGeneration", "t5"},
+                {"mt5", "MT5ForConditionalGeneration", "mt5"},
                 {"bart", "BartForConditionalGeneration", "bart"},
                 {"mbart", "MBartForConditionalGeneration", "mbart"}};
   const std::string model_type =
@@ -367,6 +369,8 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "qwen2") return arch::MapQwen2(ckpt, options);
   if (options.arch == "mistral") return arch::MapMistral(ckpt, options);
   if (options.arch == "gemma") return arch::MapGemma(ckpt, options);
+  if (options.arch == "t5") return arch::MapT5(ckpt, options);
+  if (options.arch == "mt5") return arch::MapMt5(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

@@ -24,10 +24,14 @@
 //                   LLaMA 1/2/3, TinyLlama, SmolLM (grouped-query attention, rope_scaling linear
 //                   and llama3, tied or untied)
 //   qwen2           Hugging Face Qwen2 / Qwen2.5: the LLaMA layout with q/k/v biases
-//   mistral         Hugging Face Mistral: the LLaMA layout; a sliding window shorter than the
-//                   context is refused
+//   mistral         Hugging Face Mistral: the LLaMA layout with sliding-window attention
 //   gemma           Hugging Face Gemma (1): the LLaMA layout with GeGLU, sqrt(d) embedding scale,
 //                   (1 + w) RMSNorm gains, tied output, head_dim
+//   t5              Hugging Face T5 (v1.0, v1.1, Flan-T5): shared,
+//   {encoder,decoder}.block.N.layer.M
+//                   (SelfAttention / EncDecAttention q,k,v,o, DenseReluDense wi or wi_0/wi_1, wo,
+//                   layer_norm), relative_attention_bias in block 0, final_layer_norm, lm_head
+//   mt5             Hugging Face mT5: the T5 layout (model_type mt5)
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //

@@ -73,5 +73,7 @@ MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& opt
 MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapMistral(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapGemma(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapT5(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMt5(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

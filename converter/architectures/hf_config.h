@@ -30,6 +30,14 @@ class HfConfig {
     }
     return static_cast<int32_t>(j_[key].get<int64_t>());
   }
+  int32_t Count(const char* key, int32_t fallback) const {  // an integer >= 0
+    if (!has(key)) return fallback;
+    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < 0 ||
+        j_[key].get<int64_t>() > INT32_MAX) {
+      throw Error(label_ + ": \"" + key + "\" must be an integer >= 0");
+    }
+    return static_cast<int32_t>(j_[key].get<int64_t>());
+  }
   int32_t Id(const char* key, int32_t fallback) const {
     if (!has(key)) return fallback;
     if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < 0 ||

@@ -25,9 +25,10 @@
 // config.json: hidden_size, num_attention_heads, num_key_value_heads (grouped-query attention:
 // LLaMA 2 70B, LLaMA 3, TinyLlama, SmolLM, Qwen2, Mistral), intermediate_size,
 // num_hidden_layers, rms_norm_eps, rope_theta, rope_scaling (rope_scaling.h: linear, llama3),
-// vocab_size, max_position_embeddings, tie_word_embeddings, bos/eos/pad ids. What tern does not
-// compute (experts, logit soft-capping, a sliding window shorter than the context, biases the
-// family does not have, ...) is refused by name.
+// vocab_size, max_position_embeddings, tie_word_embeddings, bos/eos/pad ids, sliding_window
+// (Mistral; Qwen2 with use_sliding_window). What tern does not compute (experts, logit
+// soft-capping, windows on some layers only, biases the family does not have, ...) is refused
+// by name.
 //
 // Weights are nn.Linear ([out, in], tern's layout): nothing is transposed. The q/k rows need no
 // reordering either: transformers' convert_llama_weights_to_hf.py permutes Meta's
@@ -61,12 +62,15 @@ struct Family {
   // Gemma (1): GeGLU FFN, embeddings scaled by sqrt(hidden_size), RMSNorm gains stored as
   // w with the norm computing (1 + w), tied output, head_dim independent of hidden_size.
   bool gemma;
+  // Sliding-window attention where config.json sets a window (Mistral; Qwen2 when
+  // use_sliding_window, on the layers from max_window_layers on).
+  bool windowed;
 };
 
-const Family kLlama{"llama", "llama", "LLaMA", false, nullptr, 2048, false};
-const Family kQwen2{"qwen2", "qwen2", "Qwen2", true, "use_sliding_window", 32768, false};
-const Family kMistral{"mistral", "mistral", "Mistral", false, nullptr, 4096 * 32, false};
-const Family kGemma{"gemma", "gemma", "Gemma", false, nullptr, 8192, true};
+const Family kLlama{"llama", "llama", "LLaMA", false, nullptr, 2048, false, false};
+const Family kQwen2{"qwen2", "qwen2", "Qwen2", true, "use_sliding_window", 32768, false, true};
+const Family kMistral{"mistral", "mistral", "Mistral", false, nullptr, 4096 * 32, false, true};
+const Family kGemma{"gemma", "gemma", "Gemma", false, nullptr, 8192, true, false};
 const Family* const kFamilies[] = {&kLlama, &kQwen2, &kMistral, &kGemma};
 
 // bfloat16 / float16 rounding of a float32 (round to nearest even), for Gemma's normalizer.
@@ -106,6 +110,30 @@ bool IsSet(const nlohmann::json& v) {
   return true;
 }
 
+// The sliding window of a windowed family (0: none, or one no shorter than the context, which
+// never drops a key). Mistral: "sliding_window" on every layer (null: none). Qwen2: only with
+// "use_sliding_window", and only on the layers from "max_window_layers" on (the first ones
+// attend to everything): tern runs one window for all layers or none.
+int32_t SlidingWindow(const HfConfig& hf, const std::string& label, const Family& family,
+                      int32_t max_positions, int32_t layers) {
+  if (!family.windowed) return 0;
+  if (family.sliding_window_switch != nullptr && !hf.Bool(family.sliding_window_switch, false))
+    return 0;
+  if (!hf.has("sliding_window") || !IsSet(hf.at("sliding_window"))) return 0;
+  const int32_t window = hf.Int("sliding_window", false);
+  if (window >= max_positions) return 0;
+  if (family.sliding_window_switch != nullptr) {
+    const int32_t full = hf.Count("max_window_layers", 0);
+    if (full >= layers) return 0;
+    if (full > 0) {
+      throw Error(label + ": \"max_window_layers\" = " + std::to_string(full) + " of " +
+                  std::to_string(layers) + " layers: " + family.name +
+                  " layers with and without a sliding window in one model are not supported");
+    }
+  }
+  return window;
+}
+
 // Refuses a config field whose value the runtime cannot compute, naming it.
 void RefuseUnsupported(const HfConfig& hf, const std::string& label, const Family& family,
                        int32_t heads, int32_t max_positions) {
@@ -137,16 +165,17 @@ void RefuseUnsupported(const HfConfig& hf, const std::string& label, const Famil
                 ": partial rotary positions are not supported in " + family.name);
   }
   // A window at least as long as the context never drops a key: the plain causal attention.
+  // Mistral and Qwen2 compute one (SlidingWindow); the other families have none.
   const bool window_on =
       family.sliding_window_switch == nullptr || hf.Bool(family.sliding_window_switch, false);
-  if (window_on && hf.has("sliding_window")) {
+  if (!family.windowed && window_on && hf.has("sliding_window") && IsSet(hf.at("sliding_window"))) {
     const int32_t window = hf.Int("sliding_window", false);
     if (window < max_positions) {
-      throw Error(
-          label + ": \"sliding_window\" = " + std::to_string(window) +
-          " is shorter than \"max_position_embeddings\" = " + std::to_string(max_positions) +
-          ": sliding-window attention is not supported (a window of at least the "
-          "context length, or null, is)");
+      throw Error(label + ": \"sliding_window\" = " + std::to_string(window) +
+                  " is shorter than \"max_position_embeddings\" = " +
+                  std::to_string(max_positions) + ": " + family.name +
+                  " has no sliding-window attention (a window of at least the "
+                  "context length, or null, is taken)");
     }
   }
   if (hf.Bool("attention_bias", false)) {
@@ -257,6 +286,7 @@ MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOption
   c.encoder_layers = 0;
   c.decoder_layers = hf.Int("num_hidden_layers", true);
   c.d_ff = hf.Int("intermediate_size", true);
+  c.sliding_window = SlidingWindow(hf, out.config_label, family, c.max_positions, c.decoder_layers);
   c.activation = family.gemma ? ref::Activation::kGeGLU : ref::Activation::kSwiGLU;
   c.norm_placement = NormPlacement::kPre;
   c.norm_kind = ref::NormKind::kRMSNorm;

@@ -28,7 +28,9 @@ class MappedFile {
 
   // A Model::ConsumedHook for a model on a mapping (Open, not Read): drops the whole pages
   // inside [data, data + bytes) from this process (madvise MADV_DONTNEED). The mapping is
-  // private and never written, so a later read loads them from the file again. `user` unused.
+  // private and never written, so a later read loads them from the file again, one page at a
+  // time (MADV_RANDOM on the same range: a tied embedding's rows are read a few at a time, and
+  // readahead around each would bring megabytes of packed weights back). `user` unused.
   static void DropPages(void* user, const void* data, size_t bytes);
 
  private:

@@ -13,7 +13,16 @@
 
 namespace tern {
 
-enum class Architecture : uint8_t { kEncoderDecoder = 0, kDecoderOnly = 1, kUniversal = 2 };
+enum class Architecture : uint8_t {
+  kEncoderDecoder = 0,
+  kDecoderOnly = 1,
+  kUniversal = 2,
+  // The stored form of kDecoderOnly with sliding_window set (FileConfig writes it, the loader
+  // reads it back as kDecoderOnly): a reader older than format 1.7, which ignores
+  // sliding_window, refuses the file as an unknown architecture instead of attending to every
+  // earlier key. Never in a loaded config.
+  kDecoderOnlyWindowed = 3
+};
 enum class NormPlacement : uint8_t { kPost = 0, kPre = 1 };
 enum class RelativeAttention : uint8_t { kShaw = 0, kT5Bias = 1 };
 enum class PositionKind : uint8_t {
@@ -76,6 +85,9 @@ inline uint16_t ValueSince(ref::Activation a) {
   return a == ref::Activation::kGeGLU ? 6 : a == ref::Activation::kSwiGLU ? 2 : 0;
 }
 inline uint16_t ValueSince(PositionKind p) { return p == PositionKind::kRotaryScaled ? 6 : 0; }
+inline uint16_t ValueSince(Architecture a) {
+  return a == Architecture::kDecoderOnlyWindowed ? 7 : 0;
+}
 
 // The config as the writers store it (the file, config.json): the one value that means the
 // default without being it, kv_heads = heads, becomes the default 0, so a multi-head model's file
@@ -98,12 +110,16 @@ inline ref::RotaryFrequencies RotaryFrequenciesOf(const ModelConfig& c) {
   return f;
 }
 
-// The config as the .tern file stores it: StoredConfig, and scaled rotary positions as
-// kRotaryScaled (see there). config.json keeps "rotary" with its rotary_scaling keys.
+// The config as the .tern file stores it: StoredConfig, scaled rotary positions as
+// kRotaryScaled and a windowed decoder-only model as kDecoderOnlyWindowed (see there).
+// config.json keeps "rotary" with its rotary_scaling keys, and "decoder_only" with its
+// sliding_window.
 inline ModelConfig FileConfig(ModelConfig c) {
   c = StoredConfig(c);
   if (c.position == PositionKind::kRotary && c.rotary_scaling != ref::RotaryScaling::kNone)
     c.position = PositionKind::kRotaryScaled;
+  if (c.architecture == Architecture::kDecoderOnly && c.sliding_window != 0)
+    c.architecture = Architecture::kDecoderOnlyWindowed;
   return c;
 }
 

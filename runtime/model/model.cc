@@ -49,6 +49,26 @@ Status UnstorePosition(ModelConfig* c) {
   return Status::Ok();
 }
 
+// The stored form of a windowed decoder-only model (config.h,
+// Architecture::kDecoderOnlyWindowed) back to kDecoderOnly; a file whose architecture and
+// sliding_window disagree is refused.
+Status UnstoreArchitecture(ModelConfig* c) {
+  if (c->architecture == Architecture::kDecoderOnlyWindowed) {
+    if (c->sliding_window == 0) {
+      return Status::Error(StatusCode::kInvalidConfig,
+                           "config.architecture = decoder_only_windowed needs "
+                           "config.sliding_window");
+    }
+    c->architecture = Architecture::kDecoderOnly;
+  } else if (c->architecture == Architecture::kDecoderOnly && c->sliding_window != 0) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.sliding_window = %d is stored with config.architecture = "
+                         "decoder_only_windowed (format 1.7), not decoder_only",
+                         c->sliding_window);
+  }
+  return Status::Ok();
+}
+
 // Enum values this reader does not know (a newer file, or corrupt bytes) are refused before any
 // cast to a C++ enum.
 Status CheckEnums(const schema::Config& s) {
@@ -171,6 +191,14 @@ Status CheckModelConfig(const ModelConfig& c) {
         c.rotary_original_max_positions, static_cast<double>(c.rotary_low_freq_factor),
         static_cast<double>(c.rotary_high_freq_factor));
   }
+  // The windowed cache is a ring (slot = position mod window): keys are found by slot, not by
+  // distance, which relative positions (Shaw, T5) would need.
+  if (c.sliding_window != 0 && (!decoder_only || c.position == PositionKind::kRelative)) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.sliding_window = %d needs a decoder-only model without relative "
+                         "positions",
+                         c.sliding_window);
+  }
   const int32_t min_vocab =
       decoder_only || c.tgt_vocab_size < c.src_vocab_size ? c.tgt_vocab_size : c.src_vocab_size;
   const struct {
@@ -265,6 +293,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
   TERN_RETURN_IF_ERROR(CheckEnums(*model.root_->config()));
   model.config_ = ReadConfig(*model.root_->config());
   TERN_RETURN_IF_ERROR(UnstorePosition(&model.config_));
+  TERN_RETURN_IF_ERROR(UnstoreArchitecture(&model.config_));
   TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
   if (model.root_->shortlist() != nullptr &&

@@ -21,6 +21,12 @@ int64_t ScratchRows(const Limits& l) {
   const int64_t p = PrefillRows(l);
   return p > l.max_batch ? p : l.max_batch;
 }
+// Cache rows per sequence: every position, or with a sliding window only the last window ones
+// (a ring: position t in row t mod window; transformer_layer.h).
+int64_t CacheRows(const ModelConfig& c, const Limits& l) {
+  return c.sliding_window > 0 && c.sliding_window < l.max_target_length ? c.sliding_window
+                                                                        : l.max_target_length;
+}
 
 }  // namespace
 
@@ -67,6 +73,7 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   const size_t ff = static_cast<size_t>(c.d_ff);
   const size_t b = static_cast<size_t>(limits.max_batch);
   const size_t t = static_cast<size_t>(limits.max_target_length);
+  const size_t cache_rows = static_cast<size_t>(CacheRows(c, limits));
   const size_t rows = static_cast<size_t>(ScratchRows(limits));
   const size_t layers = static_cast<size_t>(c.decoder_layers);
   // Positions stay below the cache capacity (max_target_length): that many table rows suffice
@@ -75,7 +82,7 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   ArenaPlan& p = plan->arena;
   p.Add("layers", layers, kPrepare, kRun, &layers_.decoder_only);
   p.Add("positions", positions, kPrepare, kRun, &position_tables_, positions > 0);
-  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), t, d_kv), kRun, kRun, &kv_);
+  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), cache_rows, d_kv), kRun, kRun, &kv_);
   p.Add("x", CheckedMul(rows, d), kRun, kRun, &x_);
   // q and attn hold the heads (d_q = heads * d_head) and also d_model-wide rows (the attention
   // output, the normed input): the wider of the two.
@@ -116,7 +123,7 @@ void DecoderOnly::Start() {
 }
 
 KeyValues DecoderOnly::Cache(int layer) const {
-  return KeyValues::OfLayer(kv_, layer, limits_.max_batch, limits_.max_target_length,
+  return KeyValues::OfLayer(kv_, layer, limits_.max_batch, CacheRows(config_, limits_),
                             config_.d_kv());
 }
 
@@ -154,11 +161,15 @@ Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* l
   const int32_t vocab = config_.tgt_vocab_size;
   // One prompt at a time: all its tokens go through each layer together (the rows of every
   // linear call), with the causal mask, their K/V into the sequence's cache row; only its last
-  // row needs logits.
+  // row needs logits. With a sliding window shorter than the prompt, the cache holds only the
+  // first `window` tokens' K/V: the rest go one by one as steps, each replacing the ring row of
+  // the key that just left its window.
+  const int64_t window = CacheRows(config_, limits_);
   for (int32_t b = 0; b < batch; ++b) {
-    const int32_t count = lengths[b];
+    const int32_t* prompt = ids + b * stride;
+    const int32_t count = static_cast<int32_t>(std::min<int64_t>(lengths[b], window));
     for (int32_t i = 0; i < count; ++i) position_ids_[i] = i;
-    Embed(ids + b * stride, position_ids_, count, x_);
+    Embed(prompt, position_ids_, count, x_);
     SequenceShape shape;
     shape.seq = count;
     shape.lengths = &count;
@@ -167,6 +178,16 @@ Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* l
     for (int l = 0; l < config_.decoder_layers; ++l)
       LayerForward(config_, layers_.decoder_only[l], x_, shape, Cache(l), scratch_);
     float* last = x_ + (count - 1) * d;
+    for (int32_t i = count; i < lengths[b]; ++i) {
+      Embed(prompt + i, &i, 1, x_);
+      StepShape step;
+      step.rows = 1;
+      step.positions = &i;  // K/V through scratch, as the planned step operators write them
+      for (int l = 0; l < config_.decoder_layers; ++l)
+        LayerStep(config_, layers_.decoder_only[l], x_, step,
+                  Cache(l).OfSequence(b, config_.d_kv()), nullptr, scratch_);
+      last = x_;
+    }
     FinalNorm(config_, scratch_.kernels, weights_.decoder_norm, last, 1);
     Linear(last, 1, d, weights_.output, logits_ + static_cast<int64_t>(b) * vocab, vocab);
     lengths_[b] = lengths[b];

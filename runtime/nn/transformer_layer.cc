@@ -71,15 +71,17 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
   Linear(in, rows, d, w.self_attn.q, s.q, dq);
   if (shape.positions == nullptr) {
-    // One position t for every row: the new K/V rows go straight into row t of each sequence's
-    // cache, so the causal mask is simply "keys 0..t" (the future is not there yet).
+    // One position t for every row: the new K/V rows go straight into row t (mod a window's
+    // ring) of each sequence's cache, so the causal mask is simply "the keys there" (the
+    // future is not there yet).
     const int64_t t = shape.position;
-    Linear(in, rows, d, w.self_attn.k, self.k + t * d_kv, stride);
-    Linear(in, rows, d, w.self_attn.v, self.v + t * d_kv, stride);
+    const int64_t slot = t % self.capacity;
+    Linear(in, rows, d, w.self_attn.k, self.k + slot * d_kv, stride);
+    Linear(in, rows, d, w.self_attn.v, self.v + slot * d_kv, stride);
     if (rotary != nullptr) {
       ops::ApplyRotary(*rotary, s.q, rows, dq, c.heads, c.d_head(), t, 0);
-      ops::ApplyRotary(*rotary, self.k + t * d_kv, rows, stride, c.kv_head_count(), c.d_head(), t,
-                       0);
+      ops::ApplyRotary(*rotary, self.k + slot * d_kv, rows, stride, c.kv_head_count(), c.d_head(),
+                       t, 0);
     }
   } else {
     // Sequences at different positions (a batch of prompts of different lengths): the rows
@@ -93,19 +95,21 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
         ops::ApplyRotary(*rotary, s.q + r * dq, 1, dq, c.heads, c.d_head(), t, 0);
         ops::ApplyRotary(*rotary, s.k + r * d_kv, 1, d_kv, c.kv_head_count(), c.d_head(), t, 0);
       }
-      std::memcpy(self.k + r * stride + t * d_kv, s.k + r * d_kv, row_bytes);
-      std::memcpy(self.v + r * stride + t * d_kv, s.v + r * d_kv, row_bytes);
+      const int64_t slot = t % self.capacity;
+      std::memcpy(self.k + r * stride + slot * d_kv, s.k + r * d_kv, row_bytes);
+      std::memcpy(self.v + r * stride + slot * d_kv, s.v + r * d_kv, row_bytes);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
+    const int64_t keys = t < self.capacity ? t + 1 : self.capacity;  // a full ring: all of it
     ref::AttentionMask mask;
-    mask.key_length = t + 1;
+    mask.key_length = keys;
     ref::RelativePositions terms;
     const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
     ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, self.k + r * stride, d_kv,
-                            self.v + r * stride, d_kv, 1, t + 1, c.heads, c.d_head(), mask,
-                            s.scores, s.attn + r * dq, dq, rel, c.kv_head_count());
+                            self.v + r * stride, d_kv, 1, keys, c.heads, c.d_head(), mask, s.scores,
+                            s.attn + r * dq, dq, rel, c.kv_head_count());
   }
   FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
 

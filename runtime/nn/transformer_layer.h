@@ -36,11 +36,19 @@ struct LayerScratch {
   ops::Kernels kernels;  // attention, norm and activation kernels (reference by default)
 };
 
-// The K/V rows of one attention: sequence s's row j at k + (s * capacity + j) * d_kv.
+// The K/V rows of one attention: sequence s's row j at k + (s * capacity + j) * d_kv. A
+// self-attention cache with fewer rows than positions (a sliding window) is a ring: position t
+// in row t mod capacity, so it holds exactly the last `capacity` positions, which a step attends
+// to all (their order does not matter to softmax, and rotary keys carry their own positions).
 struct KeyValues {
   float* k = nullptr;
   float* v = nullptr;
   int64_t capacity = 0;
+
+  // Sequence s's rows alone (as sequence 0).
+  KeyValues OfSequence(int64_t s, int64_t d_kv) const {
+    return KeyValues{k + s * capacity * d_kv, v + s * capacity * d_kv, capacity};
+  }
 
   // Layer i's in a stack's caches: per layer K then V, each [sequences, capacity, d_kv].
   static KeyValues OfLayer(float* caches, int64_t i, int64_t sequences, int64_t capacity,

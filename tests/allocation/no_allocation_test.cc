@@ -358,7 +358,9 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   for (const LmVariant& v : variants)
     for (int style : {0, 1, 2}) {
       const bool llama = style > 0;
-      INFO(v.name << (style == 2 ? ", Gemma-style" : llama ? ", LLaMA-style" : ", GPT-2 style"));
+      INFO(v.name << (style == 2 ? ", Gemma-style"
+                      : llama    ? ", Mistral-style (sliding window)"
+                                 : ", GPT-2 style"));
       ModelConfig config = WideDecoderOnly();
       config.activation = ref::Activation::kGELUTanh;
       config.position = PositionKind::kLearned;
@@ -370,8 +372,10 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
         config.norm_kind = ref::NormKind::kRMSNorm;
         config.activation = ref::Activation::kSwiGLU;
         config.tied_output = false;
+        config.sliding_window = 5;  // Mistral: a ring cache, prompts of up to 12 tokens
       }
       if (style == 2) {  // GeGLU, a head size of its own, linear-scaled rotary, one K/V head
+        config.sliding_window = 0;
         config.activation = ref::Activation::kGeGLU;
         config.head_dim = 2 * config.d_model / config.heads;
         config.kv_heads = 1;

@@ -27,13 +27,15 @@ struct ExpectedOutputs {
 struct ParityResult {
   float encoder_error = 0;   // max |runtime - expected| over unpadded encoder rows
   float logit_error = 0;     // max over teacher-forced logits
-  bool greedy_equal = true;  // every sentence's greedy ids identical
+  bool greedy_equal = true;  // every sentence's greedy ids identical, alone and batched
   std::string greedy_detail;
+  std::vector<std::vector<int32_t>> greedy;  // each sentence's ids, translated alone
 };
 
 // tests/fixtures/checkpoints/<relative>; LoadExpected reads a generator's expected.safetensors;
-// RunParity converts with `options`, runs the model through Session / EncoderDecoder and
-// compares with `expected`; ConvertError says why a conversion fails.
+// RunParity converts with `options`, runs the model through Session / EncoderDecoder on
+// `backend` and compares with `expected` (greedy: each sentence alone, then the whole batch);
+// ConvertError says why a conversion fails.
 inline std::string CheckpointFixture(const std::string& relative) {
   return std::string(TERN_FIXTURES) + "/checkpoints/" + relative;
 }
@@ -73,10 +75,8 @@ inline std::string ConvertError(const convert::ConvertOptions& options) {
   return "";
 }
 
-// backend: the session's (kAuto: XNNPACK when built with it). Greedy ids are checked one
-// sentence at a time and, with batched, also as one padded batch.
 inline ParityResult RunParity(const convert::ConvertOptions& options, const ExpectedOutputs& e,
-                              Backend backend = Backend::kAuto, bool batched = false) {
+                              Backend backend = Backend::kAuto) {
   const convert::TernContents contents = convert::BuildContents(options);
   AlignedBytes bytes(convert::SerializeModel(contents));
   auto model = Model::Load(bytes.data(), bytes.size());
@@ -92,6 +92,8 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   Session session;
   Status s = session.Prepare(model.value(), limits, arena.data(), arena.size());
   if (!s.ok()) throw std::runtime_error(s.message());
+  if (backend != Backend::kAuto && session.backend() != backend)
+    throw std::runtime_error(std::string("prepared another backend: ") + session.backend_report());
   const ModelConfig& c = model->config();
   const int64_t d = c.d_model, vocab = c.tgt_vocab_size;
   EncoderDecoder& ed = tern::internal::encoder_decoder(session);
@@ -130,35 +132,29 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
                             static_cast<size_t>(e.src_lengths[b]));
     s = session.TranslateIds(src, Span<int32_t>(out.data(), out.size()), &produced, greedy);
     if (!s.ok()) throw std::runtime_error(s.message());
-    std::vector<int32_t> got(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+    r.greedy.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(produced));
+  }
+  // The whole batch at once.
+  std::vector<int32_t> batch_out(static_cast<size_t>(e.batch * e.max_len));
+  std::vector<int32_t> batch_lengths(static_cast<size_t>(e.batch));
+  s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
+                           static_cast<int32_t>(e.batch), greedy, batch_out.data(), e.max_len,
+                           batch_lengths.data());
+  if (!s.ok()) throw std::runtime_error(s.message());
+  for (int64_t b = 0; b < e.batch; ++b) {
     std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
                               e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
-    if (got != want) {
+    std::vector<int32_t> batched(batch_out.begin() + b * e.max_len,
+                                 batch_out.begin() + b * e.max_len + batch_lengths[b]);
+    for (const auto* got : {&r.greedy[b], &batched}) {
+      if (*got == want) continue;
       r.greedy_equal = false;
-      r.greedy_detail += "sentence " + std::to_string(b) + ": got";
-      for (int32_t v : got) r.greedy_detail += " " + std::to_string(v);
+      r.greedy_detail +=
+          "sentence " + std::to_string(b) + (got == &batched ? " batched" : "") + ": got";
+      for (int32_t v : *got) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += ", want";
       for (int32_t v : want) r.greedy_detail += " " + std::to_string(v);
       r.greedy_detail += "; ";
-    }
-  }
-  if (batched) {
-    const int64_t n = e.batch;
-    std::vector<int32_t> ids(static_cast<size_t>(n * e.max_len));
-    std::vector<int32_t> lengths(static_cast<size_t>(n));
-    s = session.TranslateIds(e.src_ids.data(), e.src_seq, e.src_lengths.data(),
-                             static_cast<int32_t>(n), greedy, ids.data(), e.max_len, lengths.data(),
-                             nullptr);
-    if (!s.ok()) throw std::runtime_error(s.message());
-    for (int64_t b = 0; b < n; ++b) {
-      const std::vector<int32_t> got(ids.begin() + b * e.max_len,
-                                     ids.begin() + b * e.max_len + lengths[b]);
-      const std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
-                                      e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
-      if (got != want) {
-        r.greedy_equal = false;
-        r.greedy_detail += "batched sentence " + std::to_string(b) + " differs; ";
-      }
     }
   }
   return r;

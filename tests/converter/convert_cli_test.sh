@@ -52,6 +52,16 @@ check "annotated converts to int4" test -s "$work/ann.tern"
 out=$(printf '5 9 12 0\n' | tern translate -m "$work/marian.tern" --ids --max-length 10)
 check "the marian model translates" test -n "$out"
 
+# T5 from text: the spiece.model beside the checkpoint embedded, task prefixes as plain text, the
+# output PyTorch's greedy ids decoded (tests/fixtures/checkpoints/t5/translate.tsv, by
+# make_t5_fixture.py).
+tern convert "$fixtures/t5/pytorch_model.bin" --arch auto -o "$work/t5.tern" --quiet
+check "t5 converts with the spiece.model beside it" test -s "$work/t5.tern"
+out=$(cut -f1 "$fixtures/t5/translate.tsv" | tern translate -m "$work/t5.tern" --max-length 10)
+check "the t5 model translates text as PyTorch does" test "$out" == "$(cut -f2 "$fixtures/t5/translate.tsv")"
+out=$(cut -f1 "$fixtures/t5/translate.tsv" | tern translate -m "$work/t5.tern" --max-length 10 --batch 2)
+check "the t5 model translates a batch of text as PyTorch does" test "$out" == "$(cut -f2 "$fixtures/t5/translate.tsv")"
+
 notes=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/notes.tern" 2>&1 >/dev/null)
 check "notes name the verified position table" grep -q "verified and dropped model.encoder.embed_positions.weight" <<<"$notes"
 check "notes name the tied lm_head" grep -q "dropped lm_head.weight: tied to model.shared.weight" <<<"$notes"
@@ -133,10 +143,12 @@ expect_error "bad --keep" 2 "expected DTYPE:PATTERN" \
   tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/x.tern" --keep fp16
 expect_error "auto-budget without a floor dtype" 2 "--auto-budget needs" \
   tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/x.tern" --auto-budget 50%
-expect_error "unknown arch" 1 'unknown --arch "t5"' tern convert "$fixtures/marian/pytorch_model.bin" --arch t5 -o "$work/x.tern"
+expect_error "unknown arch" 1 'unknown --arch "xlnet"' tern convert "$fixtures/marian/pytorch_model.bin" --arch xlnet -o "$work/x.tern"
 expect_error "bad --set" 2 "expected KEY=VALUE" \
   tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads -o "$work/x.tern"
 check "convert --help exits 0" eval "tern convert --help >/dev/null"
+check "convert --help lists t5 and mt5" grep -q "t5 (Hugging Face T5 v1.0 / v1.1" <<<"$(tern convert --help)"
+check "convert --help lists mt5" grep -q "mt5 (mT5: the T5 layout)" <<<"$(tern convert --help)"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
 # target is replaced; exclusive creation without --force; errors carry the reason.

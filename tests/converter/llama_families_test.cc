@@ -1,5 +1,6 @@
 // The LLaMA-layout families of converter/architectures/llama.cc beyond LLaMA 1: each fixture
-// (tools/fixtures/make_llama_fixture.py --llama3 / --linear / --qwen2, references in
+// (tools/fixtures/make_llama_fixture.py --llama3 / --linear / --qwen2 / --gemma / --mistral,
+// references in
 // tools/model/llama_torch.py) converts with its --arch (and with --arch auto from config.json),
 // matches its PyTorch logits within 1e-4 at every step of prefill and decode, alone and batched,
 // on both backends, with identical greedy continuations; int8 and int4 greedy ids are pinned.
@@ -8,8 +9,10 @@
 //   qwen2         Qwen2: q/k/v biases, grouped-query attention, rope_theta 10^6, tied
 //   gemma         Gemma: GeGLU, sqrt(d) embedding scale, (1 + w) RMSNorm, tied, head_dim 16
 //                 with d_model 32 and 4 heads (heads * head_dim = 64), multi-query attention
+//   mistral       Mistral: sliding-window attention (window 4, shorter than the prompts and the
+//                 continuations), grouped-query attention, untied
 // Config fields tern does not implement are refused by name (rope types, soft-capping, experts,
-// sliding windows shorter than the context).
+// Qwen2 windows on some layers only).
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -66,6 +69,12 @@ const Family kFamilies[] = {
      {13, 13, 13, 13, 23, 23, 27, 22, 8, 20, 22, 42},
      {13, 13, 13, 13, 23, 23, 27, 36, 36, 36, 36, 32},
      {13, 13, 13, 13, 23, 23, 27, 36, 36, 36, 36, 32}},
+    {"mistral",
+     "mistral",
+     {29, 36, 38, 19, 19, 19, 35, 35, 35, 35, 29, 14},
+     {29, 36, 38, 19, 19, 19, 35, 35, 35, 35, 29, 14},
+     {44, 38, 6, 6, 6, 14, 21, 9, 35, 45, 44, 45},
+     {44, 38, 6, 6, 6, 14, 21, 9, 38, 43, 5, 5}},
 };
 
 ConvertOptions Options(const Family& f, DType dtype = DType::kF32, const char* arch = nullptr) {
@@ -77,9 +86,9 @@ ConvertOptions Options(const Family& f, DType dtype = DType::kF32, const char* a
 }
 
 TEST_CASE(
-    "LLaMA 3 (llama3 rope scaling), linear rope scaling, Qwen2 and Gemma match PyTorch at every "
-    "step, alone and batched, both backends",
-    "[architectures][llama][qwen2][gemma]") {
+    "LLaMA 3 (llama3 rope scaling), linear rope scaling, Qwen2, Gemma and Mistral (sliding "
+    "window) match PyTorch at every step, alone and batched, both backends",
+    "[architectures][llama][qwen2][gemma][mistral]") {
   for (const Family& f : kFamilies) {
     INFO(f.fixture);
     const LmExpected e = testing::LoadLmExpected(std::string(f.fixture) + "/expected.safetensors");
@@ -99,8 +108,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("LLaMA 3, linear-scaled LLaMA, Qwen2 and Gemma: int8 and int4 greedy ids are pinned",
-          "[architectures][llama][qwen2][gemma]") {
+TEST_CASE(
+    "LLaMA 3, linear-scaled LLaMA, Qwen2, Gemma and Mistral: int8 and int4 greedy ids are pinned",
+    "[architectures][llama][qwen2][gemma][mistral]") {
   for (const Family& f : kFamilies) {
     INFO(f.fixture);
     const LmExpected e = testing::LoadLmExpected(std::string(f.fixture) + "/expected.safetensors");
@@ -254,14 +264,15 @@ TEST_CASE(
     CHECK(ConvertError(copy.Write()) ==
           copy.config_path() +
               ": --arch auto does not know \"model_type\" \"gemma2\" (architectures "
-              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian, bart, "
-              "mbart");
+              "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian, t5, "
+              "mt5, bart, mbart");
   }
 }
 
 // Mistral (v0.2 on: sliding_window null) is the LLaMA network; the LLaMA fixture with a
-// MistralConfig converts to the same tensors. A window shorter than the context is refused.
-TEST_CASE("Mistral converts as LLaMA without a sliding window; a shorter window is refused",
+// MistralConfig converts to the same tensors. A window shorter than the context is stored
+// (the mistral fixture runs it); LLaMA itself has none.
+TEST_CASE("Mistral converts as LLaMA without a sliding window; a shorter window is stored",
           "[architectures][mistral]") {
   testing::FixtureCopy copy("llama_gqa/model.safetensors", "llama_gqa/config.json", "mistral");
   copy.config["model_type"] = "mistral";
@@ -281,14 +292,24 @@ TEST_CASE("Mistral converts as LLaMA without a sliding window; a shorter window 
   }
   copy.arch = "mistral";
   copy.config["sliding_window"] = 32;  // = max_position_embeddings: never drops a key
-  CHECK(BuildContents(copy.Write()).config.kv_heads == 2);
+  CHECK(BuildContents(copy.Write()).config.sliding_window == 0);
   copy.config["sliding_window"] = 16;
+  const TernContents windowed = BuildContents(copy.Write());
+  CHECK(windowed.config.sliding_window == 16);
+  CHECK(FormatMinor(windowed) == 7);
+  copy.config["sliding_window"] = -3;
+  CHECK(ConvertError(copy.Write()) ==
+        copy.config_path() + ": \"sliding_window\" must be a positive integer");
+  copy.config["sliding_window"] = 16;
+  copy.config["model_type"] = "llama";
+  copy.config["architectures"] = {"LlamaForCausalLM"};
+  copy.arch = "llama";
   CHECK(ConvertError(copy.Write()) ==
         copy.config_path() +
-            ": \"sliding_window\" = 16 is shorter than \"max_position_embeddings\" = 32: "
-            "sliding-window attention is not supported (a window of at least the context "
-            "length, or null, is)");
-  copy.arch = "llama";
+            ": \"sliding_window\" = 16 is shorter than \"max_position_embeddings\" = 32: LLaMA "
+            "has no sliding-window attention (a window of at least the context length, or "
+            "null, is taken)");
+  copy.config["model_type"] = "mistral";
   CHECK(ConvertError(copy.Write()) ==
         copy.config_path() +
             ": \"model_type\" is \"mistral\", not \"llama\" (convert it with --arch mistral)");
@@ -353,10 +374,6 @@ TEST_CASE("LLaMA-layout configs: what tern does not implement is refused by name
        "\"num_local_experts\" = 8: mixture of experts is not supported"},
       {"qwen2", "qwen2", "num_experts", 4,
        "\"num_experts\" = 4: mixture of experts is not supported"},
-      {"qwen2", "qwen2", "use_sliding_window", true,
-       "\"sliding_window\" = 16 is shorter than \"max_position_embeddings\" = 32: "
-       "sliding-window attention is not supported (a window of at least the context length, "
-       "or null, is)"},
       {"qwen2", "llama", "model_type", "qwen2",
        "\"model_type\" is \"qwen2\", not \"llama\" (convert it with --arch qwen2)"},
       {"qwen2", "qwen2", "hidden_act", "gelu",
@@ -378,6 +395,22 @@ TEST_CASE("LLaMA-layout configs: what tern does not implement is refused by name
     CHECK_THAT(ConvertError(copy.Write()),
                ContainsSubstring("tensor \"model.layers.1.self_attn.k_proj.bias\" is missing "
                                  "(Qwen2 attention has q/k/v biases)"));
+  }
+  {
+    // Qwen2's window: only with use_sliding_window, on the layers from max_window_layers on
+    // (the fixture: 2 of 2 layers attend to everything).
+    testing::FixtureCopy copy("qwen2/model.safetensors", "qwen2/config.json", "qwen2");
+    copy.config["use_sliding_window"] = true;
+    CHECK(BuildContents(copy.Write()).config.sliding_window == 0);
+    copy.config["max_window_layers"] = 0;
+    CHECK(BuildContents(copy.Write()).config.sliding_window == 16);
+    copy.config["max_window_layers"] = 1;
+    CHECK(ConvertError(copy.Write()) ==
+          copy.config_path() +
+              ": \"max_window_layers\" = 1 of 2 layers: Qwen2 layers with and without a sliding "
+              "window in one model are not supported");
+    copy.config["use_sliding_window"] = false;
+    CHECK(BuildContents(copy.Write()).config.sliding_window == 0);
   }
   {
     testing::FixtureCopy copy("qwen2/model.safetensors", "qwen2/config.json", "qwen2");

@@ -55,5 +55,27 @@ check "the table names batch and tokens" grep -q 'for 2 x 6 tokens from 7-token 
 err=$(tern bench -m "$work/m.tern" --batch 0 2>&1 >/dev/null)
 check "--batch 0 fails naming the flag" grep -q -- '--batch and --beam must be >= 1' <<<"$err"
 
+# A language model: prefill and decode of deterministic prompts; the ids are what tern generate
+# gives the same prompt, and prompt 0 of a batch is the batch-1 run.
+tern convert "$fixtures/checkpoints/mistral/model.safetensors" --arch mistral -o "$work/lm.tern" \
+  --quiet
+lm=(-m "$work/lm.tern" --prompt-length 7 --tokens 9 --repeat 1 --warmup 0 --json)
+lm_one=$(tern bench "${lm[@]}")
+check "an LM reports prefill and decode" \
+  test "$(field "$lm_one" 'j["prompt_length"], j["tokens"], len(j["ids"]), j["prefill_ms"] > 0, j["decode_ms_per_token"] > 0')" == "(7, 9, 9, True, True)"
+prompt_ids=$(field "$lm_one" '" ".join(map(str, j["prompt_ids"]))')
+generated=$(tern generate -m "$work/lm.tern" --ids "$prompt_ids" --max-new-tokens 9 --ignore-eos)
+check "an LM's ids are tern generate's for its prompt" \
+  test "$(field "$lm_one" '" ".join(map(str, j["ids"]))')" == "$generated"
+lm_three=$(tern bench "${lm[@]}" --batch 3)
+check "prompt 0 of an LM batch is the batch-1 run" \
+  test "$(field "$lm_three" 'j["ids_batch"][:9]')" == "$(field "$lm_one" 'j["ids"]')"
+check "an LM's decode tokens/s counts every prompt" \
+  test "$(field "$lm_three" 'abs(j["decode_tokens_per_s"] - 3 * 1000 / j["decode_ms_per_token"]) < 1e-6 * j["decode_tokens_per_s"]')" == True
+err=$(tern bench -m "$work/lm.tern" --beam 2 2>&1 >/dev/null)
+check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length and --no-shortlist are for translation models' <<<"$err"
+err=$(tern bench "${common[@]}" --prompt-length 4 2>&1 >/dev/null)
+check "--prompt-length on a translation model fails naming it" grep -q -- '--prompt-length is for language models' <<<"$err"
+
 echo "$pass passed, $failures failed"
 test "$failures" -eq 0

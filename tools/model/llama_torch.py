@@ -33,7 +33,9 @@ them to inv_freq), written here from their definitions:
     (1 - s) inv_freq_i / factor + s inv_freq_i with s = (L / w_i - low) / (high - low).
 
 The families that share this layout (config.json model_type): llama (LLaMA 1/2/3, TinyLlama,
-SmolLM), mistral (the same network; its sliding window is not modelled here), qwen2 (Qwen2 /
+SmolLM), mistral (the same network, with sliding-window attention where config.json's
+sliding_window is set: the query at position i attends to keys i - sliding_window + 1 .. i,
+as Mistral's reference code and transformers' sliding-window mask do), qwen2 (Qwen2 /
 Qwen2.5: q_proj, k_proj and v_proj have biases, o_proj has none) and gemma (Gemma 1, Gemma
 Team 2024, as transformers' modeling_gemma.py computes it):
   h_0 = E[tokens] * sqrt(hidden_size)      (the normalizer as a tensor of the activations'
@@ -150,6 +152,7 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.dh, d, bias=False)
         self.rotary_emb = LlamaRotaryEmbedding(self.dh, cfg.get("rope_theta", 10000.0),
                                                cfg.get("rope_scaling"))
+        self.window = cfg.get("sliding_window") if cfg.get("model_type") == "mistral" else None
 
     def forward(self, x):
         q = causal_lm.split_heads(self.q_proj(x), self.heads)
@@ -158,7 +161,11 @@ class LlamaAttention(nn.Module):
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
         group = self.heads // self.kv_heads
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        return self.o_proj(causal_lm.causal_attention(q, k, v))
+        T = x.shape[1]
+        hidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # the future
+        if self.window:  # and the keys window or more positions back
+            hidden |= torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window)
+        return self.o_proj(causal_lm.causal_attention(q, k, v, hidden))
 
 
 class LlamaMLP(nn.Module):

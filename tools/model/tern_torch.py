@@ -141,6 +141,8 @@ class Config:
     rotary_original_max_positions: int = 0
     # Format 1.6: columns per head (0 = d_model / heads); not implemented here.
     head_dim: int = 0
+    # Format 1.7: sliding-window attention of decoder-only models (llama_torch.py's Mistral).
+    sliding_window: int = 0
     # Format 1.7: LayerNorm(embeddings + positions) before each stack's first layer (BART's
     # layernorm_embedding; norm_kind and layer_norm_eps as every norm).
     layernorm_embedding: bool = False
@@ -216,6 +218,8 @@ class Config:
             raise ValueError("rotary_scaling not supported (decoder-only: llama_torch.py)")
         if self.head_dim:
             raise ValueError("head_dim not supported (decoder-only: llama_torch.py's Gemma)")
+        if self.sliding_window:
+            raise ValueError("sliding_window is for decoder-only models (llama_torch.py's Mistral)")
         if self.universal_steps or self.act_threshold:
             raise ValueError("universal_steps and act_threshold need architecture 'universal' "
                              "(universal_torch.UniversalConfig)")
@@ -226,8 +230,8 @@ class Config:
                  "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
                  "universal_steps", "act_threshold", "rotary_scaling", "rotary_scaling_factor",
                  "rotary_low_freq_factor", "rotary_high_freq_factor",
-                 "rotary_original_max_positions", "head_dim", "layernorm_embedding",
-                 "forced_bos_id")
+                 "rotary_original_max_positions", "head_dim", "sliding_window",
+                 "layernorm_embedding", "forced_bos_id")
 
     def to_dict(self) -> dict:
         # Defaults of this class, not of a subclass: an omitted key means the runtime's default.

@@ -16,9 +16,6 @@
 //                     of all sentences per second) from it.
 // The sources are deterministic (BenchSource below; bench/peers use the same formula), so every
 // engine translates the same ids and the generated ids can be compared.
-#include <sys/resource.h>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +31,8 @@
 #include "runtime/decoding/beam_search.h"
 #include "runtime/decoding/greedy.h"
 #include "tools/tern/args.h"
+#include "tools/tern/bench_lm.h"
+#include "tools/tern/bench_util.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/load.h"
 #include "tools/tern/session_flags.h"
@@ -44,6 +43,10 @@ namespace {
 
 const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
+    "\n"
+    "A language model (decoder-only): a batch of --batch prompts of --prompt-length tokens is\n"
+    "prefilled and --tokens tokens per prompt generated greedily (EOS not stopping them):\n"
+    "prefill and decode tokens/s, arena and peak RSS.\n"
     "\n"
     "Measures one model on a batch of --batch sentences: load + prepare, encode (--source-length\n"
     "and 128-token sources), greedy (or --beam K) decoding of exactly --tokens tokens per\n"
@@ -57,7 +60,9 @@ const char kHelp[] =
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend NAME        auto (default), xnnpack or reference\n"
     "  --source-length N     source tokens incl. EOS for the translation (default 32)\n"
-    "  --tokens N            generated tokens per translation (default 32)\n"
+    "  --tokens N            generated tokens per translation (default 32; language models:\n"
+    "                        per prompt, default 128)\n"
+    "  --prompt-length N     language models: prompt tokens (default 128)\n"
     "  --batch B             sentences translated together (default 1)\n"
     "  --beam K              beam search with K beams (default 1: greedy)\n"
     "  --repeat R            timed runs per measurement (default 5)\n"
@@ -67,63 +72,17 @@ const char kHelp[] =
     "  --no-shortlist        ignore the model's vocabulary shortlist; with one (and without\n"
     "                        this flag) every run is timed with and without it, interleaved\n";
 
-using Clock = std::chrono::steady_clock;
+using bench::Check;
+using bench::Clock;
+using bench::CpuMs;
+using bench::Median;
+using bench::Memory;
+using bench::Ms;
+using bench::ReadMemory;
 
-double Ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// CPU time of the whole process (all threads), ms: on a shared machine, less disturbed than
-// wall time by other processes taking the CPU (not by their use of caches and memory).
-double CpuMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// `batch` sources of `length` ids each, row after row (sentence 0 is the batch-1 source).
+// `batch` sources of `length` ids each, ending with EOS, row after row.
 std::vector<int32_t> BenchSource(int32_t length, int32_t batch, const ModelConfig& config) {
-  std::vector<int32_t> ids(static_cast<size_t>(length) * batch);
-  const int64_t span = config.src_vocab_size - 4;
-  for (int32_t b = 0; b < batch; ++b) {
-    int32_t* row = ids.data() + static_cast<size_t>(b) * length;
-    for (int32_t i = 0; i + 1 < length; ++i) {
-      const int64_t n = static_cast<int64_t>(b) * length + i;
-      row[i] = static_cast<int32_t>(4 + (n * 7919 + 17) % span);
-    }
-    row[length - 1] = config.eos_id;
-  }
-  return ids;
-}
-
-// Peak resident set (VmHWM) and the current anonymous / file-backed parts, in bytes.
-struct Memory {
-  long long peak = 0, anon = 0, file = 0;
-};
-
-Memory ReadMemory() {
-  Memory m;
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    long long kb = 0;
-    if (std::sscanf(line.c_str(), "VmHWM: %lld kB", &kb) == 1) m.peak = kb * 1024;
-    if (std::sscanf(line.c_str(), "RssAnon: %lld kB", &kb) == 1) m.anon = kb * 1024;
-    if (std::sscanf(line.c_str(), "RssFile: %lld kB", &kb) == 1) m.file = kb * 1024;
-  }
-  if (m.peak == 0) {  // No /proc: getrusage's ru_maxrss (KiB on Linux).
-    rusage usage{};
-    if (getrusage(RUSAGE_SELF, &usage) == 0)
-      m.peak = static_cast<long long>(usage.ru_maxrss) * 1024;
-  }
-  return m;
+  return bench::BenchIds(length, batch, config.src_vocab_size, config.eos_id);
 }
 
 // on_token callback: stamps the time of every generated token of sentence 0 (greedy streams
@@ -166,16 +125,12 @@ nlohmann::json Top5Json(const std::vector<std::pair<int32_t, float>>& top) {
   return j;
 }
 
-void Check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string(what) + ": " + s.message());
-}
-
 }  // namespace
 
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "threads", "backend", "source-length", "tokens", "batch", "beam", "repeat",
-             "warmup"},
+            {"model", "threads", "backend", "source-length", "prompt-length", "tokens", "batch",
+             "beam", "repeat", "warmup"},
             {"json", "no-mmap", "no-shortlist", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -209,6 +164,23 @@ int Bench(int argc, char** argv) {
   const Clock::time_point t_load = Clock::now();
   LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
+  if (config.architecture == Architecture::kDecoderOnly) {
+    if (beam != 1 || args.has("source-length") || args.has("no-shortlist")) {
+      throw UsageError("--beam, --source-length and --no-shortlist are for translation models");
+    }
+    LmBenchSettings lm;
+    lm.path = path;
+    lm.threads = threads;
+    lm.prompt_length = static_cast<int32_t>(args.get_int("prompt-length", 128, 1, 1 << 20));
+    lm.tokens = static_cast<int32_t>(args.get_int("tokens", 128));
+    lm.batch = batch;
+    lm.repeat = repeat;
+    lm.warmup = warmup;
+    lm.backend = backend;
+    lm.json = args.has("json");
+    return BenchLanguageModel(lm, loaded, t_load);
+  }
+  if (args.has("prompt-length")) throw UsageError("--prompt-length is for language models");
   constexpr int32_t kLongSource = 128;
   const int32_t max_positions = static_cast<int32_t>(config.max_positions);
   if (source_length > max_positions || tokens > max_positions) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/api/session_internal.h"
+#include "tern_generated.h"
 #include "tests/support/generator_fixture.h"
 #include "tests/support/prepare_status.h"
 #include "tests/support/tiny_model.h"
@@ -335,9 +336,92 @@ std::vector<Variant> LlamaVariants() {
   partial.rotary_dim = 4;  // 4 of 8 dimensions per head rotate
   ModelConfig none = LlamaLikeConfig();
   none.position = PositionKind::kNone;
+  // Mistral's sliding window, shorter than kPrompt and than the longest batched prompt: the
+  // prefill's tail goes token by token and the cache is a ring (both checked against steps).
+  ModelConfig windowed = LlamaLikeConfig();
+  windowed.sliding_window = 3;
   return {{"rotary + RMSNorm + SwiGLU", LlamaLikeConfig()},
           {"partial rotary", partial},
-          {"no positions", none}};
+          {"no positions", none},
+          {"sliding window 3", windowed}};
+}
+
+TEST_CASE("decoder-only sliding window: the cache holds the window; keys leave it",
+          "[decoder_only]") {
+  ModelConfig windowed = LlamaLikeConfig();
+  windowed.sliding_window = 3;
+  Limits limits;
+  limits.max_batch = 2;
+  limits.max_target_length = 40;
+  limits.max_source_length = 16;
+  testing::AlignedBytes full_bytes = testing::RandomModelBytes(LlamaLikeConfig(), 7);
+  testing::AlignedBytes window_bytes = testing::RandomModelBytes(windowed, 7);
+  auto full = Model::Load(full_bytes.data(), full_bytes.size());
+  auto window = Model::Load(window_bytes.data(), window_bytes.size());
+  REQUIRE(full.ok());
+  REQUIRE(window.ok());
+  for (Backend backend : Backends()) {
+    limits.backend = backend;
+    auto a = Generator::RequiredArenaBytes(full.value(), limits);
+    auto b = Generator::RequiredArenaBytes(window.value(), limits);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    // K and V of 2 layers x 2 sequences x (40 - 3) positions x 32 floats fewer.
+    CHECK(a.value() - b.value() == 2 * 2 * 2 * (40 - 3) * 32 * sizeof(float));
+  }
+  // The same weights with and without the window agree while the prompt fits in it, and not
+  // once keys leave it.
+  Lm a, b;
+  Prepare(&a, LlamaLikeConfig(), Backend::kReference);
+  Prepare(&b, windowed, Backend::kReference);
+  DecoderOnly& ma = tern::internal::decoder_only(a.generator);
+  DecoderOnly& mb = tern::internal::decoder_only(b.generator);
+  const float* la = nullptr;
+  const float* lb = nullptr;
+  const int32_t three = 3;
+  REQUIRE(ma.Prefill(kPrompt.data(), 3, &three, 1, &la).ok());
+  REQUIRE(mb.Prefill(kPrompt.data(), 3, &three, 1, &lb).ok());
+  CHECK(MaxAbsDiff(la, lb, ma.vocab_size()) <= 1e-6f);
+  REQUIRE(ma.DecodeStep(&kPrompt[3], &la).ok());
+  REQUIRE(mb.DecodeStep(&kPrompt[3], &lb).ok());
+  CHECK(MaxAbsDiff(la, lb, ma.vocab_size()) > 1e-3f);
+  // Stored as the architecture DecoderOnlyWindowed (format 1.7), which a 1.6 reader, not knowing
+  // sliding_window, refuses as unknown instead of attending to every key; loaded back as
+  // decoder-only with its window.
+  const testing::AlignedBytes stored_bytes(
+      convert::SerializeModel(testing::RandomContents(windowed, 7)));
+  const schema::Model* stored = schema::GetSizePrefixedModel(stored_bytes.data());
+  CHECK(stored->config()->architecture() == schema::Architecture_DecoderOnlyWindowed);
+  CHECK(stored->format_minor() == 7);
+  CHECK(window->config().architecture == Architecture::kDecoderOnly);
+  CHECK(window->config().sliding_window == 3);
+  CHECK(schema::GetSizePrefixedModel(full_bytes.data())->config()->architecture() ==
+        schema::Architecture_DecoderOnly);
+  auto load_error = [](ModelConfig c, Architecture stored_as) {
+    convert::TernContents contents = testing::RandomContents(c, 1);
+    // The writer's FileConfig stores the form that matches the window: overwrite the stored
+    // byte in place (decoder-only, not the default, is always present).
+    const testing::AlignedBytes aligned(convert::SerializeModel(contents));
+    auto* config = const_cast<flatbuffers::Table*>(reinterpret_cast<const flatbuffers::Table*>(
+        schema::GetSizePrefixedModel(aligned.data())->config()));
+    REQUIRE(config->SetField<uint8_t>(schema::Config::VT_ARCHITECTURE,
+                                      static_cast<uint8_t>(stored_as), 0));
+    auto model = Model::Load(aligned.data(), aligned.size());
+    return model.ok() ? std::string() : std::string(model.status().message());
+  };
+  CHECK(load_error(windowed, Architecture::kDecoderOnly) ==
+        "config.sliding_window = 3 is stored with config.architecture = decoder_only_windowed "
+        "(format 1.7), not decoder_only");
+  // A windowed architecture without a window: sliding_window 0 is not written, so the plain
+  // model's architecture byte is overwritten instead.
+  ModelConfig plain = LlamaLikeConfig();
+  CHECK(load_error(plain, Architecture::kDecoderOnlyWindowed) ==
+        "config.architecture = decoder_only_windowed needs config.sliding_window");
+  // A window is for decoder-only models without relative positions.
+  convert::TernContents contents = testing::RandomContents(testing::TinyConfig(), 1);
+  contents.config.sliding_window = 8;
+  CHECK(std::string(testing::PrepareStatus(convert::SerializeModel(contents)).message()) ==
+        "config.sliding_window = 8 needs a decoder-only model without relative positions");
 }
 
 TEST_CASE("decoder-only LLaMA-style: prefill equals steps, batch equals alone, backends agree",
