@@ -214,15 +214,17 @@ TernContents BuildContents(const ConvertOptions& options) {
   const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
                             arch::FileExists(beside_spiece);
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
-  // A tokenizer.json beside a language model only: a translation model's text path takes
-  // SentencePiece models.
+  // A tokenizer.json beside a language model, or beside a BART checkpoint (GPT-2's byte-level
+  // BPE, which tern translate applies to both sides); other translation models' text paths take
+  // SentencePiece models (Marian, T5's spiece.model, mBART; NLLB's tokenizer.json is not
+  // byte-level).
   const bool beside_exists = tokenizer_path.empty() && !options.no_tokenizer && !model_found &&
                              !spiece_found && arch::FileExists(beside);
-  const bool found = beside_exists && decoder_only;
+  const bool found = beside_exists && (decoder_only || mapped.arch == "bart");
   if (found) tokenizer_path = beside;
   if (model_found) tokenizer_path = beside_model;
   if (spiece_found) tokenizer_path = beside_spiece;
-  if (beside_exists && !decoder_only && options.note) {
+  if (beside_exists && !found && options.note) {
     options.note(beside +
                  " not taken: a translation model's text path uses SentencePiece "
                  "models (--tokenizer X.model); --tokenizer " +
@@ -250,6 +252,14 @@ TernContents BuildContents(const ConvertOptions& options) {
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
       }
     } else {
+      if (mapped.arch == "mbart") {
+        // fairseq's dictionary puts <s> <pad> </s> <unk> before the SentencePiece pieces (ids
+        // offset by one) and appends the language codes: the model's ids are not the pieces'.
+        throw Error(tokenizer_path +
+                    ": --arch mbart: the SentencePiece model's ids are not mBART's (fairseq's "
+                    "dictionary offsets them and adds language codes), which tern does not "
+                    "apply yet; convert without --tokenizer and translate with --ids");
+      }
       out.source_tokenizer =
           ReadTokenizer(tokenizer_path,
                         model_found || spiece_found

@@ -290,9 +290,9 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern", "marian", "marian_npz", "nn_transformer", "annotated",
-      "gpt2", "llama",  "qwen2",      "mistral",        "gemma",
-      "t5",   "mt5",    "m2m100",     "nllb",           "auto"};
+      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "bart",
+      "mbart", "gpt2",   "llama",      "qwen2",          "mistral",   "gemma",
+      "t5",    "mt5",    "m2m100",     "nllb",           "auto"};
   return names;
 }
 
@@ -323,7 +323,9 @@ std::string DetectArchitecture(const ArchitectureOptions& options) {
                 {"marian", "MarianMTModel", "marian"},
                 {"t5", "T5ForConditionalGeneration", "t5"},
                 {"mt5", "MT5ForConditionalGeneration", "mt5"},
-                {"m2m100", "M2M100ForConditionalGeneration", "m2m100"}};
+                {"m2m100", "M2M100ForConditionalGeneration", "m2m100"},
+                {"bart", "BartForConditionalGeneration", "bart"},
+                {"mbart", "MBartForConditionalGeneration", "mbart"}};
   const std::string model_type =
       j.is_object() && j.contains("model_type") && j["model_type"].is_string()
           ? j["model_type"].get<std::string>()
@@ -375,6 +377,8 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "marian_npz") return arch::MapMarianNpz(ckpt, options);
   if (options.arch == "nn_transformer") return arch::MapNnTransformer(ckpt, options);
   if (options.arch == "annotated") return arch::MapAnnotated(ckpt, options);
+  if (options.arch == "bart") return arch::MapBart(ckpt, options);
+  if (options.arch == "mbart") return arch::MapMbart(ckpt, options);
   if (options.arch == "gpt2") return arch::MapGpt2(ckpt, options);
   if (options.arch == "llama") return arch::MapLlama(ckpt, options);
   if (options.arch == "qwen2") return arch::MapQwen2(ckpt, options);

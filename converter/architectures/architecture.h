@@ -12,6 +12,10 @@
 //                   a JSON name map (--map) for the embeddings, generator and position buffers
 //   annotated       The Annotated Transformer's make_model state_dict (linears.0..3,
 //                   feed_forward.w_1/w_2, sublayer.N.norm.a_2/b_2, src_embed.0.lut, generator.proj)
+//   bart            Hugging Face BART: model.shared, learned positions with offset 2,
+//                   layernorm_embedding, post-LN layers, final_logits_bias; its config.json
+//   mbart           Hugging Face mBART / mBART-50: the BART layout with pre-LN layers and each
+//                   stack's final layer_norm
 //   gpt2            Hugging Face GPT-2 (decoder-only): transformer.wte/wpe, h.N.attn.c_attn
 //                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
 //   llama           Hugging Face LLaMA (decoder-only, rotary, RMSNorm, SwiGLU):

@@ -52,18 +52,6 @@ int64_t VerifyPositionTable(const Checkpoint& ckpt, const std::string& name, int
                             ref::SinusoidLayout layout, bool ignore,
                             std::vector<std::string>* notes, int64_t zero_row = -1);
 
-// A Hugging Face activation_function name (gelu, relu, swish / silu, gelu_new / gelu_pytorch_tanh
-// / gelu_fast); anything else is an error naming it.
-ref::Activation HfActivation(const std::string& name, const std::string& label);
-
-// Hugging Face seq2seq token embeddings (Marian, M2M100 / NLLB): with `share`, model.shared.weight
-// and its copies model.{encoder,decoder}.embed_tokens.weight are one table (a copy that differs is
-// an error); otherwise the encoder's and decoder's own. With `tie`, lm_head.weight (if stored)
-// must equal the decoder's table and is dropped; otherwise it is output_projection.weight. Sets
-// config.shared_embeddings and tied_output.
-void MapHfTokenEmbeddings(const Checkpoint& ckpt, Sources* src, bool share, bool tie,
-                          const std::string& share_key, MappedCheckpoint* out);
-
 std::string ReadTextFile(const std::string& path);
 std::string DirName(const std::string& path);
 bool FileExists(const std::string& path);
@@ -80,6 +68,8 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
 MappedCheckpoint MapMarianNpz(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNnTransformer(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapAnnotated(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapBart(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapMbart(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapLlama(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapQwen2(const Checkpoint& ckpt, const ArchitectureOptions& options);

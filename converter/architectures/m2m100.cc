@@ -27,6 +27,7 @@
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/architectures/hf_config.h"
+#include "converter/architectures/hf_seq2seq.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
@@ -119,24 +120,7 @@ MappedCheckpoint MapM2M100Layout(const Checkpoint& ckpt, const ArchitectureOptio
   // M2M100Config's defaults (transformers/models/m2m_100/configuration_m2m_100.py) apply to
   // missing keys, as they would in transformers.
   ModelConfig& c = out.config;
-  c.d_model = hf.Int("d_model", false, 1024);
-  const int32_t enc_heads = hf.Int("encoder_attention_heads", false, 16);
-  const int32_t dec_heads = hf.Int("decoder_attention_heads", false, 16);
-  if (enc_heads != dec_heads) {
-    throw Error(label + ": encoder_attention_heads " + std::to_string(enc_heads) +
-                " != decoder_attention_heads " + std::to_string(dec_heads) +
-                "; the runtime uses one head count");
-  }
-  c.heads = enc_heads;
-  c.encoder_layers = hf.Int("encoder_layers", false, 12);
-  c.decoder_layers = hf.Int("decoder_layers", false, 12);
-  const int32_t enc_ffn = hf.Int("encoder_ffn_dim", false, 4096);
-  const int32_t dec_ffn = hf.Int("decoder_ffn_dim", false, 4096);
-  if (enc_ffn != dec_ffn) {
-    throw Error(label + ": encoder_ffn_dim " + std::to_string(enc_ffn) + " != decoder_ffn_dim " +
-                std::to_string(dec_ffn) + "; the runtime uses one d_ff");
-  }
-  c.d_ff = enc_ffn;
+  ReadHfSeq2SeqSizes(hf, label, &c);
   c.activation = HfActivation(hf.String("activation_function", "relu"), label);
   c.norm_placement = NormPlacement::kPre;  // M2M100EncoderLayer: x + f(LN(x)), always
   c.norm_kind = ref::NormKind::kLayerNorm;
@@ -171,8 +155,8 @@ MappedCheckpoint MapM2M100Layout(const Checkpoint& ckpt, const ArchitectureOptio
 
   Sources src(ckpt, options.skip_prefixes);
   // M2M100Model always shares one table between the encoder and the decoder.
-  MapHfTokenEmbeddings(ckpt, &src, true, hf.Bool("tie_word_embeddings", true),
-                       "M2M100 shares one embedding table", &out);
+  MapHfEmbeddings(ckpt, src, true, hf.Bool("tie_word_embeddings", true), false,
+                  "M2M100 shares one embedding table", &out);
   for (const char* name :
        {"model.encoder.embed_positions.weights", "model.decoder.embed_positions.weights"}) {
     if (!src.Has(name)) continue;

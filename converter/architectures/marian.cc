@@ -18,13 +18,15 @@
 
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/encoder_decoder_layout.h"
+#include "converter/architectures/hf_config.h"
+#include "converter/architectures/hf_seq2seq.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
 
 namespace {
 
-struct HfConfig {
+struct MarianConfigJson {
   const nlohmann::json& j;
   std::string label;
 
@@ -63,7 +65,7 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   }
   const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
   if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
-  const HfConfig hf{j, out.config_label};
+  const MarianConfigJson hf{j, out.config_label};
   const std::string model_type = hf.String("model_type", "marian");
   if (model_type != "marian") {
     throw Error(out.config_label + ": \"model_type\" is \"" + model_type + "\", not \"marian\"");
@@ -71,24 +73,7 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   // MarianConfig's defaults (transformers/models/marian/configuration_marian.py) apply to
   // missing keys, as they would in transformers.
   ModelConfig& c = out.config;
-  c.d_model = hf.Int("d_model", 1024);
-  const int32_t enc_heads = hf.Int("encoder_attention_heads", 16);
-  const int32_t dec_heads = hf.Int("decoder_attention_heads", 16);
-  if (enc_heads != dec_heads) {
-    throw Error(out.config_label + ": encoder_attention_heads " + std::to_string(enc_heads) +
-                " != decoder_attention_heads " + std::to_string(dec_heads) +
-                "; the runtime uses one head count");
-  }
-  c.heads = enc_heads;
-  c.encoder_layers = hf.Int("encoder_layers", 12);
-  c.decoder_layers = hf.Int("decoder_layers", 12);
-  const int32_t enc_ffn = hf.Int("encoder_ffn_dim", 4096);
-  const int32_t dec_ffn = hf.Int("decoder_ffn_dim", 4096);
-  if (enc_ffn != dec_ffn) {
-    throw Error(out.config_label + ": encoder_ffn_dim " + std::to_string(enc_ffn) +
-                " != decoder_ffn_dim " + std::to_string(dec_ffn) + "; the runtime uses one d_ff");
-  }
-  c.d_ff = enc_ffn;
+  ReadHfSeq2SeqSizes(HfConfig(j, out.config_label, "MarianMT"), out.config_label, &c);
   c.activation = HfActivation(hf.String("activation_function", "gelu"), out.config_label);
   c.norm_placement =
       hf.Bool("normalize_before", false) ? NormPlacement::kPre : NormPlacement::kPost;
@@ -132,9 +117,10 @@ MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& op
   }
 
   Sources src(ckpt, options.skip_prefixes);
-  MapHfTokenEmbeddings(ckpt, &src, share, tie, "config share_encoder_decoder_embeddings is true",
-                       &out);
-  src.Squeeze(&out, "output_projection.bias", "final_logits_bias");
+  // Token embeddings: model.shared and the encoder/decoder copies must agree when shared;
+  // lm_head (tied unless tie_word_embeddings is false) + final_logits_bias.
+  MapHfEmbeddings(ckpt, src, share, tie, true, "config share_encoder_decoder_embeddings is true",
+                  &out);
   // Sinusoidal position tables: verified against the runtime's, then dropped.
   for (const char* name :
        {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {

@@ -10,14 +10,13 @@
 
 #include "runtime/api/c_api_internal.h"
 #include "runtime/api/session_internal.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/translation_tokenizer.h"
 #include "tern/tern.h"
 
 struct tern_session {
   const tern_model* model = nullptr;
   tern::Session session;
-  tern::Tokenizer source_tokenizer;
-  tern::Tokenizer target_tokenizer;
+  tern::TranslationTokenizer tokenizer;  // SentencePiece or BART's byte-level BPE
   bool tokenizers_tried = false;
 };
 
@@ -268,15 +267,14 @@ tern_status tern_translate_text(tern_session* session, const char* text,
   const tern::Model& model = session->model->model;
   if (!session->tokenizers_tried) {
     session->tokenizers_tried = true;
-    tern::Status s = session->source_tokenizer.Load(model.source_tokenizer());
-    if (s.ok()) s = session->target_tokenizer.Load(model.target_tokenizer());
+    const tern::Status s = session->tokenizer.Load(model);
     if (!s.ok()) return Report(s);
   }
-  if (!session->source_tokenizer.loaded() || !session->target_tokenizer.loaded()) {
+  if (!session->tokenizer.loaded()) {
     return Fail(tern::StatusCode::kFailedPrecondition, "the model file has no usable tokenizer");
   }
   std::vector<int32_t> ids;
-  tern::Status s = session->source_tokenizer.Encode(text, true, model.config().eos_id, &ids);
+  tern::Status s = session->tokenizer.Encode(text, model.config().eos_id, &ids);
   if (!s.ok()) return Report(s);
   const tern::Limits& limits = tern::internal::encoder_decoder(session->session).limits();
   std::vector<int32_t> result(static_cast<size_t>(limits.max_target_length));
@@ -291,7 +289,7 @@ tern_status tern_translate_text(tern_session* session, const char* text,
                                     ToOptions(options, &bridge));
   if (!s.ok()) return Report(s);
   std::string translation;
-  s = session->target_tokenizer.Decode(result.data(), produced, &translation);
+  s = session->tokenizer.Decode(result.data(), produced, &translation);
   if (!s.ok()) return Report(s);
   if (translation.size() >= out_capacity) {
     std::memcpy(out, translation.data(), out_capacity - 1);

@@ -124,7 +124,7 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
                          "options.n_best = %d; 1 to options.beam_size (%d) allowed", options.n_best,
                          beam);
   }
-  const int32_t room = TargetRoom(options, limits.max_target_length);
+  const int32_t room = TargetRoom(options, c, limits.max_target_length);
   if (options.max_length < 0 || options.max_length > room || options.min_length < 0 ||
       options.no_repeat_ngram_size < 0 || options.max_length_ratio < 0.0f ||
       !(options.repetition_penalty > 0.0f) || !std::isfinite(options.length_penalty)) {

@@ -18,8 +18,13 @@ int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit
   return limit;
 }
 
-int32_t TargetRoom(const DecodingOptions& options, int32_t max_target_length) {
-  return options.forced_bos_id >= 0 ? max_target_length - 1 : max_target_length;
+int32_t ForcedToken(const DecodingOptions& options, const ModelConfig& config) {
+  return options.forced_bos_id >= 0 ? options.forced_bos_id : config.forced_bos_id;
+}
+
+int32_t TargetRoom(const DecodingOptions& options, const ModelConfig& config,
+                   int32_t max_target_length) {
+  return ForcedToken(options, config) >= 0 ? max_target_length - 1 : max_target_length;
 }
 
 Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, int32_t rows,
@@ -27,18 +32,21 @@ Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, in
   const int32_t vocab = model.config().tgt_vocab_size;
   if (options.forced_bos_id < -1 || options.forced_bos_id >= vocab) {
     return Status::Error(StatusCode::kInvalidArgument,
-                         "options.forced_bos_id = %d; -1 (none) or a target id below %d",
+                         "options.forced_bos_id = %d; -1 (the model's, if any) or a target id "
+                         "below %d",
                          options.forced_bos_id, vocab);
   }
-  if (options.forced_bos_id < 0) return Status::Ok();
+  const int32_t forced = ForcedToken(options, model.config());  // the loader checked the config's
+  if (forced < 0) return Status::Ok();
   if (model.limits().max_target_length < 2) {
     return Status::Error(StatusCode::kInvalidArgument,
-                         "options.forced_bos_id needs max_target_length >= 2 (the start token "
-                         "and the forced one take a position each)");
+                         "a forced first token (forced_bos_id %d) needs max_target_length >= 2 "
+                         "(the start token and the forced one take a position each)",
+                         forced);
   }
   const float* logits = nullptr;
   TERN_RETURN_IF_ERROR(model.DecodeStep(tokens, &logits));
-  for (int32_t r = 0; r < rows; ++r) tokens[r] = options.forced_bos_id;
+  for (int32_t r = 0; r < rows; ++r) tokens[r] = forced;
   return Status::Ok();
 }
 
@@ -46,7 +54,7 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                     const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
                     int32_t* out_lengths, float* out_scores) {
   const ModelConfig& c = model.config();
-  const int32_t limit = TargetRoom(options, model.limits().max_target_length);
+  const int32_t limit = TargetRoom(options, c, model.limits().max_target_length);
   if (options.max_length < 0 || options.max_length > limit) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "max_length = %d; 0 to the session's %d allowed", options.max_length,

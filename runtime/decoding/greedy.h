@@ -9,6 +9,7 @@
 #include "runtime/decoding/logits_processing.h"
 #include "runtime/decoding/options.h"
 #include "runtime/decoding/state.h"
+#include "runtime/model/config.h"
 
 namespace tern {
 
@@ -23,13 +24,18 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                     const DecodingOptions& options, int32_t* out_ids, int64_t out_stride,
                     int32_t* out_lengths, float* out_scores = nullptr);
 
+// The forced first token: options.forced_bos_id when set (>= 0), else the model's
+// config.forced_bos_id; -1: none.
+int32_t ForcedToken(const DecodingOptions& options, const ModelConfig& config);
+
 // The decoder positions the options leave for generated tokens: the session's
 // max_target_length, one less with a forced first token.
-int32_t TargetRoom(const DecodingOptions& options, int32_t max_target_length);
+int32_t TargetRoom(const DecodingOptions& options, const ModelConfig& config,
+                   int32_t max_target_length);
 
-// options.forced_bos_id: an error unless -1 or a target id; when set, runs the decoder's first
-// step on the start tokens already in tokens[0 .. rows) (its prediction is overridden) and puts
-// the forced token there instead, the next step's input.
+// options.forced_bos_id: an error unless -1 or a target id. With a forced token (ForcedToken),
+// runs the decoder's first step on the start tokens already in tokens[0 .. rows) (its
+// prediction is overridden) and puts the forced token there instead, the next step's input.
 Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, int32_t rows,
                        int32_t* tokens);
 

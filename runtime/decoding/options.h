@@ -31,9 +31,10 @@ struct DecodingOptions {
   // The model's vocabulary shortlist, when the file has one (docs/shortlist.md): each sentence
   // scores only its candidate target tokens. false: every token, as without a shortlist.
   bool use_shortlist = true;
-  // -1: none. Otherwise the decoder's second input, after decoder_start_id, is this token
-  // whatever the model predicts there: a multilingual model's target language (NLLB, M2M100,
-  // mBART-50: Hugging Face's forced_bos_token_id). It takes one decoder position, so at most
+  // The decoder's second input, after decoder_start_id, whatever the model predicts there: a
+  // multilingual model's target language (NLLB, M2M100, mBART-50), or the token a model always
+  // starts with (bart-large's <s>): Hugging Face's forced_bos_token_id. -1: the model's
+  // config.forced_bos_id (itself -1: none). It takes one decoder position, so at most
   // max_target_length - 1 tokens follow; it is not written to the output and adds nothing to the
   // score (its forced probability is 1).
   int32_t forced_bos_id = -1;

@@ -109,10 +109,14 @@ enum class FloatRange : uint8_t {
       ConfigBounds::kMaxPositions, FieldFlag::kRange | FieldFlag::kSparse, 6)                      \
   /* columns per head; 0: d_model / heads (d_head()); set: heads * head_dim may differ */          \
   INT(head_dim, "head_dim", 0, 0, ConfigBounds::kMaxDModel,                                        \
-      FieldFlag::kRange | FieldFlag::kSparse, 6)                                                \
+      FieldFlag::kRange | FieldFlag::kSparse, 6)                                                   \
   /* decoder-only: each query sees its last sliding_window keys, itself included; 0: all */      \
   INT(sliding_window, "sliding_window", 0, 0, ConfigBounds::kMaxPositions,                         \
-      FieldFlag::kRange | FieldFlag::kSparse, 7)
+      FieldFlag::kRange | FieldFlag::kSparse, 7)                                                   \
+  /* a LayerNorm on embeddings + positions, each stack (BART's layernorm_embedding) */             \
+  BOOL(layernorm_embedding, "layernorm_embedding", false, FieldFlag::kSparse, 7)                   \
+  /* the first generated token of every translation (forced_bos_token_id); -1: none */           \
+  INT(forced_bos_id, "forced_bos_id", -1, -1, ConfigBounds::kMaxVocab - 1, FieldFlag::kSparse, 7)
 // clang-format on
 
 }  // namespace tern

@@ -217,6 +217,12 @@ Status CheckModelConfig(const ModelConfig& c) {
                            id.value, min_vocab);
     }
   }
+  if (c.forced_bos_id < -1 || c.forced_bos_id >= c.tgt_vocab_size) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         "config.forced_bos_id = %d is neither -1 (none) nor a token id below "
+                         "tgt_vocab_size %d",
+                         c.forced_bos_id, c.tgt_vocab_size);
+  }
   if (c.shared_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
     return Status::Error(
         StatusCode::kInvalidConfig,

@@ -219,6 +219,7 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     if (positions_.encoder_rows != nullptr && !universal())
       ops::AddRows(x, positions_.encoder_rows, seq, d);
   }
+  EmbeddingNorm(config_, enc_scratch_.kernels, weights_.encoder_embed_norm, enc_x_, batch * seq);
   SequenceShape shape;
   shape.sequences = batch;
   shape.seq = seq;
@@ -328,6 +329,7 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
     for (int32_t b = 0; b < rows; ++b)
       ops::AddRows(dec_x_ + b * d, positions_.decoder_rows + position_ * d, 1, d);
   }
+  EmbeddingNorm(config_, dec_scratch_.kernels, weights_.decoder_embed_norm, dec_x_, rows);
   StepShape shape;
   shape.rows = rows;
   shape.position = position_;

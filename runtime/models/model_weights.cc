@@ -48,6 +48,11 @@ Status CheckArchitectureConfig(const ModelConfig& c) {
           "config.position = relative: decoder-only models support learned, sinusoidal, rotary "
           "or no positions, not relative ones (yet)");
     }
+    if (c.layernorm_embedding) {
+      return Status::Error(StatusCode::kNotSupported,
+                           "config.layernorm_embedding: decoder-only models do not support a "
+                           "LayerNorm on the embeddings (yet)");
+    }
     if (c.position != PositionKind::kLearned && c.position != PositionKind::kSinusoidal &&
         c.position != PositionKind::kRotary && c.position != PositionKind::kNone) {
       return Status::Error(StatusCode::kNotSupported,
@@ -88,6 +93,12 @@ Status CheckArchitectureConfig(const ModelConfig& c) {
           StatusCode::kNotSupported,
           "a universal transformer's coordinate embedding is sinusoidal (config.position = %d)",
           static_cast<int>(c.position));
+    }
+    if (c.layernorm_embedding) {
+      // The coordinate embedding is added before every step: where the norm would go is open.
+      return Status::Error(StatusCode::kNotSupported,
+                           "config.layernorm_embedding: a universal transformer does not support "
+                           "a LayerNorm on the embeddings");
     }
     if (c.universal_steps < 1) {
       return Status::Error(
@@ -132,6 +143,14 @@ Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisito
                                  c.heads, &w->encoder_t5));
     TERN_RETURN_IF_ERROR(v.Table("decoder.relative_attention_bias.weight", c.relative_buckets,
                                  c.heads, &w->decoder_t5));
+  }
+  if (c.layernorm_embedding) {
+    // BART: LayerNorm(embeddings + positions) before each stack's first layer.
+    if (encoder) {
+      TERN_RETURN_IF_ERROR(
+          DescribeNorm(c, "encoder.layernorm_embedding", v, &w->encoder_embed_norm));
+    }
+    TERN_RETURN_IF_ERROR(DescribeNorm(c, "decoder.layernorm_embedding", v, &w->decoder_embed_norm));
   }
   // Each record is constructed in the caller's array (arena bytes) as it is described.
   LayerWeights scratch;

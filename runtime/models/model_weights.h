@@ -21,6 +21,7 @@ struct ModelWeights {
   WeightView src_embed, tgt_embed;  // decoder-only: tgt_embed only
   LinearWeights output;             // tied: weight = tgt_embed
   NormWeights encoder_norm, decoder_norm;
+  NormWeights encoder_embed_norm, decoder_embed_norm;  // layernorm_embedding (BART)
   WeightView encoder_learned, decoder_learned;  // learned positions: [max_positions, d_model]
   const float* encoder_t5 = nullptr;            // T5 relative bias: [buckets, heads]
   const float* decoder_t5 = nullptr;
@@ -43,8 +44,8 @@ struct ModelCalls {
 };
 
 // Encoder-decoder or decoder-only per config.architecture; the order is fixed (the backend
-// creates its operators in it): embeddings, output projection, positions, encoder layers,
-// decoder layers, final norms, halting units.
+// creates its operators in it): embeddings, output projection, positions, embedding norms,
+// encoder layers, decoder layers, final norms, halting units.
 Status DescribeModel(const ModelConfig& c, const ModelCalls& calls, WeightVisitor& v,
                      ModelWeights* w, const ModelLayers& layers);
 

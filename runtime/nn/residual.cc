@@ -21,6 +21,14 @@ void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const N
   }
 }
 
+void EmbeddingNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+                   float* x, int64_t rows) {
+  if (config.layernorm_embedding) {
+    ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
+                   config.norm_kind, x);
+  }
+}
+
 void FinalNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
                float* x, int64_t rows) {
   if (config.has_final_norm()) {

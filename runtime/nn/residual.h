@@ -20,6 +20,11 @@ const float* SubLayerInput(const ModelConfig& config, const ops::Kernels& kernel
 void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
                  float* x, const float* y, int64_t rows);
 
+// BART's layernorm_embedding: LayerNorm(embeddings + positions) in place, before the first
+// layer (no-op without config.layernorm_embedding).
+void EmbeddingNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
+                   float* x, int64_t rows);
+
 // The final LayerNorm of a pre-LN stack (no-op for post-LN).
 void FinalNorm(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
                float* x, int64_t rows);

@@ -296,6 +296,13 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
          c->position = PositionKind::kLearned;
          c->max_positions = 16;
        }},
+      {"BART: learned + layernorm_embedding + a forced first token",
+       [](ModelConfig* c) {
+         c->position = PositionKind::kLearned;
+         c->max_positions = 16;
+         c->layernorm_embedding = true;
+         c->forced_bos_id = c->tgt_vocab_size - 1;
+       }},
       {"no positions", [](ModelConfig* c) { c->position = PositionKind::kNone; }},
       {"grouped-query attention (multi-query: 1 K/V head of 2) + rotary",
        [](ModelConfig* c) {

@@ -321,9 +321,10 @@ TEST_CASE("unknown --arch", "[architectures][errors]") {
   ConvertOptions o;
   o.checkpoint = CheckpointFixture("annotated/model.pt");
   o.arch = "xlnet";
-  REQUIRE_THROWS_WITH(BuildContents(o),
-                      ContainsSubstring("unknown --arch \"xlnet\"; expected one of tern, marian, "
-                                        "marian_npz, nn_transformer, annotated, gpt2"));
+  REQUIRE_THROWS_WITH(
+      BuildContents(o),
+      ContainsSubstring("unknown --arch \"xlnet\"; expected one of tern, marian, "
+                        "marian_npz, nn_transformer, annotated, bart, mbart, gpt2"));
 }
 
 }  // namespace

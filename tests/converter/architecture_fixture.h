@@ -91,7 +91,11 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   limits.backend = backend;
   limits.max_batch = static_cast<int32_t>(e.batch);
   limits.max_source_length = static_cast<int32_t>(e.src_seq);
-  // The forced token takes a decoder position of its own.
+  // A per-call forced token (e.forced_bos_id: NLLB's expected files count the greedy ids after
+  // it) takes a decoder position of its own. A model's own forced_bos_id (bart-large's <s>):
+  // the expected file holds Hugging Face's output, which starts with the forced token and
+  // counts it in max_len; tern does not write it (DecodingOptions::forced_bos_id).
+  const bool config_forced = e.forced_bos_id < 0 && model->config().forced_bos_id >= 0;
   limits.max_target_length =
       static_cast<int32_t>(std::max(e.tgt_seq, e.max_len + (e.forced_bos_id >= 0 ? 1 : 0)));
   auto need = Session::RequiredArenaBytes(model.value(), limits);
@@ -137,12 +141,14 @@ inline ParityResult RunParity(const convert::ConvertOptions& options, const Expe
   teacher_forced(0, e.batch);
   for (int64_t b = 0; b < e.batch; ++b) teacher_forced(b, 1);
   GreedyOptions greedy;
-  greedy.max_length = static_cast<int32_t>(e.max_len);
+  greedy.max_length = static_cast<int32_t>(e.max_len - (config_forced ? 1 : 0));
   greedy.forced_bos_id = e.forced_bos_id;
   auto compare = [&](int64_t b, const int32_t* ids, size_t produced, const char* how) {
     std::vector<int32_t> got(ids, ids + produced);
     std::vector<int32_t> want(e.greedy_ids.begin() + b * e.max_len,
                               e.greedy_ids.begin() + b * e.max_len + e.greedy_lengths[b]);
+    if (config_forced && !want.empty() && want[0] == model->config().forced_bos_id)
+      want.erase(want.begin());
     if (got != want) {
       r.greedy_equal = false;
       r.greedy_detail += "sentence " + std::to_string(b) + " " + how + ": got";

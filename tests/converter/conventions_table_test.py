@@ -34,6 +34,8 @@ ENCODER_DECODER = [
          tied_output=True),
     dict(BASE, encoder_layers=1, decoder_layers=2, src_vocab_size=30, tgt_vocab_size=33,
          norm="pre", position="learned"),
+    dict(BASE, encoder_layers=1, decoder_layers=1, vocab_size=30, position="learned",
+         layernorm_embedding=True),
     dict(BASE, encoder_layers=2, decoder_layers=1, vocab_size=30, post_ln_final_norm=True,
          position="relative", relative_attention="shaw", relative_max_distance=3),
     dict(BASE, encoder_layers=1, decoder_layers=1, vocab_size=30, norm="pre",

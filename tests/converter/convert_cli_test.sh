@@ -81,6 +81,36 @@ notes=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$wor
 check "notes name the verified position table" grep -q "verified and dropped model.encoder.embed_positions.weight" <<<"$notes"
 check "notes name the tied lm_head" grep -q "dropped lm_head.weight: tied to model.shared.weight" <<<"$notes"
 
+# BART takes the tokenizer.json beside it (GPT-2's byte-level BPE, trained by
+# tools/tokenizer/train_bpe.py bart) and translates text: "QZ" is <s> Q Z </s> = 0 52 61 2 (no
+# merge joins Q and Z), so the text path gives what those ids give, not what Q Z </s> alone does.
+notes=$(tern convert "$fixtures/bart/model.safetensors" --arch bart -o "$work/bart.tern" 2>&1 >/dev/null)
+check "bart converts" test -s "$work/bart.tern"
+check "bart takes the tokenizer.json beside it" grep -qF "tokenizer: took $fixtures/bart/tokenizer.json: byte-level BPE, 300 tokens" <<<"$notes"
+text_ids=$(printf 'QZ\n' | tern translate -m "$work/bart.tern" --max-length 8 --json | grep -o '"ids": \[[0-9, ]*\]')
+with_specials=$(printf '0 52 61 2\n' | tern translate -m "$work/bart.tern" --ids --max-length 8 --json | grep -o '"ids": \[[0-9, ]*\]')
+without=$(printf '52 61 2\n' | tern translate -m "$work/bart.tern" --ids --max-length 8 --json | grep -o '"ids": \[[0-9, ]*\]')
+check "bart translates text as <s> ... </s>" test -n "$text_ids" -a "$text_ids" = "$with_specials"
+check "the fixture tells <s> ... </s> from the bare ids" test "$with_specials" != "$without"
+out=$(printf 'The cat sat on the mat.\n' | tern translate -m "$work/bart.tern" --max-length 8)
+check "bart writes text" test -n "$out"
+# mBART: no tokenizer yet (its sentencepiece.bpe.model needs fairseq's id offset): ids in and out.
+tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart -o "$work/mbart.tern" --quiet
+out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10)
+check "the mbart model translates ids" test -n "$out"
+expect_error "mbart refuses a SentencePiece model (fairseq's id offset)" 1 \
+  "--arch mbart: the SentencePiece model's ids are not mBART's (fairseq's dictionary offsets them and adds language codes)" \
+  tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart --tokenizer "$all_fixtures/tokenizer/src37.model" -o "$work/mbart_spm.tern"
+check "no mbart output with a SentencePiece model" test ! -e "$work/mbart_spm.tern"
+# mBART-50's target language: a token forced first (--forced-bos), the decoder's input after the
+# start token; not printed.
+out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10 --forced-bos 119)
+plain=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10)
+check "--forced-bos changes the translation and is not printed" \
+  test "${out%% *}" != 119 -a -n "$out" -a "$out" != "$plain"
+expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos must be between 0 and 119, got 120" \
+  tern translate -m "$work/mbart.tern" --ids --forced-bos 120
+
 # Mixed precision, visible in inspect --json.
 tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/mixed.tern" --dtype int8 \
   --keep fp16:decoder.layers.*.fc2.weight --keep fp32:encoder.embed_tokens.weight --quiet

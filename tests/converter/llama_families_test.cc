@@ -265,7 +265,7 @@ TEST_CASE(
           copy.config_path() +
               ": --arch auto does not know \"model_type\" \"gemma2\" (architectures "
               "\"Qwen2ForCausalLM\"); it knows llama, qwen2, mistral, gemma, gpt2, marian, t5, "
-              "mt5, m2m100");
+              "mt5, m2m100, bart, mbart");
   }
 }
 

@@ -229,7 +229,7 @@ TEST_CASE("A forced first token outside the target vocabulary is refused",
       session.TranslateIds(Span<const int32_t>(src, 3), Span<int32_t>(out, 8), &n, options);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK(std::string(s.message()) ==
-        "options.forced_bos_id = 102; -1 (none) or a target id below 102");
+        "options.forced_bos_id = 102; -1 (the model's, if any) or a target id below 102");
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ TernModel(cfg, output_bias=False, dropout=0.0, attention_dropout=0.0, activation
         applied: with right padding and the causal mask, pad positions of tgt_in can only
         influence later (pad) query positions, so a loss that ignores pad targets is unaffected.
     model.greedy(src_ids, max_len, use_cache=True) -> list[list[int]]
-        Greedy decoding per CONVENTIONS.md: decoder input starts with decoder_start_id, at most
+        Greedy decoding per CONVENTIONS.md: decoder input starts with decoder_start_id (then
+        forced_bos_id, when >= 0, as the first generated token), at most
         max_len decoding steps, argmax with the lowest id on ties, stop after EOS; the returned
         ids exclude the start token and the EOS. src_ids may be a padded batch [B, S] or 1-D.
         use_cache=True: incremental decoding (decoder self-attention K/V cache, cross-attention
@@ -142,6 +143,12 @@ class Config:
     head_dim: int = 0
     # Format 1.7: sliding-window attention of decoder-only models (llama_torch.py's Mistral).
     sliding_window: int = 0
+    # Format 1.7: LayerNorm(embeddings + positions) before each stack's first layer (BART's
+    # layernorm_embedding; norm_kind and layer_norm_eps as every norm).
+    layernorm_embedding: bool = False
+    # Format 1.7: the first token greedy() generates, whatever the logits (forced_bos_token_id);
+    # -1: none.
+    forced_bos_id: int = -1
     extra: Dict[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -223,7 +230,8 @@ class Config:
                  "rotary_dim", "rotary_base", "kv_heads", "sinusoid_layout", "post_ln_final_norm",
                  "universal_steps", "act_threshold", "rotary_scaling", "rotary_scaling_factor",
                  "rotary_low_freq_factor", "rotary_high_freq_factor",
-                 "rotary_original_max_positions", "head_dim", "sliding_window")
+                 "rotary_original_max_positions", "head_dim", "sliding_window",
+                 "layernorm_embedding", "forced_bos_id")
 
     def to_dict(self) -> dict:
         # Defaults of this class, not of a subclass: an omitted key means the runtime's default.
@@ -396,6 +404,8 @@ def canonical_names(cfg: Config, output_bias: bool = False) -> List[str]:
             out.append(f"{stack}.embed_positions.weight")
         if cfg.t5_bias:
             out.append(f"{stack}.relative_attention_bias.weight")
+        if cfg.layernorm_embedding:
+            out += norm(f"{stack}.layernorm_embedding")
         return out
 
     names = ["encoder.embed_tokens.weight"] + stack_positions("encoder")
@@ -609,6 +619,8 @@ class _Stack(nn.Module):
             self.embed_positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         if cfg.t5_bias:
             self.relative_attention_bias = nn.Embedding(cfg.relative_buckets, cfg.heads)
+        if cfg.layernorm_embedding:
+            self.layernorm_embedding = _norm(cfg)
 
     def embed(self, ids, offset: int = 0):
         T = ids.shape[1]
@@ -620,6 +632,8 @@ class _Stack(nn.Module):
             x = x + sinusoidal_positions(T, self.cfg.d_model, w.dtype, offset).to(w.device)
         elif self.cfg.position == "learned":
             x = x + self.embed_positions(torch.arange(offset, offset + T, device=w.device))
+        if self.cfg.layernorm_embedding:
+            x = self.layernorm_embedding(x)
         return self.dropout(x)
 
     def t5_bias(self, q_offset: int, tq: int, tk: int, bidirectional: bool):
@@ -751,6 +765,8 @@ class TernModel(nn.Module):
             else:
                 h = self.decoder(tokens, enc, mask)
             nxt = argmax_lowest(self.project(h[:, -1]))                              # [B]
+            if cfg.forced_bos_id >= 0 and tokens.shape[1] == 1:
+                nxt = torch.full_like(nxt, cfg.forced_bos_id)
             for b in range(B):
                 if done[b]:
                     continue

@@ -7,7 +7,7 @@ printed by the canonical_lists test tool (tests/converter/canonical_lists.cc).
   - tern_torch.Config has exactly the runtime's config.json keys, with matching types; a field
     Config.to_dict() leaves out at its default has the default the runtime gives an absent key.
   - For several configs (post- and pre-LN, shared / separate / tied embeddings, an output bias,
-    every position kind, RMSNorm + SwiGLU, grouped- and multi-query attention, the Universal
+    every position kind, the embedding LayerNorm, RMSNorm + SwiGLU, grouped- and multi-query attention, the Universal
     Transformer with and without ACT): TernModel's / UniversalModel's state_dict (and
     tern_torch.canonical_names) has exactly the runtime's tensors, with the same shapes.
 
@@ -108,6 +108,9 @@ def configs():
         ("post-LN, shared but untied, output bias",
          c(**base, tied_output=False), tt.TernModel, True),
         ("learned positions", c(**base, position="learned", max_positions=40), tt.TernModel, False),
+        ("learned positions, embedding LayerNorms (BART), pre-LN, separate vocabularies",
+         c(**two, norm="pre", position="learned", max_positions=40, layernorm_embedding=True),
+         tt.TernModel, True),
         ("Shaw relative positions",
          c(**two, norm="pre", position="relative", relative_attention="shaw",
            relative_max_distance=3), tt.TernModel, False),

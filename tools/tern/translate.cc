@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "runtime/decoding/greedy.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/translation_tokenizer.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
 #include "tools/tern/json_string.h"
@@ -39,8 +39,10 @@ const char kHelp[] =
     "usage: tern translate -m MODEL [options] [INPUT] > output\n"
     "\n"
     "Reads one sentence per line from INPUT (default, or \"-\": stdin) and writes its translation\n"
-    "to stdout; empty lines stay empty. Text is tokenized with the SentencePiece model stored in\n"
-    "MODEL. When stdin is a terminal, it prompts and shows the time per sentence.\n"
+    "to stdout; empty lines stay empty. Text is tokenized with the SentencePiece models stored\n"
+    "in MODEL, or its byte-level BPE tokenizer (BART's tokenizer.json: the special tokens its\n"
+    "post-processor puts around a text, EOS appended when it adds none; special tokens left out\n"
+    "of the output). When stdin is a terminal, it prompts and shows the time per sentence.\n"
     "\n"
     "options:\n"
     "  -m, --model PATH      the .tern model\n"
@@ -72,7 +74,7 @@ const char kHelp[] =
     "                        predicts (a multilingual model's target-language token, as Hugging\n"
     "                        Face's forced_bos_token_id); not printed; takes one of "
     "--max-length's\n"
-    "                        positions\n"
+    "                        positions; default: the model's forced_bos_id, if any\n"
     "  --source-lang CODE    a multilingual model's source language (NLLB deu_Latn, M2M100 de):\n"
     "                        its token from the file's language table starts every source\n"
     "  --target-lang CODE    the target language: its token is forced first (--forced-bos);\n"
@@ -243,10 +245,9 @@ int Translate(int argc, char** argv) {
     if (args.has("forced-bos")) throw UsageError("give --target-lang or --forced-bos, not both");
     options.forced_bos_id = language("target-lang");
   }
-  Tokenizer source_tokenizer, target_tokenizer;
+  TranslationTokenizer text_codec;
   if (!ids_mode) {
-    Status s = source_tokenizer.Load(loaded.model.source_tokenizer());
-    if (s.ok()) s = target_tokenizer.Load(loaded.model.target_tokenizer());
+    const Status s = text_codec.Load(loaded.model);
     if (!s.ok())
       throw std::runtime_error(std::string(s.message()) +
                                " (use --ids, or convert with --tokenizer)");
@@ -458,7 +459,7 @@ int Translate(int argc, char** argv) {
         if (ids_mode) {
           for (size_t k = 0; k < o.size(); ++k) texts[j] += (k ? " " : "") + std::to_string(o[k]);
         } else {
-          Status s = target_tokenizer.Decode(o.data(), o.size(), &texts[j]);
+          Status s = text_codec.Decode(o.data(), o.size(), &texts[j]);
           if (!s.ok()) fail(p, s.message());
         }
       }
@@ -509,7 +510,7 @@ int Translate(int argc, char** argv) {
       ids = ParseIds(line, config.src_vocab_size, &error);
       if (!error.empty()) fail(p, error);
     } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
-      Status s = source_tokenizer.Encode(line, true, config.eos_id, &ids);
+      Status s = text_codec.Encode(line, config.eos_id, &ids);
       if (!s.ok()) {
         fail(p, s.message());
         ids.clear();

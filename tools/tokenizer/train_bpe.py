@@ -12,6 +12,9 @@ Usage: python3 tools/tokenizer/train_bpe.py STYLE TEXT OUTPUT [--vocab N] [--eve
           qwen2   the NFC normalizer, Split (Qwen2's pattern) + ByteLevel(use_regex false),
                   <|endoftext|>, <|im_start|>, <|im_end|> and the non-special <tool_call>,
                   </tool_call> (normalized) after the vocabulary; trained on NFC text
+          bart    BART's (RoBERTa's): ByteLevel pre-tokenizer (GPT-2's split), <s> <pad> </s>
+                  <unk> first (ids 0-3, in the vocabulary too), <mask> last (lstrip), a
+                  RobertaProcessing post-processor adding <s> before and </s> after a text
           smollm  Digits(individual) + ByteLevel(use_regex true), special tokens first (ids 0..),
                   a <mask> that absorbs white space before it (lstrip) and a <sep> after it
                   (rstrip)
@@ -161,6 +164,7 @@ STYLES = {
     "gpt2": dict(split=split_gpt2, merges_as="strings", specials_first=False),
     "llama3": dict(split=lambda t: split_llama3(t, 3), merges_as="pairs", specials_first=False),
     "qwen2": dict(split=lambda t: split_llama3(t, 1), merges_as="strings", specials_first=False),
+    "bart": dict(split=split_gpt2, merges_as="strings", specials_first=True),
     "smollm": dict(split=lambda t: [p for d in split_digits(t) for p in split_gpt2(d)],
                    merges_as="strings", specials_first=True),
 }
@@ -245,11 +249,15 @@ def main():
         specials = [("<|endoftext|>", {}), ("<|im_start|>", {}), ("<|im_end|>", {}),
                     ("<tool_call>", dict(special=False)),
                     ("</tool_call>", dict(special=False, normalized=True))]
+    elif args.style == "bart":
+        specials = [(t, {}) for t in ["<s>", "<pad>", "</s>", "<unk>"]]
     else:
         specials = [("<|endoftext|>", {}), ("<|im_start|>", {}), ("<|im_end|>", {}),
                     ("<mask>", dict(lstrip=True)), ("<sep>", dict(rstrip=True))]
+    # BART's <mask> comes after the vocabulary (and is one more token to make room for).
+    mask_last = args.style == "bart"
     extra_words = 40 if args.style == "llama3" else 0
-    merges = train(pieces, order, args.vocab - 256 - len(specials) - extra_words)
+    merges = train(pieces, order, args.vocab - 256 - len(specials) - extra_words - mask_last)
     learnt = list(merges)
     if args.shuffle_merges is not None:
         random.Random(args.shuffle_merges).shuffle(merges)
@@ -277,9 +285,12 @@ def main():
         if style["specials_first"]:
             vocab[content] = id_
         added_tokens.append(added(id_, content, **flags))
+    if mask_last:
+        vocab["<mask>"] = len(vocab)
+        added_tokens.append(added(vocab["<mask>"], "<mask>", lstrip=True))
     vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
 
-    if args.style == "gpt2":
+    if args.style in ("gpt2", "bart"):
         pre = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                "use_regex": True}
     elif args.style == "smollm":
@@ -307,6 +318,9 @@ def main():
                      {"Sequence": {"id": "B", "type_id": 1}}],
             "special_tokens": {bos["content"]: {"id": bos["content"], "ids": [bos["id"]],
                                                 "tokens": [bos["content"]]}}}]}
+    elif args.style == "bart":
+        post = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+                "trim_offsets": True, "add_prefix_space": False}
     else:
         post = byte_level_post
     tokenizer = {

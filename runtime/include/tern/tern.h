@@ -14,8 +14,9 @@
  *   (a pure function of model + limits). tern_session_create() plans everything inside that
  *   arena; the handle itself is the only heap allocation it makes. After it,
  *   tern_translate_ids() never allocates, nor does tern_generate_ids() after
- *   tern_generator_create(). The text paths tokenize: tern_translate_text with SentencePiece,
- *   which allocates, then runs the same allocation-free translation; tern_generate_text grows
+ *   tern_generator_create(). The text paths tokenize: tern_translate_text with SentencePiece
+ *   or BART's byte-level BPE, which allocates, then runs the same allocation-free
+ *   translation; tern_generate_text grows
  *   its buffers on a generator's first request and then allocates nothing with a byte-level
  *   BPE tokenizer (SentencePiece allocates inside the library on every prompt): docs/api.md.
  *
@@ -217,7 +218,9 @@ TERN_API tern_status tern_translate_ids_batch(tern_session* session, const int32
                                               int32_t* out_lengths);
 
 /* UTF-8 text in, UTF-8 text out (NUL-terminated, truncated to out_capacity - 1 bytes with
- * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file. */
+ * TERN_OUT_OF_RANGE when it does not fit). Uses the tokenizer stored in the model file:
+ * SentencePiece models (EOS appended to the source), or BART's byte-level BPE tokenizer
+ * (the source as <s> text </s>; special tokens left out of the translation). */
 TERN_API tern_status tern_translate_text(tern_session* session, const char* text,
                                          const tern_translate_options* options, char* out,
                                          size_t out_capacity);

@@ -290,6 +290,23 @@ TEST_CASE("kv_heads must divide heads", "[loader][gqa]") {
   }
 }
 
+TEST_CASE("forced_bos_id is -1 or a target token id", "[loader]") {
+  ModelConfig valid = testing::TinyConfig();
+  convert::TernContents c = testing::RandomContents(valid, 17);
+  c.config.forced_bos_id = c.config.tgt_vocab_size - 1;
+  CHECK(LoadStatus(Serialize(c)).ok());
+  for (int32_t id : {c.config.tgt_vocab_size, -2}) {
+    c.config.forced_bos_id = id;
+    const Status s = LoadStatus(Serialize(c));
+    INFO(id);
+    CHECK(s.code() == StatusCode::kInvalidConfig);
+    CHECK(std::string(s.message()) ==
+          "config.forced_bos_id = " + std::to_string(id) +
+              " is neither -1 (none) nor a token id below tgt_vocab_size " +
+              std::to_string(c.config.tgt_vocab_size));
+  }
+}
+
 TEST_CASE("data sizes that do not match dtype and shape are rejected", "[loader]") {
   convert::TernContents c = testing::RandomContents(testing::TinyConfig(), 8);
   c.tensors[3].data.resize(c.tensors[3].data.size() - 4);

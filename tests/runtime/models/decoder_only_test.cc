@@ -289,6 +289,11 @@ TEST_CASE(
         "config.position = relative: decoder-only models support learned, sinusoidal, rotary or no "
         "positions, not "
         "relative ones (yet)");
+  c = GptConfig();
+  c.layernorm_embedding = true;
+  CHECK(load_error(c) ==
+        "config.layernorm_embedding: decoder-only models do not support a LayerNorm on the "
+        "embeddings (yet)");
   CHECK(load_error(GptConfig()).empty());
 
   testing::AlignedBytes lm_bytes = testing::RandomModelBytes(GptConfig(), 1);

@@ -232,6 +232,15 @@ TEST_CASE("load or prepare names what is wrong with a universal transformer",
     CHECK(s.code() == StatusCode::kInvalidConfig);
     CHECK_THAT(s.message(), ContainsSubstring("config.decoder_layers = 3"));
   }
+  SECTION("an embedding LayerNorm") {
+    convert::TernContents c = testing::RandomContents(UniversalConfig(3, 0.0f), 1);
+    c.config.layernorm_embedding = true;
+    const Status s = LoadStatus(c);
+    CHECK(s.code() == StatusCode::kNotSupported);
+    CHECK(std::string(s.message()) ==
+          "config.layernorm_embedding: a universal transformer does not support a LayerNorm on "
+          "the embeddings");
+  }
   SECTION("no steps") {
     const Status s = LoadStatus(testing::RandomContents(UniversalConfig(0, 0.0f), 1));
     CHECK(s.code() == StatusCode::kInvalidConfig);
