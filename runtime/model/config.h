@@ -23,7 +23,16 @@ enum class Architecture : uint8_t {
   // earlier key. Never in a loaded config.
   kDecoderOnlyWindowed = 3
 };
-enum class NormPlacement : uint8_t { kPost = 0, kPre = 1 };
+// kPostEmbeddingNorm / kPreEmbeddingNorm: the stored form of kPost / kPre with
+// layernorm_embedding set (FileConfig writes it, the loader reads it back): a reader older than
+// format 1.7, which ignores layernorm_embedding, refuses the file as an unknown norm placement
+// instead of running it without the norm. Never in a loaded config.
+enum class NormPlacement : uint8_t {
+  kPost = 0,
+  kPre = 1,
+  kPostEmbeddingNorm = 2,
+  kPreEmbeddingNorm = 3
+};
 enum class RelativeAttention : uint8_t { kShaw = 0, kT5Bias = 1 };
 enum class PositionKind : uint8_t {
   kSinusoidal = 0,
@@ -85,6 +94,9 @@ inline uint16_t ValueSince(ref::Activation a) {
   return a == ref::Activation::kGeGLU ? 6 : a == ref::Activation::kSwiGLU ? 2 : 0;
 }
 inline uint16_t ValueSince(PositionKind p) { return p == PositionKind::kRotaryScaled ? 6 : 0; }
+inline uint16_t ValueSince(NormPlacement n) {
+  return n == NormPlacement::kPostEmbeddingNorm || n == NormPlacement::kPreEmbeddingNorm ? 7 : 0;
+}
 inline uint16_t ValueSince(Architecture a) {
   return a == Architecture::kDecoderOnlyWindowed ? 7 : 0;
 }
@@ -123,6 +135,10 @@ inline ModelConfig FileConfig(ModelConfig c) {
     c.position = PositionKind::kRotaryScaled;
   if (c.architecture == Architecture::kDecoderOnly && c.sliding_window != 0)
     c.architecture = Architecture::kDecoderOnlyWindowed;
+  if (c.layernorm_embedding) {
+    c.norm_placement = c.norm_placement == NormPlacement::kPre ? NormPlacement::kPreEmbeddingNorm
+                                                               : NormPlacement::kPostEmbeddingNorm;
+  }
   return c;
 }
 

@@ -70,6 +70,27 @@ Status UnstoreArchitecture(ModelConfig* c) {
   return Status::Ok();
 }
 
+// The stored form of a model with an embedding LayerNorm (config.h,
+// NormPlacement::kPostEmbeddingNorm / kPreEmbeddingNorm) back to kPost / kPre; a file whose
+// norm placement and layernorm_embedding disagree is refused.
+Status UnstoreNormPlacement(ModelConfig* c) {
+  const bool stored = c->norm_placement == NormPlacement::kPostEmbeddingNorm ||
+                      c->norm_placement == NormPlacement::kPreEmbeddingNorm;
+  if (stored != c->layernorm_embedding) {
+    return Status::Error(StatusCode::kInvalidConfig,
+                         stored ? "config.norm_placement = %d needs config.layernorm_embedding"
+                                : "config.layernorm_embedding is stored with config.norm_placement "
+                                  "= post_embedding_norm / pre_embedding_norm (format 1.7), not %d",
+                         static_cast<int>(c->norm_placement));
+  }
+  if (stored) {
+    c->norm_placement = c->norm_placement == NormPlacement::kPreEmbeddingNorm
+                            ? NormPlacement::kPre
+                            : NormPlacement::kPost;
+  }
+  return Status::Ok();
+}
+
 // Enum values this reader does not know (a newer file, or corrupt bytes) are refused before any
 // cast to a C++ enum.
 Status CheckEnums(const schema::Config& s) {
@@ -295,6 +316,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
   model.config_ = ReadConfig(*model.root_->config());
   TERN_RETURN_IF_ERROR(UnstorePosition(&model.config_));
   TERN_RETURN_IF_ERROR(UnstoreArchitecture(&model.config_));
+  TERN_RETURN_IF_ERROR(UnstoreNormPlacement(&model.config_));
   TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
   if (model.root_->shortlist() != nullptr &&

@@ -144,7 +144,7 @@ TEST_CASE("limits: enum values a reader does not know are refused as unknown", "
        "config.architecture"},
       {[](ModelConfig* c) { c->activation = static_cast<ref::Activation>(6); },
        "config.activation"},
-      {[](ModelConfig* c) { c->norm_placement = static_cast<NormPlacement>(2); },
+      {[](ModelConfig* c) { c->norm_placement = static_cast<NormPlacement>(4); },
        "config.norm_placement"},
       {[](ModelConfig* c) { c->norm_kind = static_cast<ref::NormKind>(255); }, "config.norm_kind"},
       {[](ModelConfig* c) { c->position = static_cast<PositionKind>(6); }, "config.position"},
@@ -192,6 +192,36 @@ TEST_CASE("limits: scaled rotary positions are stored as a kind older readers re
   });
   CHECK(s.code() == StatusCode::kInvalidConfig);
   CHECK_THAT(s.message(), ContainsSubstring("rotary_scaled needs config.rotary_scaling"));
+}
+
+// An embedding LayerNorm (BART's layernorm_embedding) is stored as NormPlacement
+// PostEmbeddingNorm / PreEmbeddingNorm, format 1.7: a 1.6 reader, not knowing the field,
+// refuses the value as unknown instead of running without the norm; this reader loads it back.
+TEST_CASE("limits: an embedding LayerNorm is stored as a norm placement older readers refuse",
+          "[loader][limits]") {
+  for (NormPlacement placement : {NormPlacement::kPost, NormPlacement::kPre}) {
+    ModelConfig config = testing::TinyConfig();
+    config.norm_placement = placement;
+    config.layernorm_embedding = true;
+    const testing::AlignedBytes bytes(convert::SerializeModel(testing::RandomContents(config, 5)));
+    const schema::Model* stored = schema::GetSizePrefixedModel(bytes.data());
+    CHECK(stored->config()->norm_placement() == (placement == NormPlacement::kPre
+                                                     ? schema::NormPlacement_PreEmbeddingNorm
+                                                     : schema::NormPlacement_PostEmbeddingNorm));
+    CHECK(stored->format_minor() == 7);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    INFO(model.status().message());
+    REQUIRE(model.ok());
+    CHECK(model->config().norm_placement == placement);
+    CHECK(model->config().layernorm_embedding);
+  }
+  // The stored form without the flag is refused by name.
+  const Status s = LoadWithConfig([](ModelConfig* c) {
+    c->norm_placement = NormPlacement::kPreEmbeddingNorm;
+    c->layernorm_embedding = false;
+  });
+  CHECK(s.code() == StatusCode::kInvalidConfig);
+  CHECK_THAT(s.message(), ContainsSubstring("norm_placement = 3 needs config.layernorm_embedding"));
 }
 
 TEST_CASE("limits: max_positions at its bound loads and plans", "[loader][limits]") {
