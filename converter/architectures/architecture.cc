@@ -220,6 +220,20 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& label) 
   }
 }
 
+nlohmann::json ReadHfConfigJson(const Checkpoint& ckpt, const ArchitectureOptions& options,
+                                const std::string& arch, MappedCheckpoint* out) {
+  out->config_label =
+      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
+  if (!FileExists(out->config_label)) {
+    throw Error(ckpt.label() + ": --arch " + arch +
+                " needs the model's Hugging Face config.json (beside the checkpoint, or --config "
+                "PATH)");
+  }
+  nlohmann::json j = ParseJsonText(ReadTextFile(out->config_label), out->config_label);
+  if (!j.is_object()) throw Error(out->config_label + ": not a JSON object");
+  return j;
+}
+
 void ApplyOverrides(const ArchitectureOptions& options, MappedCheckpoint* out) {
   if (options.overrides_json.empty()) return;
   const nlohmann::json j = ParseJsonText(options.overrides_json, "--set");

@@ -57,6 +57,11 @@ std::string DirName(const std::string& path);
 bool FileExists(const std::string& path);
 nlohmann::json ParseJsonText(const std::string& text, const std::string& label);
 
+// The Hugging Face config.json a map of `arch` reads: --config, else the one beside the
+// checkpoint; its path goes to out->config_label. Missing, not JSON or not an object: an error.
+nlohmann::json ReadHfConfigJson(const Checkpoint& ckpt, const ArchitectureOptions& options,
+                                const std::string& arch, MappedCheckpoint* out);
+
 // Applies `--set`/--config overrides (partial tern config JSON) onto the mapped config.
 void ApplyOverrides(const ArchitectureOptions& options, MappedCheckpoint* out);
 

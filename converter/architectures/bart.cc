@@ -84,15 +84,7 @@ void OffsetPositions(Sources& src, MappedCheckpoint* out, const std::string& can
 MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions& options,
                                const Variant& v) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(ckpt.label() + ": --arch " + v.arch +
-                " needs the model's Hugging Face config.json (beside the checkpoint, or --config "
-                "PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, v.arch, &out);
   const std::string& label = out.config_label;
   const HfConfig hf(j, label, v.model);
   const std::string model_type = hf.String("model_type", v.arch);

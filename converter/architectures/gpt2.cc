@@ -101,15 +101,7 @@ void BiasSlice(Sources& src, MappedCheckpoint* out, const std::string& canonical
 
 MappedCheckpoint MapGpt2(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(ckpt.label() +
-                ": --arch gpt2 needs the model's Hugging Face config.json (beside the checkpoint, "
-                "or --config PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, "gpt2", &out);
   const HfConfig hf(j, out.config_label, "GPT-2");
   const std::string model_type = hf.String("model_type", "gpt2");
   if (model_type != "gpt2") {

@@ -245,15 +245,7 @@ void VerifyInvFreq(const Checkpoint& ckpt, const std::string& name, const ModelC
 MappedCheckpoint MapLlamaFamily(const Checkpoint& ckpt, const ArchitectureOptions& options,
                                 const Family& family) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(ckpt.label() + ": --arch " + family.arch +
-                " needs the model's Hugging Face config.json (beside the checkpoint, or --config "
-                "PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, family.arch, &out);
   const HfConfig hf(j, out.config_label, family.name);
   ModelConfig& c = out.config;
   c.architecture = Architecture::kDecoderOnly;

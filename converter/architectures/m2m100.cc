@@ -98,15 +98,7 @@ std::vector<std::pair<std::string, int32_t>> ReadLanguageCodes(const std::string
 MappedCheckpoint MapM2M100Layout(const Checkpoint& ckpt, const ArchitectureOptions& options,
                                  const std::string& arch) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(ckpt.label() + ": --arch " + arch +
-                " needs the model's Hugging Face config.json (beside the checkpoint, or "
-                "--config PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, arch, &out);
   const std::string& label = out.config_label;
   const HfConfig hf(j, label, "M2M100");
   const std::string model_type = hf.String("model_type", "m2m100");

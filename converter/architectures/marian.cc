@@ -55,16 +55,7 @@ struct MarianConfigJson {
 
 MappedCheckpoint MapMarian(const Checkpoint& ckpt, const ArchitectureOptions& options) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(
-        ckpt.label() +
-        ": --arch marian needs the model's Hugging Face config.json (beside the checkpoint, "
-        "or --config PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, "marian", &out);
   const MarianConfigJson hf{j, out.config_label};
   const std::string model_type = hf.String("model_type", "marian");
   if (model_type != "marian") {

@@ -102,15 +102,7 @@ void Scale(MappedCheckpoint* out, const std::string& canonical, double factor) {
 MappedCheckpoint MapT5Family(const Checkpoint& ckpt, const ArchitectureOptions& options,
                              const Family& family) {
   MappedCheckpoint out;
-  out.config_label =
-      options.config.empty() ? DirName(options.checkpoint) + "/config.json" : options.config;
-  if (!FileExists(out.config_label)) {
-    throw Error(ckpt.label() + ": --arch " + family.arch +
-                " needs the model's Hugging Face config.json (beside the checkpoint, or --config "
-                "PATH)");
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(out.config_label), out.config_label);
-  if (!j.is_object()) throw Error(out.config_label + ": not a JSON object");
+  const nlohmann::json j = ReadHfConfigJson(ckpt, options, family.arch, &out);
   const std::string& label = out.config_label;
   const HfConfig hf(j, label, family.name);
   const std::string model_type = hf.String("model_type", family.model_type);

@@ -305,59 +305,39 @@ TEST_CASE("BART and mBART config fields tern does not implement are refused by n
     o.no_tokenizer = true;
     return ConvertError(o);
   };
-  {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* message;  // after "<config.json path>: "
+  };
+  const Case cases[] = {
+      {"activation_function", "quick_gelu",
+       "\"activation_function\" = \"quick_gelu\" is not supported; expected swish, silu, gelu, "
+       "relu or gelu_new"},
+      {"add_bias_logits", true,
+       "\"add_bias_logits\": true (a second logits bias) is not supported; tern adds "
+       "final_logits_bias only"},
+      {"add_final_layer_norm", true,
+       "\"add_final_layer_norm\": true contradicts --arch bart: BART stacks end without a final "
+       "LayerNorm"},
+      {"normalize_before", true,
+       "\"normalize_before\": true contradicts --arch bart: BART layers are post-LN (mBART's "
+       "pre-LN layers: --arch mbart)"},
+      {"normalize_embedding", false,
+       "\"normalize_embedding\": false contradicts --arch bart: every BART and mBART stack has a "
+       "layernorm_embedding"},
+      {"static_position_embeddings", true,
+       "\"static_position_embeddings\": true contradicts --arch bart: BART and mBART positions "
+       "are learned (offset 2), not sinusoidal"},
+      {"extra_pos_embeddings", 1,
+       "\"extra_pos_embeddings\" = 1 is not supported; BART's learned positions have an offset "
+       "of 2"},
+      {"model_type", "mbart", "\"model_type\" is \"mbart\", not \"bart\" (use --arch mbart)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key);
     testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "activation_function", "quick_gelu") ==
-          copy.config_path() +
-              ": \"activation_function\" = \"quick_gelu\" is not supported; expected swish, "
-              "silu, gelu, relu or gelu_new");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "add_bias_logits", true) ==
-          copy.config_path() +
-              ": \"add_bias_logits\": true (a second logits bias) is not supported; tern adds "
-              "final_logits_bias only");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "add_final_layer_norm", true) ==
-          copy.config_path() +
-              ": \"add_final_layer_norm\": true contradicts --arch bart: BART stacks end without "
-              "a final LayerNorm");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "normalize_before", true) ==
-          copy.config_path() +
-              ": \"normalize_before\": true contradicts --arch bart: BART layers are post-LN "
-              "(mBART's pre-LN layers: --arch mbart)");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "normalize_embedding", false) ==
-          copy.config_path() +
-              ": \"normalize_embedding\": false contradicts --arch bart: every BART and mBART "
-              "stack has a layernorm_embedding");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "static_position_embeddings", true) ==
-          copy.config_path() +
-              ": \"static_position_embeddings\": true contradicts --arch bart: BART and mBART "
-              "positions are learned (offset 2), not sinusoidal");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "extra_pos_embeddings", 1) ==
-          copy.config_path() +
-              ": \"extra_pos_embeddings\" = 1 is not supported; BART's learned positions have an "
-              "offset of 2");
-  }
-  {
-    testing::FixtureCopy copy = BartCopy();
-    CHECK(refused(copy, "model_type", "mbart") ==
-          copy.config_path() + ": \"model_type\" is \"mbart\", not \"bart\" (use --arch mbart)");
+    CHECK(refused(copy, c.key, c.value) == copy.config_path() + ": " + c.message);
   }
   {
     // mBART's flags are the other way round.

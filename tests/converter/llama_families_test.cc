@@ -404,6 +404,9 @@ TEST_CASE("LLaMA-layout configs: what tern does not implement is refused by name
     CHECK(BuildContents(copy.Write()).config.sliding_window == 0);
     copy.config["max_window_layers"] = 0;
     CHECK(BuildContents(copy.Write()).config.sliding_window == 16);
+    copy.config["max_window_layers"] = -1;
+    CHECK(ConvertError(copy.Write()) ==
+          copy.config_path() + ": \"max_window_layers\" must be an integer >= 0");
     copy.config["max_window_layers"] = 1;
     CHECK(ConvertError(copy.Write()) ==
           copy.config_path() +

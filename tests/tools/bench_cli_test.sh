@@ -74,6 +74,9 @@ check "an LM's decode tokens/s counts every prompt" \
   test "$(field "$lm_three" 'abs(j["decode_tokens_per_s"] - 3 * 1000 / j["decode_ms_per_token"]) < 1e-6 * j["decode_tokens_per_s"]')" == True
 err=$(tern bench -m "$work/lm.tern" --beam 2 2>&1 >/dev/null)
 check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length and --no-shortlist are for translation models' <<<"$err"
+err=$(tern bench -m "$work/lm.tern" --prompt-length 30 --tokens 16 2>&1 >/dev/null)
+check "an LM's prompt + tokens beyond max_positions fails naming it" \
+  grep -q -- "--prompt-length + --tokens must be <= the model's max_positions (32)" <<<"$err"
 err=$(tern bench "${common[@]}" --prompt-length 4 2>&1 >/dev/null)
 check "--prompt-length on a translation model fails naming it" grep -q -- '--prompt-length is for language models' <<<"$err"
 

@@ -222,6 +222,19 @@ TEST_CASE("limits: an embedding LayerNorm is stored as a norm placement older re
   });
   CHECK(s.code() == StatusCode::kInvalidConfig);
   CHECK_THAT(s.message(), ContainsSubstring("norm_placement = 3 needs config.layernorm_embedding"));
+  // The flag with a plain placement (the writer never stores it so: the byte overwritten).
+  ModelConfig config = testing::TinyConfig();
+  config.norm_placement = NormPlacement::kPre;
+  config.layernorm_embedding = true;
+  const testing::AlignedBytes bytes(convert::SerializeModel(testing::RandomContents(config, 5)));
+  auto* table = const_cast<flatbuffers::Table*>(reinterpret_cast<const flatbuffers::Table*>(
+      schema::GetSizePrefixedModel(bytes.data())->config()));
+  REQUIRE(table->SetField<uint8_t>(schema::Config::VT_NORM_PLACEMENT, 1, 0));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(!model.ok());
+  CHECK(std::string(model.status().message()) ==
+        "config.layernorm_embedding is stored with config.norm_placement = post_embedding_norm / "
+        "pre_embedding_norm (format 1.7), not 1");
 }
 
 TEST_CASE("limits: max_positions at its bound loads and plans", "[loader][limits]") {
