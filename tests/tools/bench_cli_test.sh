@@ -52,6 +52,27 @@ check "the reference backend gives the same batch ids" \
 text=$(tern bench -m "$work/m.tern" --source-length 7 --tokens 6 --repeat 1 --warmup 0 --batch 2)
 check "the table names batch and tokens" grep -q 'for 2 x 6 tokens from 7-token sources' <<<"$text"
 
+# --linear: every shape of the model at every --rows count, each weight type on its XNNPACK
+# path (a build without XNNPACK says so).
+lin=$(tern bench --linear -m "$work/m.tern" --rows 1,3 --repeat 1 --warmup 0 --working-set 0 \
+  --json 2>&1)
+if grep -q 'this build has no XNNPACK' <<<"$lin"; then
+  check "--linear without XNNPACK fails naming it" true
+else
+  check "--linear reports 4 shapes x 2 row counts x 5 weight types" \
+    test "$(field "$lin" 'len(j), sorted({r["rows"] for r in j}), len({(r["n"], r["k"]) for r in j})')" == "(40, [1, 3], 4)"
+  check "--linear times every call and names each weight type's path" \
+    test "$(field "$lin" 'all(r["us"] > 0 for r in j), sorted({(r["weights"], r["path"]) for r in j if r["weights"] in ("f32", "int8", "int4/row")})')" == "(True, [('f32', 'fully_connected_nc_f32'), ('int4/row', 'fully_connected_nc_qd8_f32_qc4w'), ('int8', 'fully_connected_nc_qd8_f32_qc8w')])"
+  # int4 in blocks of 32: qb4w, per row where the block is the whole row, the reference kernel
+  # where no block of 32 divides the row (the fixture's rows of 40)
+  check "--linear's int4 blocks take qb4w, qc4w or the reference kernel" \
+    test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "reference"}')" == True
+fi
+err=$(tern bench --linear --rows 1,0 2>&1 >/dev/null)
+check "--rows 0 fails naming the flag" grep -q -- '--rows takes a comma-separated list of row counts 1..4096' <<<"$err"
+err=$(tern bench -m "$work/m.tern" --rows 4 2>&1 >/dev/null)
+check "--rows without --linear fails naming it" grep -q -- '--rows is for --linear' <<<"$err"
+
 err=$(tern bench -m "$work/m.tern" --batch 0 2>&1 >/dev/null)
 check "--batch 0 fails naming the flag" grep -q -- '--batch and --beam must be >= 1' <<<"$err"
 

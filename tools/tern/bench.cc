@@ -31,6 +31,7 @@
 #include "runtime/decoding/beam_search.h"
 #include "runtime/decoding/greedy.h"
 #include "tools/tern/args.h"
+#include "tools/tern/bench_linear.h"
 #include "tools/tern/bench_lm.h"
 #include "tools/tern/bench_util.h"
 #include "tools/tern/commands.h"
@@ -43,6 +44,8 @@ namespace {
 
 const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
+    "       tern bench --linear [-m MODEL] [--rows 1,4,16,64] [--int4-block 32] [--threads N]\n"
+    "                           [--working-set MIB] [--repeat R] [--json]\n"
     "\n"
     "A language model (decoder-only): a batch of --batch prompts of --prompt-length tokens is\n"
     "prefilled and --tokens tokens per prompt generated greedily (EOS not stopping them):\n"
@@ -70,7 +73,16 @@ const char kHelp[] =
     "  --json                one JSON object instead of the table\n"
     "  --no-mmap             read MODEL into memory instead of mapping it\n"
     "  --no-shortlist        ignore the model's vocabulary shortlist; with one (and without\n"
-    "                        this flag) every run is timed with and without it, interleaved\n";
+    "                        this flag) every run is timed with and without it, interleaved\n"
+    "\n"
+    "--linear: the linear layers alone, one shape at a time (MODEL's d x d, d_ff x d, d x d_ff,\n"
+    "vocabulary x d; without -m the paper-base model's), at each row count of --rows (1: a\n"
+    "batch-1 decode step; the batch x beam rows of a batched step; the encoder's tokens), with\n"
+    "f32, f16, int8, int4 per row and int4 per block of --int4-block weights (default 32, the\n"
+    "converter's) on XNNPACK: microseconds per call, GB/s of weights streamed, and int4's\n"
+    "time over int8's (where int4 stops paying). The calls cycle through copies of each layer\n"
+    "that take --working-set MiB together (default 96, more than a last-level cache: weights\n"
+    "come from memory, as in a decode step; 0: one copy, weights in cache).\n";
 
 using bench::Check;
 using bench::Clock;
@@ -125,17 +137,59 @@ nlohmann::json Top5Json(const std::vector<std::pair<int32_t, float>>& top) {
   return j;
 }
 
+// tern bench --linear: shapes from -m MODEL's config (or paper base's), rows from --rows.
+int BenchLinearCommand(const Args& args) {
+  LinearBenchSettings s;
+  int64_t d = 512, d_ff = 2048, vocab = 32000;
+  if (args.has("model")) {
+    LoadedModel loaded = LoadModel(args.get("model"), args.has("no-mmap"));
+    const ModelConfig& config = loaded.model.config();
+    d = config.d_model;
+    d_ff = config.d_ff;
+    vocab = config.tgt_vocab_size;
+  }
+  s.shapes = {{d, d}, {d_ff, d}, {d, d_ff}, {vocab, d}};
+  if (args.has("rows")) {
+    s.rows.clear();
+    const std::string list = args.get("rows");
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      const std::string item = list.substr(start, comma - start);
+      char* end = nullptr;
+      const long long m = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || m < 1 || m > 4096) {
+        throw UsageError("--rows takes a comma-separated list of row counts 1..4096, not \"" +
+                         list + "\"");
+      }
+      s.rows.push_back(m);
+      start = comma + 1;
+    }
+  }
+  s.threads = static_cast<int32_t>(args.get_int("threads", 1, 1, 256));
+  s.repeat = static_cast<int>(args.get_int("repeat", 20, 1, 100000));
+  s.warmup = static_cast<int>(args.get_int("warmup", 3, 0, 100000));
+  s.int4_block = args.get_int("int4-block", 32, 32, 1 << 20);
+  if (s.int4_block % 32 != 0) throw UsageError("--int4-block must be a multiple of 32");
+  s.working_set_bytes =
+      static_cast<double>(args.get_int("working-set", 96, 0, 1 << 16)) * 1024.0 * 1024.0;
+  s.json = args.has("json");
+  return BenchLinear(s);
+}
+
 }  // namespace
 
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "source-length", "prompt-length", "tokens", "batch",
-             "beam", "repeat", "warmup"},
-            {"json", "no-mmap", "no-shortlist", "help"}, {{"-m", "--model"}});
+             "beam", "repeat", "warmup", "rows", "int4-block", "working-set"},
+            {"json", "no-mmap", "no-shortlist", "linear", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
+  if (args.has("linear")) return BenchLinearCommand(args);
+  if (args.has("rows")) throw UsageError("--rows is for --linear");
   if (!args.has("model")) throw UsageError("--model is required");
   const std::string path = args.get("model");
   const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));

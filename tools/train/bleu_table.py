@@ -6,6 +6,7 @@ PyTorch's, and how many outputs hold a repeated-word loop (tools/data/quality.py
 Usage (after `make build`):
   /usr/bin/python3 tools/train/bleu_table.py [--model examples/translation/model.safetensors]
       [--sets ding,everyday,technical] [--dtypes fp32,fp16,int8,int4] [--no-tern]
+      (a dtype int4:gN converts with --group-size N: int4 in blocks of N weights, g0 per row)
       [--tern build/x86_64/tools/tern] [--work build/bleu] [--limit N] [--max-length 128]
 Test sets: ding = testset/test.{de,en} (Ding example sentences, v1's set), everyday =
 testset/test_everyday.* (game dialogue and descriptions, GNOME help), technical =
@@ -63,9 +64,12 @@ def pytorch_greedy(model_path, src_ids, max_len, batch=64):
 
 
 def tern_convert(tern, model_path, spm_path, dtype, work):
-    tern_file = os.path.join(work, f"de-en.{dtype}.tern")
-    subprocess.run([tern, "convert", model_path, "-o", tern_file, "--dtype", dtype,
-                    "--tokenizer", spm_path, "--force", "--quiet"], check=True)
+    """dtype: fp32, fp16, int8, int4, or int4:gN (int4 in blocks of N weights; g0: per row)."""
+    name, _, group = dtype.partition(":g")
+    tern_file = os.path.join(work, f"de-en.{dtype.replace(':', '-')}.tern")
+    extra = ["--group-size", group] if group else []
+    subprocess.run([tern, "convert", model_path, "-o", tern_file, "--dtype", name,
+                    "--tokenizer", spm_path, "--force", "--quiet"] + extra, check=True)
     return tern_file
 
 
@@ -120,7 +124,7 @@ def main():
 
         def row(label, hyps, same, secs, size):
             engine, dtype = label.split()
-            with open(os.path.join(args.work, f"hyp.{name}.{engine.lower()}-{dtype}.en"), "w",
+            with open(os.path.join(args.work, f"hyp.{name}.{engine.lower()}-{dtype.replace(':', '-')}.en"), "w",
                       encoding="utf-8") as f:
                 f.write("\n".join(hyps) + "\n")
             bleu = corpus_bleu(hyps, [ref])

@@ -1,0 +1,250 @@
+// tern bench --linear (bench_linear.h). Each layer is built the way Session::Prepare builds one
+// (LinearPlanner::Choose, the context's conversion operators, CreateLinear in an arena region of
+// exactly the measured size) and run through RunLinear, the call the models make, so the times
+// include what tern does around XNNPACK (quantizing activations per row for the qd8 paths,
+// adding a bias) and nothing else.
+#include "tools/tern/bench_linear.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "converter/host_tensor.h"
+#include "converter/quantize.h"
+#include "runtime/kernels/backend.h"
+#include "runtime/kernels/reference/linear.h"
+#include "tools/tern/bench_util.h"
+
+#if TERN_XNNPACK_BUILD
+#include <pthreadpool.h>
+#endif
+
+namespace tern::cli {
+
+#if TERN_XNNPACK_BUILD
+
+namespace {
+
+using bench::Clock;
+using bench::Median;
+using bench::Ms;
+
+// A 64-byte aligned buffer (XNNPACK's arena regions and scratch must be).
+class Aligned {
+ public:
+  explicit Aligned(size_t bytes) : storage_(bytes + 64, 0) {
+    shift_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64;
+  }
+  uint8_t* data() { return storage_.data() + shift_; }
+
+ private:
+  std::vector<uint8_t> storage_;
+  size_t shift_ = 0;
+};
+
+struct Variant {
+  const char* label;
+  DType dtype;
+  int64_t group;  // int4 only: 0 per row, else the block
+};
+
+// One layer as Prepare creates it, in buffers of its own.
+struct Layer {
+  convert::EncodedTensor encoded;
+  std::vector<float> bias;
+  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  xnn::Context context;
+  xnn::LinearKernel kernel;
+  xnn::LinearChoice choice;
+
+  WeightView view() const {
+    WeightView w;
+    w.dtype = encoded.dtype;
+    w.data = encoded.data.data();
+    w.rows = encoded.shape[0];
+    w.cols = encoded.shape[1];
+    w.scales = encoded.scales.empty() ? nullptr : encoded.scales.data();
+    w.group_size = encoded.group_size;
+    return w;
+  }
+  // Bytes one call streams: the weights and their scales (what a decode step is bound by).
+  double weight_bytes() const {
+    return static_cast<double>(encoded.data.size()) +
+           static_cast<double>(encoded.scales.size()) * sizeof(float);
+  }
+};
+
+void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool_t pool,
+           Layer* layer) {
+  convert::HostTensor t;
+  t.name = "w";
+  t.shape = {n, k};
+  t.values.resize(static_cast<size_t>(n * k));
+  std::mt19937 rng(static_cast<uint32_t>(n * 31 + k));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& x : t.values) x = dist(rng) * 0.05f;
+  layer->encoded = convert::Encode(t, v.dtype, v.group);
+  layer->bias.assign(static_cast<size_t>(n), 0.01f);
+
+  xnn::LinearSpec spec;
+  spec.weight = layer->view();
+  spec.bias = layer->bias.data();
+  spec.max_rows = max_rows;
+  spec.input_stride = k;
+  spec.output_stride = n;
+  xnn::LinearPlanner planner;
+  bench::Check(planner.Choose(spec, &layer->choice), "choosing a path");
+  xnn::ContextNeeds needs;
+  needs.Add(spec, layer->choice.path);
+  size_t context_bytes = 0;
+  bench::Check(xnn::MeasureContext(needs, &context_bytes), "measuring the context");
+  const size_t region_bytes = layer->choice.xnn_bytes + context_bytes;
+  layer->region = Aligned(region_bytes);
+  layer->scratch = Aligned(layer->choice.scratch_bytes);
+  layer->qd8_input = Aligned(needs.qd8_input_bytes);
+  layer->qd8_params = Aligned(needs.qd8_params_bytes);
+  layer->f16_input = Aligned(needs.f16_input_bytes);
+  layer->f16_output = Aligned(needs.f16_output_bytes);
+  xnn::Context& c = layer->context;
+  c.pool = pool;
+  c.qd8_input = reinterpret_cast<int8_t*>(layer->qd8_input.data());
+  c.qd8_input_bytes = needs.qd8_input_bytes;
+  c.qd8_params = layer->qd8_params.data();
+  c.qd8_params_bytes = needs.qd8_params_bytes;
+  c.f16_input = reinterpret_cast<uint16_t*>(layer->f16_input.data());
+  c.f16_input_bytes = needs.f16_input_bytes;
+  c.f16_output = reinterpret_cast<uint16_t*>(layer->f16_output.data());
+  c.f16_output_bytes = needs.f16_output_bytes;
+  xnn::ArenaScope scope(layer->region.data(), region_bytes);
+  bench::Check(xnn::CreateContext(needs, &c), "creating the context");
+  bench::Check(xnn::CreateLinear(spec, layer->choice, &c, layer->scratch.data(), &layer->kernel),
+               "creating the operator");
+}
+
+// What one call costs with its weights coming from memory, as in a decode step, where every
+// layer's weights were evicted from the caches by the other layers' since its last call: the
+// calls cycle through copies of the layer (each with its own packed weights) that together
+// take s.working_set_bytes.
+struct Shape {
+  int64_t n = 0, k = 0, m = 0;
+};
+
+// One timed pass: every copy called once; microseconds per call. A layer XNNPACK has no path
+// for (an int4 block that does not divide the row) runs the reference kernel, as in a session.
+double Pass(std::vector<Layer>& copies, const Shape& sh, const float* x, float* y) {
+  const Clock::time_point t0 = Clock::now();
+  for (Layer& layer : copies) {
+    if (layer.kernel.path == xnn::LinearPath::kReference) {
+      ref::Linear(x, sh.m, sh.k, layer.view(), layer.bias.data(), y, sh.n);
+    } else if (!xnn::RunLinear(layer.kernel, x, sh.m, sh.k, y, sh.n)) {
+      throw std::runtime_error("XNNPACK could not run a " + std::to_string(sh.m) + " x " +
+                               std::to_string(sh.k) + " call");
+    }
+  }
+  return Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
+}
+
+}  // namespace
+
+int BenchLinear(const LinearBenchSettings& s) {
+  bench::Check(xnn::Initialize(), "XNNPACK");
+  const Variant variants[] = {{"f32", DType::kF32, 0},
+                              {"f16", DType::kF16, 0},
+                              {"int8", DType::kI8, 0},
+                              {"int4/row", DType::kI4, 0},
+                              {"int4/block", DType::kI4, s.int4_block}};
+  constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
+  pthreadpool_t pool = s.threads > 1 ? pthreadpool_create(static_cast<size_t>(s.threads)) : nullptr;
+  const int64_t max_rows = *std::max_element(s.rows.begin(), s.rows.end());
+
+  nlohmann::json out = nlohmann::json::array();
+  if (!s.json) {
+    std::printf(
+        "us per call (GB/s of weights streamed) on %d thread%s, calls cycling through %.0f MiB "
+        "of layers; last columns: int4 time / int8 time (< 1: int4 faster)\n",
+        s.threads, s.threads == 1 ? "" : "s", s.working_set_bytes / (1024 * 1024));
+    std::printf("%-12s %4s", "n x k", "M");
+    for (const Variant& v : variants) std::printf(" %18s", v.label);
+    std::printf(" %9s %9s\n", "row/int8", "block/int8");
+  }
+  for (const auto& shape : s.shapes) {
+    // copies[v]: variant v's layers, enough of them to stream from memory.
+    std::vector<std::vector<Layer>> copies(kVariants);
+    const char* paths[kVariants] = {};
+    for (int v = 0; v < kVariants; ++v) {
+      Layer probe;
+      Build(shape.first, shape.second, variants[v], max_rows, pool, &probe);
+      const size_t count =
+          static_cast<size_t>(std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
+      copies[static_cast<size_t>(v)] = std::vector<Layer>(count);
+      for (Layer& layer : copies[static_cast<size_t>(v)]) {
+        Build(shape.first, shape.second, variants[v], max_rows, pool, &layer);
+      }
+      paths[v] = xnn::LinearPathName(copies[static_cast<size_t>(v)][0].kernel.path);
+    }
+    for (int64_t m : s.rows) {
+      const Shape sh{shape.first, shape.second, m};
+      std::vector<float> x(static_cast<size_t>(m * sh.k)), y(static_cast<size_t>(m * sh.n));
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (auto& e : x) e = dist(rng);
+      // Interleaved: each variant's median is over passes spread across the same time.
+      std::vector<double> per[kVariants];
+      for (int r = 0; r < s.warmup + s.repeat; ++r) {
+        for (int v = 0; v < kVariants; ++v) {
+          const double us = Pass(copies[static_cast<size_t>(v)], sh, x.data(), y.data());
+          if (r >= s.warmup) per[v].push_back(us);
+        }
+      }
+      double us[kVariants];
+      for (int v = 0; v < kVariants; ++v) us[v] = Median(per[v]);
+      if (s.json) {
+        for (int v = 0; v < kVariants; ++v) {
+          const double bytes = copies[static_cast<size_t>(v)][0].weight_bytes();
+          out.push_back({{"n", sh.n},
+                         {"k", sh.k},
+                         {"rows", m},
+                         {"weights", variants[v].label},
+                         {"path", paths[v]},
+                         {"us", us[v]},
+                         {"weight_gb_per_s", bytes / (us[v] * 1e3)},
+                         {"gflops", 2.0 * static_cast<double>(m * sh.n * sh.k) / (us[v] * 1e3)}});
+        }
+        continue;
+      }
+      const std::string name = std::to_string(sh.n) + " x " + std::to_string(sh.k);
+      std::printf("%-12s %4lld", name.c_str(), static_cast<long long>(m));
+      for (int v = 0; v < kVariants; ++v) {
+        const double gbs = copies[static_cast<size_t>(v)][0].weight_bytes() / (us[v] * 1e3);
+        std::printf(" %10.1f (%5.1f)", us[v], gbs);
+      }
+      std::printf(" %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2]);
+    }
+    if (!s.json && &shape == &s.shapes.back()) {
+      std::printf("paths: ");
+      for (int v = 0; v < kVariants; ++v) {
+        std::printf("%s%s = %s", v ? ", " : "", variants[v].label, paths[v]);
+      }
+      std::printf("\n");
+    }
+  }
+  if (s.json) std::printf("%s\n", out.dump(2).c_str());
+  if (pool) pthreadpool_destroy(pool);
+  return 0;
+}
+
+#else
+
+int BenchLinear(const LinearBenchSettings&) {
+  throw std::runtime_error("tern bench --linear: this build has no XNNPACK");
+}
+
+#endif
+
+}  // namespace tern::cli

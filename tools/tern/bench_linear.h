@@ -1,0 +1,31 @@
+// tern bench --linear: the XNNPACK fully-connected paths of this build, timed one layer at a time
+// at several row counts M (1: a batch-1 decode step; 4, 16, 64: batched steps and beams; the
+// encoder's source tokens), so the choice between 4-bit and 8-bit weights at a given batch size
+// rests on a measurement of this CPU (issue 20: int4 at batch > 1).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tern::cli {
+
+struct LinearBenchSettings {
+  // Layer shapes [n, k]: the model's (d x d, ffn x d, d x ffn, vocab x d), or paper base's.
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  std::vector<int64_t> rows{1, 4, 16, 64};
+  int32_t threads = 1;
+  int repeat = 20, warmup = 3;
+  int64_t int4_block = 32;  // the converter's default block for int4 (qb4w)
+  // The calls of one measurement cycle through copies of the layer (each with its own packed
+  // weights) that together take at least this many bytes, so the weights come from memory, as
+  // in a decode step where the other layers evicted them; 0: one copy, weights in cache.
+  double working_set_bytes = 96.0 * 1024 * 1024;
+  bool json = false;
+};
+
+// Times f32, f16, int8 (qc8w), int4 per row (qc4w) and int4 per block (qb4w) on random weights
+// of each shape and prints the table (or JSON); returns the exit status. Throws
+// std::runtime_error when XNNPACK is not usable or an operator cannot be created.
+int BenchLinear(const LinearBenchSettings& s);
+
+}  // namespace tern::cli
