@@ -82,9 +82,10 @@ void CheckQuantized(const HostTensor& t, const EncodedTensor& e, DType dtype, in
           const double w = t.values[static_cast<size_t>(r * cols + c)];
           const int q = Nibble(e, row_bytes, r, c);
           error += (w - scale * q) * (w - scale * q);
-          const double q0 = max_abs_scale == 0.0
-                                ? 0.0
-                                : std::fmax(-limit, std::fmin(limit, std::round(w / max_abs_scale)));
+          const double q0 =
+              max_abs_scale == 0.0
+                  ? 0.0
+                  : std::fmax(-limit, std::fmin(limit, std::round(w / max_abs_scale)));
           max_abs_error += (w - max_abs_scale * q0) * (w - max_abs_scale * q0);
         }
         REQUIRE(error <= max_abs_error * (1 + 1e-6) + 1e-30);
