@@ -32,7 +32,7 @@ MIB = 1024.0 * 1024.0
 TIME_KEYS = ["encode_ms_32", "encode_ms_128", "decode_ms_per_token", "decode_first_step_ms",
              "decode_last_step_ms", "total_ms", "load_prepare_ms", "cpu_encode_ms",
              "cpu_decode_ms_per_token", "cpu_total_ms"]
-ORDER = ["tern-fp32", "tern-fp16", "tern-int8", "tern-int4", "ort-fp32", "ort-int8",
+ORDER = ["tern-fp32", "tern-fp16", "tern-int8", "tern-int4", "tern-int4row", "ort-fp32", "ort-int8",
          "pytorch-fp32", "pytorch-int8"]
 # (name, faster engine, slower engine, target speed-up or None)
 RATIOS = [
@@ -45,8 +45,10 @@ RATIOS = [
     ("tern fp16 vs ONNX Runtime fp32", "tern-fp16", "ort-fp32", None),
     ("ONNX Runtime int8 vs PyTorch fp32", "ort-int8", "pytorch-fp32", None),
     ("tern int4 vs tern int8", "tern-int4", "tern-int8", None),
+    ("tern int4 per row vs tern int8", "tern-int4row", "tern-int8", None),
+    ("tern int4 per row vs ONNX Runtime int8", "tern-int4row", "ort-int8", None),
 ] + [(f"tern {d} vs baseline tern {d} (TERN_BASELINE)", f"tern-{d}", f"tern-old-{d}", None)
-     for d in ("fp32", "fp16", "int8", "int4")]
+     for d in ("fp32", "fp16", "int8", "int4", "int4row")]
 PARTS = [("encode 32", "encode_ms_32"), ("encode 128", "encode_ms_128"),
          ("decode/token", "decode_ms_per_token"), ("first step", "decode_first_step_ms"),
          ("step 32", "decode_last_step_ms"), ("total", "total_ms"), ("total CPU", "cpu_total_ms")]
@@ -179,7 +181,9 @@ def fmt(v, digits=1):
 
 def weights_label(eid, e):
     if eid.startswith("tern"):
-        return {"f32": "fp32", "f16": "fp16", "i8": "int8", "i4": "int4 (emb. int8)"}.get(e.get("weights_dtype"), "?")
+        if eid.endswith("int4row"):
+            return "int4 per row (emb. int8)"
+        return {"f32": "fp32", "f16": "fp16", "i8": "int8", "i4": "int4 blocks of 32 (emb. int8)"}.get(e.get("weights_dtype"), "?")
     if eid == "pytorch-int8":
         return f"int8 dyn. ({e.get('quantized_engine')})"
     if eid == "ort-int8":
@@ -200,7 +204,7 @@ def target_for(name, default, batch, beam):
     """The target of a ratio in this setting: issue 4's at batch 1 greedy, issue 20's for
     batches of 16 and more and for beam 4 (tern int8 >= 2x ONNX Runtime int8), and tern int4 >=
     tern int8 everywhere."""
-    if name == "tern int4 vs tern int8":
+    if name in ("tern int4 vs tern int8", "tern int4 per row vs tern int8"):
         return 1.0
     if batch == 1 and beam == 1:
         return default

@@ -14,7 +14,7 @@ Speed does not depend on the weight values: every engine is made to generate exa
 number of tokens (EOS masked), so random weights measure what trained ones would.
 
 Usage: make_base.py --tern build/x86_64/tools/tern [--out build/bench/models]
-                    [--models base,demo] [--dtypes fp32,fp16,int8,int4] [--force]
+                    [--models base,demo] [--dtypes fp32,fp16,int8,int4,int4row] [--force]
 Prints one JSON line: {"<model>": {"checkpoint", "config", "tern": {"fp32": path, ...}}}.
 Existing files are kept unless --force (the checkpoint is seeded, so it is reproducible).
 """
@@ -61,7 +61,10 @@ def random_checkpoint(cfg_dict, seed):
 
 
 def convert(tern, checkpoint, config, out, dtype, tokenizer=None):
-    cmd = [tern, "convert", checkpoint, "--config", config, "-o", out, "--dtype", dtype,
+    """dtype: fp32, fp16, int8, int4 (blocks of 32, the converter's default), or int4row (int4
+    per row: --group-size 0, XNNPACK's qc4w kernels; tern bench --linear)."""
+    flags = ["--dtype", "int4", "--group-size", "0"] if dtype == "int4row" else ["--dtype", dtype]
+    cmd = [tern, "convert", checkpoint, "--config", config, "-o", out] + flags + [
            "--force", "--quiet"]
     if tokenizer:
         cmd += ["--tokenizer", tokenizer]
@@ -73,7 +76,7 @@ def main():
     ap.add_argument("--tern", required=True, help="the tern executable (for tern convert)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "models"))
     ap.add_argument("--models", default="base,demo")
-    ap.add_argument("--dtypes", default="fp32,fp16,int8,int4")
+    ap.add_argument("--dtypes", default="fp32,fp16,int8,int4,int4row")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()

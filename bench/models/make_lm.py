@@ -15,7 +15,7 @@ tokens), so random weights measure what trained ones would. The weights are N(0,
 ones plus small noise.
 
 Usage: make_lm.py --tern build/x86_64/tools/tern [--out build/bench/models] [--shapes smollm]
-                  [--dtypes fp32,int8,int4] [--force]
+                  [--dtypes fp32,int8,int4,int4row] [--force]
 Prints one JSON line: {"<shape>": {"checkpoint", "config", "tern": {"fp32": path, ...}}}.
 """
 import argparse
@@ -49,7 +49,7 @@ SHAPES = {
                                   "rope_type": "llama3"}),
 }
 DTYPE_FLAGS = {"fp32": [], "fp16": ["--dtype", "fp16"], "int8": ["--dtype", "int8"],
-               "int4": ["--dtype", "int4"]}
+               "int4": ["--dtype", "int4"], "int4row": ["--dtype", "int4", "--group-size", "0"]}
 
 
 def make_checkpoint(cfg, path):
