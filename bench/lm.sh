@@ -9,7 +9,8 @@
 #
 # Knobs (environment): SHAPE=smollm (or llama1b), ENGINES=tern-fp32,tern-int8,tern-int4,
 # pytorch-fp32,pytorch-int8,ort-fp32,ort-int8 (also tern-int4row: int4 per row), THREADS=1,2,
-# PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3, REPEAT=3, WARMUP=1, TERN_BUILD_DIR=build/x86_64 (its tools/tern, built by `make build`),
+# PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3, REPEAT=3, WARMUP=1,
+# TERN_BUILD_DIR=build/x86_64 (its tools/tern, built by `make build`),
 # NICE=-10 (as bench/run.sh: the measured processes' priority when root), OUT=prefix.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

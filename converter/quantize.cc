@@ -21,7 +21,8 @@ int8_t Quantize(float value, float scale, int limit) {
 double SquaredError(const float* w, int64_t count, float scale, int limit) {
   double e = 0.0;
   for (int64_t c = 0; c < count; ++c) {
-    const double d = static_cast<double>(w[c]) - static_cast<double>(scale) * Quantize(w[c], scale, limit);
+    const double d =
+        static_cast<double>(w[c]) - static_cast<double>(scale) * Quantize(w[c], scale, limit);
     e += d * d;
   }
   return e;
@@ -111,7 +112,7 @@ EncodedTensor Encode(const HostTensor& t, DType dtype, int64_t group_size) {
       float max_abs = 0.0f;
       for (int64_t c = begin; c < end; ++c) max_abs = std::fmax(max_abs, std::fabs(w[c]));
       const float scale = searched ? RowScaleInt4(w + begin, end - begin, max_abs)
-                              : max_abs / static_cast<float>(limit);
+                                   : max_abs / static_cast<float>(limit);
       out.scales[static_cast<size_t>(r * groups + g)] = scale;
       for (int64_t c = begin; c < end; ++c) {
         const int8_t q = Quantize(w[c], scale, limit);
