@@ -38,7 +38,7 @@ struct ConvertOptions {
   std::string target_tokenizer;  // optional SentencePiece model, when the target has its own
   bool no_tokenizer = false;     // embed no tokenizer, not even one found beside the checkpoint
   DType dtype = DType::kF32;
-  int64_t group_size = 32;                 // int4 block size along the input dimension
+  int64_t group_size = 0;                  // int4 block size along the input dimension (0: per row)
   std::vector<std::string> keep;           // "DTYPE:GLOB" rules
   std::string auto_budget;                 // "" or bytes / "N%" (converter/precision.h)
   std::vector<std::string> skip_prefixes;  // checkpoint tensors to ignore (e.g. "expected.")

@@ -37,7 +37,7 @@ double ParseBudget(const std::string& text);
 
 struct PrecisionRequest {
   DType dtype = DType::kF32;
-  int64_t group_size = 32;
+  int64_t group_size = 0;
   std::vector<KeepRule> keep;
   std::string budget;  // empty: none
 };

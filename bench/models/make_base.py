@@ -61,9 +61,10 @@ def random_checkpoint(cfg_dict, seed):
 
 
 def convert(tern, checkpoint, config, out, dtype, tokenizer=None):
-    """dtype: fp32, fp16, int8, int4 (blocks of 32, the converter's default), or int4row (int4
-    per row: --group-size 0, XNNPACK's qc4w kernels; tern bench --linear)."""
-    flags = ["--dtype", "int4", "--group-size", "0"] if dtype == "int4row" else ["--dtype", dtype]
+    """dtype: fp32, fp16, int8, int4 (blocks of 32: --group-size 32, XNNPACK's qb4w kernels), or
+    int4row (int4 per row, the converter's default: --group-size 0, qc4w; tern bench --linear)."""
+    flags = {"int4": ["--dtype", "int4", "--group-size", "32"],
+             "int4row": ["--dtype", "int4", "--group-size", "0"]}.get(dtype, ["--dtype", dtype])
     cmd = [tern, "convert", checkpoint, "--config", config, "-o", out] + flags + [
            "--force", "--quiet"]
     if tokenizer:

@@ -49,7 +49,7 @@ SHAPES = {
                                   "rope_type": "llama3"}),
 }
 DTYPE_FLAGS = {"fp32": [], "fp16": ["--dtype", "fp16"], "int8": ["--dtype", "int8"],
-               "int4": ["--dtype", "int4"], "int4row": ["--dtype", "int4", "--group-size", "0"]}
+               "int4": ["--dtype", "int4", "--group-size", "32"], "int4row": ["--dtype", "int4", "--group-size", "0"]}
 
 
 def make_checkpoint(cfg, path):

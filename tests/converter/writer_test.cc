@@ -73,6 +73,7 @@ TEST_CASE("files that use no newer config field are byte for byte what older wri
     o.checkpoint = testing::CheckpointFixture(c.checkpoint);
     o.arch = c.arch;
     o.dtype = DType::kI4;
+    o.group_size = 32;  // the default block those writers had (int4 is per row by default now)
     o.no_tokenizer = true;
     TernContents contents = BuildContents(o);
     contents.converter_version = meta->converter_version()->str();

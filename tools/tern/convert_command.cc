@@ -68,8 +68,9 @@ const char kHelp[] =
     "precision:\n"
     "  --dtype fp32|fp16|int8|int4  weight type (default fp32); vectors stay fp32, embeddings\n"
     "                            are int8 when int4 is asked\n"
-    "  --group-size N            int4 block size along the input dimension (default 32, 0: per "
-    "row)\n"
+    "  --group-size N            int4 block size along the input dimension (default 0: one\n"
+    "                            searched scale per row, XNNPACK's fast int4 kernels; 32: blocks\n"
+    "                            of 32, slower on x86: tern bench --linear)\n"
     "  --keep DTYPE:GLOB         store tensors matching GLOB (canonical names, * and ?) in DTYPE,\n"
     "                            repeatable, e.g. --keep fp16:decoder.layers.*.fc2.weight\n"
     "  --auto-budget SIZE        raise the precision of the most sensitive matrices while the\n"
@@ -244,7 +245,7 @@ int Convert(int argc, char** argv) {
   options.target_tokenizer = args.get("target-tokenizer");
   options.no_tokenizer = args.has("no-tokenizer");
   options.dtype = convert::ParseDType(args.get("dtype", "fp32"));
-  options.group_size = args.get_int("group-size", 32);
+  options.group_size = args.get_int("group-size", 0);
   if (options.group_size < 0) throw UsageError("--group-size must be >= 0");
   options.keep = keep;
   options.auto_budget = args.get("auto-budget");
