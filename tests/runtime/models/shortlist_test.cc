@@ -79,8 +79,7 @@ Output Translate(Session& session, int32_t first, int32_t count, const DecodingO
   return o;
 }
 
-TEST_CASE("shortlist logits: the candidates' rows of the full projection, packed",
-          "[shortlist]") {
+TEST_CASE("shortlist logits: the candidates' rows of the full projection, packed", "[shortlist]") {
   const ModelConfig config = testing::WideConfig();
   for (Backend backend : testing::Backends()) {
     for (const Case& c : kCases) {
