@@ -40,6 +40,9 @@ class Runner {
     arena_.resize(need.value());
     Status s = session_.Prepare(model_, limits, arena_.data(), arena_.size());
     if (!s.ok()) throw Error("quality report: " + what + ": " + s.message());
+    // The report measures quantization over every target token's logit; the shortlist's
+    // effect is --shortlist-eval's.
+    ed().UseShortlist(false);
   }
 
   EncoderDecoder& ed() { return tern::internal::encoder_decoder(session_); }

@@ -140,7 +140,6 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
   TERN_RETURN_IF_ERROR(model.SetRowsPerSentence(beam));
   const int32_t batch = model.batch();
   const int32_t rows = batch * beam;
-  const int32_t vocab = c.tgt_vocab_size;
   const int32_t t_cap = limits.max_target_length;
   BeamState s;
   // Laid out for the session's limits; this call uses its first `batch * beam` rows.
@@ -183,9 +182,13 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
       for (int32_t j = 0; j < beam; ++j) {
         const int32_t r = first + j;
         if (s.score[r] == kNegInf) continue;
-        float* row = logits + static_cast<int64_t>(r) * vocab;
+        // With a shortlist: the row's candidates only, in ascending id order (so the tie order
+        // by token is kept); v is an index, mapped to its id when it enters the list.
+        float* row = logits + r * model.logits_stride();
+        const Span<const int32_t> ids = model.row_candidates(r);
+        const int32_t vocab = ids.empty() ? c.tgt_vocab_size : static_cast<int32_t>(ids.size());
         ProcessLogits(options, c.eos_id, s.history[cur] + static_cast<int64_t>(r) * t_cap,
-                      s.length[cur][r], row, vocab);
+                      s.length[cur][r], row, vocab, ids);
         const float base = s.score[r] - vec::LogSumExp(row, vocab);  // + row[v]: log-softmax
         // Blocks whose largest logit cannot enter the full list are skipped on a vectorized
         // max; the rest are scanned in order, so the candidates and their tie order are those
@@ -204,7 +207,7 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
               s.candidates[at] = s.candidates[at - 1];
               --at;
             }
-            s.candidates[at] = Candidate{cand, r, v};
+            s.candidates[at] = Candidate{cand, r, ids.empty() ? v : ids[v]};
           }
         }
       }

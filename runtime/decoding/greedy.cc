@@ -97,12 +97,18 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
         continue;
       }
       int32_t* history = out_ids + b * out_stride;
-      // The logits are this session's scratch, rewritten by the next DecodeStep.
-      float* row = const_cast<float*>(logits) + static_cast<int64_t>(b) * c.tgt_vocab_size;
-      ProcessLogits(options, c.eos_id, history, out_lengths[b], row, c.tgt_vocab_size);
+      // The logits are this session's scratch, rewritten by the next DecodeStep. With a
+      // shortlist the search runs over the sentence's candidates only (ascending ids, so the
+      // lowest index wins a tie as the lowest id would) and maps the chosen index to its id.
+      float* row = const_cast<float*>(logits) + b * model.logits_stride();
+      const Span<const int32_t> candidates = model.row_candidates(b);
+      const int32_t count =
+          candidates.empty() ? c.tgt_vocab_size : static_cast<int32_t>(candidates.size());
+      ProcessLogits(options, c.eos_id, history, out_lengths[b], row, count, candidates);
       const int32_t cap = EffectiveMaxLength(options, max_length, model.source_length(b));
-      int32_t next = ArgMax(row, c.tgt_vocab_size);
-      if (out_scores) out_scores[b] += LogProbability(row, c.tgt_vocab_size, next);
+      const int32_t index = ArgMax(row, count);
+      const int32_t next = candidates.empty() ? index : candidates[index];
+      if (out_scores) out_scores[b] += LogProbability(row, count, index);
       tokens[b] = next;
       const bool ended = next == c.eos_id || out_lengths[b] + 1 >= cap;
       if (next != c.eos_id) {

@@ -5,13 +5,21 @@
 
 #include <cstdint>
 
+#include "runtime/core/span.h"
 #include "runtime/decoding/options.h"
 
 namespace tern {
 
 // history: the tokens generated so far for this hypothesis (without the start token).
+// candidates: the ids of logits[0 .. count), ascending (a shortlist, EncoderDecoder::
+// row_candidates); empty: logits[id] for every id below count. A token outside the
+// candidates has no logit to adjust.
 void ProcessLogits(const DecodingOptions& options, int32_t eos_id, const int32_t* history,
-                   int32_t length, float* logits, int32_t vocab);
+                   int32_t length, float* logits, int32_t count,
+                   Span<const int32_t> candidates = Span<const int32_t>());
+
+// Where token id's logit is among `count` (see ProcessLogits); -1: none.
+int32_t LogitIndex(Span<const int32_t> candidates, int32_t count, int32_t id);
 
 // log softmax(logits)[token], computed stably.
 float LogProbability(const float* logits, int32_t vocab, int32_t token);

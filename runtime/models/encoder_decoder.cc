@@ -346,11 +346,10 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   }
   FinalNorm(config_, dec_scratch_.kernels, weights_.decoder_norm, dec_x_, rows);
   if (shortlist_listed_) {
-    // Only the sentence's candidate rows; the rest of the vocabulary cannot be chosen.
-    const int64_t v = config_.tgt_vocab_size;
+    // Only the sentence's candidate rows, packed: row r's logits at r * capacity (the logits
+    // buffer holds [rows, tgt_vocab] for use_shortlist = false, and capacity <= tgt_vocab).
     for (int32_t r = 0; r < rows; ++r) {
-      float* y = logits_ + r * v;
-      for (int64_t j = 0; j < v; ++j) y[j] = -std::numeric_limits<float>::infinity();
+      float* y = logits_ + r * shortlist_capacity_;
       const int32_t b = r / rows_per_sentence_;
       vec::LinearRows(dec_x_ + r * d, weights_.output.weight, weights_.output.bias,
                       shortlist_ids_ + b * shortlist_capacity_, shortlist_counts_[b], y);

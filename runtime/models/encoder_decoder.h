@@ -61,8 +61,18 @@ class EncoderDecoder final : public TransformerModel {
   Status Encode(const int32_t* src_ids, int64_t src_stride, const int32_t* lengths, int32_t batch);
   // One decoder step for every decoder row: tokens[r] is the decoder input of row r at the
   // current position. Rows are the encoded sentences times rows_per_sentence (1 for greedy, the
-  // beam width for beam search). Returns logits [rows, tgt_vocab] (valid until the next call).
+  // beam width for beam search). Returns logits [rows, logits_stride()] (valid until the next
+  // call): row r's logit of token row_candidates(r)[i] at i, or, without an active shortlist,
+  // of every target token (row_candidates empty).
   Status DecodeStep(const int32_t* tokens, const float** logits);
+  int64_t logits_stride() const {
+    return shortlist_active() ? shortlist_capacity_ : config_.tgt_vocab_size;
+  }
+  // Decoder row r's candidates (its sentence's shortlist_rows) when the shortlist is active,
+  // else empty: the row holds the whole vocabulary.
+  Span<const int32_t> row_candidates(int32_t r) const {
+    return shortlist_active() ? shortlist_rows(r / rows_per_sentence_) : Span<const int32_t>();
+  }
   // Before the first DecodeStep after Encode: decoder rows per sentence (1..limits.beam_size).
   Status SetRowsPerSentence(int32_t rows);
   int32_t rows_per_sentence() const { return rows_per_sentence_; }
@@ -73,7 +83,8 @@ class EncoderDecoder final : public TransformerModel {
 
   // The model's vocabulary shortlist (docs/shortlist.md), when it has one: on by default. Set
   // before Encode; Encode then lists each sentence's candidate target rows, and DecodeStep
-  // computes only those logits (the others are -infinity).
+  // computes only those logits, packed in candidate order: the search works in that space and
+  // maps an index back to its id (row_candidates) only for a chosen token.
   void UseShortlist(bool on) { shortlist_on_ = on; }
   bool shortlist_active() const { return shortlist_listed_ && encoded_; }
   // Sentence b's candidates of the last Encode (sorted target ids), when active.

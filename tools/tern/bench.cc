@@ -361,8 +361,15 @@ int Bench(int argc, char** argv) {
       const float* logits = nullptr;
       Check(model.DecodeStep(token, &logits), "decode step");
       for (int32_t b = 0; b < batch; ++b) {
-        const float* row_logits = logits + static_cast<size_t>(b) * vocab;
-        std::copy(row_logits, row_logits + vocab, row.begin());
+        // With a shortlist the row holds its candidates' logits only: spread over the ids.
+        const float* row_logits = logits + b * model.logits_stride();
+        const Span<const int32_t> ids = model.row_candidates(b);
+        if (ids.empty()) {
+          std::copy(row_logits, row_logits + vocab, row.begin());
+        } else {
+          std::fill(row.begin(), row.end(), -std::numeric_limits<float>::infinity());
+          for (size_t i = 0; i < ids.size(); ++i) row[static_cast<size_t>(ids[i])] = row_logits[i];
+        }
         row[static_cast<size_t>(config.eos_id)] = -std::numeric_limits<float>::infinity();
         const auto top = Top5(row.data(), vocab);
         if (b == 0 && t == 0) top_first = top;

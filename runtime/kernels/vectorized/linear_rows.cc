@@ -89,7 +89,7 @@ TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const fl
   for (int64_t i = 0; i < count; ++i) {
     const int32_t r = rows[i];
     const float dot = RowDot(x, w, r);
-    y[r] = bias ? dot + bias[r] : dot;
+    y[i] = bias ? dot + bias[r] : dot;
   }
 }
 

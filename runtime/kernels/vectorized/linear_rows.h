@@ -1,9 +1,10 @@
-// The output projection on a vocabulary shortlist (docs/shortlist.md): y[id] = x . W[id] + b[id]
-// for the listed rows only, read straight from the model's weight (no gathered copy: a
-// sentence's candidates change every translation, and copying them would cost as much as the
-// dot products of one step). Every weight dtype: f32, f16, int8 and int4, per row or per block
-// of columns. Each dot product keeps 16 partial sums in a fixed order, so a row's value does not
-// depend on which other rows are listed (a sentence decodes the same alone or in a batch).
+// The output projection on a vocabulary shortlist (docs/shortlist.md): y[i] = x . W[id] + b[id]
+// for id = rows[i], i < count (packed: the search works in shortlist space), read straight from the
+// model's weight (no gathered copy: a sentence's candidates change every translation, and copying
+// them would cost as much as the dot products of one step). Every weight dtype: f32, f16, int8 and
+// int4, per row or per block of columns. Each dot product keeps 16 partial sums in a fixed order,
+// so a row's value does not depend on which other rows are listed (a sentence decodes the same
+// alone or in a batch).
 #pragma once
 
 #include <cstdint>

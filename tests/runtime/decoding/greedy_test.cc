@@ -70,6 +70,42 @@ TEST_CASE("ProcessLogits: min length, repetition penalty, no-repeat n-grams", "[
              Catch::Matchers::WithinAbs(std::log(0.5), 1e-6));
 }
 
+// The search in shortlist space (a row of candidate logits) against the same logits spread
+// over the full vocabulary with -inf elsewhere (the masked search): every adjustment lands on
+// the same token, the argmax maps to the same id (ties: the lowest id) and log-probabilities
+// agree.
+TEST_CASE("ProcessLogits / ArgMax over candidates match the masked full vocabulary",
+          "[decoding][shortlist]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int32_t vocab = 12;
+  const int32_t ids[] = {0, 2, 3, 5, 7, 8, 11};  // ascending, eos = 2
+  const std::vector<float> packed = {0.5f, 3.0f, -1.0f, 2.5f, 2.0f, 2.5f, -3.0f};
+  // History: 5 repeated, 9 (not a candidate: nothing to adjust), then the prefix 5 for the
+  // bigram (5, 8).
+  const int32_t history[] = {5, 8, 9, 5};
+  for (int variant = 0; variant < 3; ++variant) {
+    DecodingOptions options;
+    options.min_length = variant == 0 ? 5 : 0;
+    options.repetition_penalty = variant == 1 ? 1.7f : 1.0f;
+    options.no_repeat_ngram_size = variant == 2 ? 2 : 0;
+    INFO("variant " << variant);
+    std::vector<float> small = packed;
+    std::vector<float> full(vocab, -inf);
+    for (size_t i = 0; i < small.size(); ++i) full[static_cast<size_t>(ids[i])] = small[i];
+    const Span<const int32_t> candidates(ids, 7);
+    ProcessLogits(options, 2, history, 4, small.data(), 7, candidates);
+    ProcessLogits(options, 2, history, 4, full.data(), vocab);
+    for (size_t i = 0; i < small.size(); ++i) CHECK(small[i] == full[static_cast<size_t>(ids[i])]);
+    const int32_t index = ArgMax(small.data(), 7);
+    CHECK(ids[index] == ArgMax(full.data(), vocab));
+    CHECK_THAT(LogProbability(small.data(), 7, index),
+               Catch::Matchers::WithinAbs(LogProbability(full.data(), vocab, ids[index]), 1e-6));
+  }
+  CHECK(LogitIndex(Span<const int32_t>(ids, 7), 7, 9) == -1);
+  CHECK(LogitIndex(Span<const int32_t>(ids, 7), 7, 8) == 5);
+  CHECK(LogitIndex(Span<const int32_t>(), 12, 8) == 8);
+}
+
 TEST_CASE("no_repeat_ngram_size removes repeated n-grams", "[decoding]") {
   Fixture fx;
   DecodingOptions plain;
