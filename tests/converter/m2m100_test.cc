@@ -247,7 +247,11 @@ TEST_CASE("NLLB and M2M100 language codes are stored in the file (format 1.7) an
           "[architectures][m2m100][nllb][languages]") {
   const TernContents n = BuildContents(Options(kFamilies[0]));
   REQUIRE(n.languages.size() == 4);
-  CHECK(FormatMinor(n) == 7);
+  CHECK(FormatMinor(n) == 8);  // the sentencepiece.bpe.model beside it has a vocabulary map
+  TernContents no_map = n;
+  no_map.vocabulary_map.clear();
+  no_map.source_tokenizer.clear();
+  CHECK(FormatMinor(no_map) == 7);
   testing::AlignedBytes bytes;
   auto model = LoadContents(n, &bytes);
   REQUIRE(model.ok());
@@ -275,6 +279,8 @@ TEST_CASE("NLLB and M2M100 language codes are stored in the file (format 1.7) an
   // A model without a table.
   TernContents plain = n;
   plain.languages.clear();
+  plain.vocabulary_map.clear();
+  plain.source_tokenizer.clear();
   CHECK(FormatMinor(plain) == 7);  // still the fairseq positions
   testing::AlignedBytes p_bytes;
   auto p_model = LoadContents(plain, &p_bytes);
