@@ -61,7 +61,8 @@ std::map<std::string, int32_t> ReadTable(VocabularyRule rule, const std::string&
     }
     const int64_t id = it.value().get<int64_t>();
     if (id < 0 || id > INT32_MAX) {
-      throw Error(path + ": \"" + it.key() + "\": id " + std::to_string(id) + " is negative or too large");
+      throw Error(path + ": \"" + it.key() + "\": id " + std::to_string(id) +
+                  " is negative or too large");
     }
     table[it.key()] = static_cast<int32_t>(id);
   }
@@ -81,10 +82,11 @@ std::vector<int32_t> BuildVocabularyMap(const std::vector<uint8_t>& model, const
   }
   std::map<std::string, int32_t> table;
   if (rule != VocabularyRule::kFairseqOffset) table = ReadTable(rule, map_path);
-  const std::string source = rule == VocabularyRule::kFairseqOffset ? "fairseq's offset rule"
-                                                                     : map_path;
+  const std::string source =
+      rule == VocabularyRule::kFairseqOffset ? "fairseq's offset rule" : map_path;
   // fairseq's dictionary (fairseq/data/dictionary.py): the config must agree, checked below.
-  const std::map<std::string, int32_t> fairseq = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
+  const std::map<std::string, int32_t> fairseq = {
+      {"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
   const int32_t pieces = spm.GetPieceSize();
   std::vector<int32_t> ids(static_cast<size_t>(pieces), -1);
   std::map<int32_t, int32_t> piece_of;  // model id -> piece, for the "twice" message
@@ -99,8 +101,8 @@ std::vector<int32_t> BuildVocabularyMap(const std::vector<uint8_t>& model, const
     } else {
       auto t = table.find(piece);
       if (t == table.end()) {
-        throw Error(label + ": piece \"" + piece + "\" (id " + std::to_string(p) +
-                    ") is not in " + map_path);
+        throw Error(label + ": piece \"" + piece + "\" (id " + std::to_string(p) + ") is not in " +
+                    map_path);
       }
       id = t->second;
     }
