@@ -140,7 +140,11 @@ TEST_CASE("NLLB and M2M100 configs: pre-LN, fairseq positions from pad + 1, ids,
   CHECK(n.config.shared_embeddings);
   CHECK(n.config.tied_output);
   CHECK(n.config.max_positions == 64);
-  CHECK(FormatMinor(n) == 7);  // sinusoid_layout fairseq
+  CHECK(FormatMinor(n) == 8);  // the vocabulary map of the sentencepiece.bpe.model beside it
+  TernContents ids_only = n;
+  ids_only.vocabulary_map.clear();
+  ids_only.source_tokenizer.clear();
+  CHECK(FormatMinor(ids_only) == 7);  // sinusoid_layout fairseq
   const TernContents m = BuildContents(Options(kFamilies[1]));
   CHECK(m.config.activation == ref::Activation::kGELU);
   CHECK(m.config.embedding_scale == 1.0f);
