@@ -16,6 +16,7 @@
 #include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
 #include "converter/tokenizer/tokenizer_json.h"
+#include "converter/tokenizer/vocab_map.h"
 #include "runtime/model/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -203,6 +204,7 @@ TernContents BuildContents(const ConvertOptions& options) {
   // The tokenizers are checked before the (possibly long) tensor conversion.
   const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
   std::string tokenizer_path = options.tokenizer;
+  std::string vocab_map_path;  // a vocab.json the tokenizer's map came from
   // Beside a language model: a SentencePiece tokenizer.model (LLaMA 1/2, Mistral, TinyLlama)
   // before a tokenizer.json (their tokenizer.json is a byte-fallback BPE that tern does not take;
   // GPT-2, LLaMA 3, Qwen2 and SmolLM ship no tokenizer.model).
@@ -213,17 +215,25 @@ TernContents BuildContents(const ConvertOptions& options) {
   const std::string beside_spiece = arch::DirName(options.checkpoint) + "/spiece.model";
   const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
                             arch::FileExists(beside_spiece);
+  // Beside M2M100 / NLLB-200: fairseq's sentencepiece.bpe.model, whose ids the model offsets
+  // (NLLB: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with its map.
+  const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100";
+  const std::string beside_bpe_model =
+      arch::DirName(options.checkpoint) + "/sentencepiece.bpe.model";
+  const bool bpe_model_found = tokenizer_path.empty() && !options.no_tokenizer && fairseq_family &&
+                               arch::FileExists(beside_bpe_model);
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
   // A tokenizer.json beside a language model, or beside a BART checkpoint (GPT-2's byte-level
   // BPE, which tern translate applies to both sides); other translation models' text paths take
   // SentencePiece models (Marian, T5's spiece.model, mBART; NLLB's tokenizer.json is not
   // byte-level).
   const bool beside_exists = tokenizer_path.empty() && !options.no_tokenizer && !model_found &&
-                             !spiece_found && arch::FileExists(beside);
+                             !spiece_found && !bpe_model_found && arch::FileExists(beside);
   const bool found = beside_exists && (decoder_only || mapped.arch == "bart");
   if (found) tokenizer_path = beside;
   if (model_found) tokenizer_path = beside_model;
   if (spiece_found) tokenizer_path = beside_spiece;
+  if (bpe_model_found) tokenizer_path = beside_bpe_model;
   if (beside_exists && !found && options.note) {
     options.note(beside +
                  " not taken: a translation model's text path uses SentencePiece "
@@ -260,12 +270,44 @@ TernContents BuildContents(const ConvertOptions& options) {
                     "dictionary offsets them and adds language codes), which tern does not "
                     "apply yet; convert without --tokenizer and translate with --ids");
       }
-      out.source_tokenizer =
-          ReadTokenizer(tokenizer_path,
-                        model_found || spiece_found
-                            ? "found beside the checkpoint; --no-tokenizer converts without it"
-                            : "--tokenizer",
-                        vocab, vocab_name);
+      if (fairseq_family) {
+        if (!shared) {
+          throw Error(tokenizer_path + ": --arch " + mapped.arch +
+                      ": one SentencePiece model serves both sides; --target-tokenizer is not "
+                      "taken");
+        }
+        out.source_tokenizer = ReadTokenizer(
+            tokenizer_path, bpe_model_found ? "found beside the checkpoint" : "--tokenizer",
+            INT32_MAX, vocab_name);
+        // NLLB: fairseq's offset rule; M2M100: vocab.json beside the checkpoint.
+        const std::string vocab_json = arch::DirName(options.checkpoint) + "/vocab.json";
+        const bool m2m100 = mapped.arch == "m2m100";
+        if (m2m100 && !arch::FileExists(vocab_json)) {
+          throw Error(tokenizer_path + ": --arch m2m100 numbers the pieces by vocab.json, and " +
+                      vocab_json + " does not exist (--no-tokenizer converts without a tokenizer)");
+        }
+        const SpecialIds special{out.config.bos_id, out.config.pad_id, out.config.eos_id,
+                                 out.config.unk_id};
+        out.vocabulary_map =
+            BuildVocabularyMap(out.source_tokenizer, tokenizer_path,
+                               m2m100 ? VocabularyRule::kVocabJson : VocabularyRule::kFairseqOffset,
+                               vocab_json, vocab, special);
+        if (m2m100) vocab_map_path = vocab_json;
+        if (options.note) {
+          options.note(
+              "tokenizer: " + std::string(bpe_model_found ? "took " : "") + tokenizer_path +
+              ": SentencePiece, " + std::to_string(out.vocabulary_map.size()) +
+              " pieces, both sides, ids " +
+              (m2m100 ? "from " + vocab_json : std::string("offset as fairseq's dictionary")));
+        }
+      } else {
+        out.source_tokenizer =
+            ReadTokenizer(tokenizer_path,
+                          model_found || spiece_found
+                              ? "found beside the checkpoint; --no-tokenizer converts without it"
+                              : "--tokenizer",
+                          vocab, vocab_name);
+      }
       if (spiece_found && options.note) {
         Tokenizer sentencepiece;
         (void)sentencepiece.Load(
@@ -343,7 +385,7 @@ TernContents BuildContents(const ConvertOptions& options) {
   out.inputs = ckpt.files();
   for (const std::string* f :
        {&options.config, &options.map, static_cast<const std::string*>(&tokenizer_path),
-        &options.target_tokenizer}) {
+        &options.target_tokenizer, static_cast<const std::string*>(&vocab_map_path)}) {
     if (!f->empty()) out.inputs.push_back(*f);
   }
   return out;

@@ -9,6 +9,7 @@
 #include "runtime/model/model.h"
 #include "runtime/models/architectures.h"
 #include "runtime/tokenizer/bpe_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "tern_generated.h"
 
 namespace tern::convert {
@@ -67,6 +68,15 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
           "a model file holds a byte-level BPE tokenizer or SentencePiece models, not both");
     }
     tokenizer = BuildBpeTokenizer(fbb, *c.bpe_tokenizer);
+  } else if (!c.vocabulary_map.empty()) {
+    if (c.source_tokenizer.empty() || !c.target_tokenizer.empty()) {
+      throw Error("a vocabulary map goes with one SentencePiece model serving both sides");
+    }
+    auto model = fbb.CreateVector(c.source_tokenizer);
+    auto ids = fbb.CreateVector(c.vocabulary_map);
+    auto mapped = schema::CreateMappedSentencePiece(fbb, model, ids);
+    tokenizer =
+        schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePieceMapped, 0, 0, 0, mapped);
   } else if (!c.source_tokenizer.empty()) {
     auto src = fbb.CreateVector(c.source_tokenizer);
     auto tgt = fbb.CreateVector(c.target_tokenizer);
@@ -134,6 +144,7 @@ uint16_t FormatMinor(const TernContents& contents) {
   need(contents.bpe_tokenizer.has_value(), 4);
   need(contents.shortlist.has_value(), 5);
   need(!contents.languages.empty(), 7);
+  need(!contents.vocabulary_map.empty(), 8);
   return minor;
 }
 
@@ -192,6 +203,11 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
       throw Error(std::string("the converted tokenizer does not load: ") +
                   tokenizer.status().message());
     }
+  }
+  if (!contents.vocabulary_map.empty()) {
+    Tokenizer tokenizer;
+    const Status s = tokenizer.LoadMapped(loaded.value());
+    if (!s.ok()) throw Error(std::string("the converted tokenizer does not load: ") + s.message());
   }
   std::vector<uint8_t>().swap(aligned);
   // Never in place: a temporary file beside the target, fsynced, then moved onto it.

@@ -20,6 +20,9 @@ struct TernContents {
   std::vector<EncodedTensor> tensors;     // any order; written sorted by name
   std::vector<uint8_t> source_tokenizer;  // serialized SentencePiece model, may be empty
   std::vector<uint8_t> target_tokenizer;  // empty: same as source
+  // Non-empty: source_tokenizer's piece p is the model's id vocabulary_map[p] (-1: none), one
+  // entry per piece, and it serves both sides: stored as Tokenizer.mapped, format 1.8.
+  std::vector<int32_t> vocabulary_map;
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
   // The vocabulary shortlist: format 1.5.

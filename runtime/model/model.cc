@@ -1,8 +1,10 @@
 #include "runtime/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "flatbuffers/flatbuffers.h"
 #include "runtime/model/languages.h"
@@ -329,6 +331,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
                                      model.config_.tgt_vocab_size, &model.shortlist_));
   TERN_RETURN_IF_ERROR(
       CheckLanguages(*model.root_, model.config_.src_vocab_size, model.config_.tgt_vocab_size));
+  TERN_RETURN_IF_ERROR(model.CheckVocabularyMap());
   // The architecture's tensors (names, shapes) are checked when a session is prepared
   // (ValidateArchitecture, runtime/models/architectures.h): the loader knows the file format
   // only, so it depends on nothing above runtime/model/.
@@ -525,6 +528,59 @@ Span<const uint8_t> Model::source_tokenizer() const {
   const auto* tok = root_ ? root_->tokenizer() : nullptr;
   if (tok == nullptr || tok->source_model() == nullptr) return {};
   return {tok->source_model()->data(), tok->source_model()->size()};
+}
+
+Span<const uint8_t> Model::mapped_tokenizer() const {
+  const auto* tok = root_ ? root_->tokenizer() : nullptr;
+  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped ||
+      tok->mapped() == nullptr || tok->mapped()->model() == nullptr) {
+    return {};
+  }
+  return {tok->mapped()->model()->data(), tok->mapped()->model()->size()};
+}
+
+Span<const int32_t> Model::vocabulary_map() const {
+  const auto* tok = root_ ? root_->tokenizer() : nullptr;
+  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped ||
+      tok->mapped() == nullptr || tok->mapped()->model_ids() == nullptr) {
+    return {};
+  }
+  return {tok->mapped()->model_ids()->data(), tok->mapped()->model_ids()->size()};
+}
+
+int32_t Model::mapped_vocab_size() const {
+  return config_.architecture == Architecture::kDecoderOnly
+             ? config_.tgt_vocab_size
+             : std::min(config_.src_vocab_size, config_.tgt_vocab_size);
+}
+
+Status Model::CheckVocabularyMap() const {
+  const auto* tok = root_->tokenizer();
+  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped) {
+    return Status::Ok();
+  }
+  if (mapped_tokenizer().empty() || vocabulary_map().empty()) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "tokenizer.mapped: kind SentencePieceMapped needs a model and model_ids");
+  }
+  const Span<const int32_t> ids = vocabulary_map();
+  const int32_t vocab = mapped_vocab_size();
+  // Seen ids as bits: the vocabulary is bounded by the config check, this runs once per load.
+  std::vector<uint8_t> seen(static_cast<size_t>(vocab), 0);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (ids[p] == -1) continue;
+    if (ids[p] < 0 || ids[p] >= vocab) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tokenizer.mapped.model_ids[%zu] = %d is outside the vocabulary (%d)", p,
+                           ids[p], vocab);
+    }
+    if (seen[ids[p]]++) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tokenizer.mapped.model_ids[%zu] = %d: another piece has that id", p,
+                           ids[p]);
+    }
+  }
+  return Status::Ok();
 }
 
 Span<const uint8_t> Model::target_tokenizer() const {

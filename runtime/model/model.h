@@ -85,6 +85,14 @@ class Model {
   // Serialized SentencePiece models; empty when the file has none.
   Span<const uint8_t> source_tokenizer() const;
   Span<const uint8_t> target_tokenizer() const;
+  // Format 1.8 (TokenizerKind SentencePieceMapped): a SentencePiece model serving both sides and
+  // its piece -> model id map (empty when the file has none). Load checks the map: every id -1
+  // or inside mapped_vocab_size(), each at most once.
+  Span<const uint8_t> mapped_tokenizer() const;
+  Span<const int32_t> vocabulary_map() const;
+  // The vocabulary the map's ids lie in: the target's for a decoder-only model, else the
+  // smaller of source and target (a shared tokenizer's ids are both).
+  int32_t mapped_vocab_size() const;
   // The vocabulary shortlist (format 1.5), checked by Load; present() is false without one.
   const ShortlistTable& shortlist() const { return shortlist_; }
   // The language table (format 1.7; runtime/model/languages.h), checked by Load: entries sorted
@@ -99,6 +107,7 @@ class Model {
 
  private:
   Status CheckTensors() const;
+  Status CheckVocabularyMap() const;
   TensorInfo Describe(const schema::Tensor* tensor) const;
 
   const uint8_t* data_ = nullptr;

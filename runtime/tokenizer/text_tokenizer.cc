@@ -13,6 +13,9 @@ Status TextTokenizer::Load(const Model& model) {
     if (!bpe.ok()) return bpe.status();
     bpe_ = bpe.value();
     kind_ = Kind::kByteLevelBpe;
+  } else if (!model.mapped_tokenizer().empty()) {
+    TERN_RETURN_IF_ERROR(sentencepiece_.LoadMapped(model));
+    kind_ = Kind::kSentencePiece;
   } else if (!model.source_tokenizer().empty()) {
     TERN_RETURN_IF_ERROR(sentencepiece_.Load(model.source_tokenizer()));
     kind_ = Kind::kSentencePiece;

@@ -24,6 +24,8 @@ class SentencePieceProcessor;
 
 namespace tern {
 
+class Model;
+
 class Tokenizer {
  public:
   Tokenizer();
@@ -34,6 +36,15 @@ class Tokenizer {
   // Parses a serialized SentencePiece ModelProto (e.g. Model::source_tokenizer()).
   Status Load(Span<const uint8_t> serialized_model);
   bool loaded() const { return processor_ != nullptr; }
+  // A vocabulary map (format 1.8, Tokenizer.mapped): piece p is the model's id model_ids[p]
+  // (-1: not in the model's vocabulary, encoded as unk_id). Checked here: one entry per piece,
+  // each -1 or inside [0, model_vocab), each model id at most once, unk_id inside. After it,
+  // every id this object takes or gives is a model id; model ids no piece maps to (fairseq's
+  // language codes, <mask>) decode to nothing. The maps are built here, not per call.
+  Status SetVocabularyMap(Span<const int32_t> model_ids, int32_t model_vocab, int32_t unk_id);
+  // Load + SetVocabularyMap from a format 1.8 file's Tokenizer.mapped (unk_id: the config's).
+  Status LoadMapped(const Model& model);
+  bool mapped() const { return !piece_to_model_.empty(); }
 
   // Encodes UTF-8 text to ids and appends eos_id when append_eos. Invalid UTF-8 is an error that
   // names the byte offset.
@@ -41,6 +52,7 @@ class Tokenizer {
                 std::vector<int32_t>* ids) const;
   // Decodes ids to text (control ids such as EOS/BOS/pad are dropped by SentencePiece).
   Status Decode(const int32_t* ids, size_t count, std::string* text) const;
+  // The model's vocabulary (mapped) or the pieces' count.
   int32_t vocab_size() const;
   // The model's BOS id (-1 when it has none).
   int32_t bos_id() const;
@@ -51,7 +63,13 @@ class Tokenizer {
   Status PieceBytes(int32_t id, bool print_control, std::string* bytes) const;
 
  private:
+  // The piece of a model id, -1 when none (mapped only).
+  int32_t PieceOf(int32_t id) const;
+
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  std::vector<int32_t> piece_to_model_;  // empty: piece ids are model ids
+  std::vector<int32_t> model_to_piece_;
+  int32_t unk_id_ = 0;
 };
 
 }  // namespace tern

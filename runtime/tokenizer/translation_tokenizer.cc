@@ -6,6 +6,12 @@ namespace tern {
 
 Status TranslationTokenizer::Load(const Model& model) {
   loaded_ = is_bpe_ = false;
+  if (!model.mapped_tokenizer().empty()) {  // format 1.8: one model and its map, both sides
+    TERN_RETURN_IF_ERROR(source_.LoadMapped(model));
+    TERN_RETURN_IF_ERROR(target_.LoadMapped(model));
+    loaded_ = true;
+    return Status::Ok();
+  }
   if (model.source_tokenizer().empty()) {
     auto bpe = BpeTokenizer::FromModel(model);
     if (bpe.ok()) {

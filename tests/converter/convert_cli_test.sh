@@ -67,6 +67,33 @@ check "inspect lists the languages" grep -q "languages (4; --source-lang / --tar
 expect_error "--forced-bos outside the vocabulary" 2 "option --forced-bos must be between 0 and 101, got 102" \
   tern translate -m "$work/nllb.tern" --ids --forced-bos 102
 
+# NLLB and M2M100 from text: sentencepiece.bpe.model beside the checkpoint, its ids mapped to the
+# model's (NLLB: fairseq's offset rule, M2M100: vocab.json, a shuffled order), the source led by
+# its language code, the target's forced: PyTorch's greedy translations decoded
+# (tests/fixtures/checkpoints/{nllb,m2m100}/translate.tsv, by make_nllb_text_fixture.py).
+notes=$(tern convert "$fixtures/nllb/model.safetensors" --arch nllb -o "$work/nllb_text.tern" 2>&1 >/dev/null)
+check "nllb takes the sentencepiece.bpe.model beside it" grep -qF "tokenizer: took $fixtures/nllb/sentencepiece.bpe.model: SentencePiece, 96 pieces, both sides, ids offset as fairseq's dictionary" <<<"$notes"
+check "inspect shows the vocabulary map" grep -qF "tokenizer: SentencePiece, 96 pieces mapped to model ids (format 1.8)" <<<"$(tern inspect "$work/nllb_text.tern")"
+notes=$(tern convert "$fixtures/m2m100/pytorch_model.bin" --arch m2m100 -o "$work/m2m100_text.tern" 2>&1 >/dev/null)
+check "m2m100 takes sentencepiece.bpe.model with vocab.json" grep -qF "tokenizer: took $fixtures/m2m100/sentencepiece.bpe.model: SentencePiece, 96 pieces, both sides, ids from $fixtures/m2m100/vocab.json" <<<"$notes"
+for family in nllb m2m100; do
+  while IFS=$'\t' read -r src tgt text want; do
+    out=$(printf '%s\n' "$text" | tern translate -m "$work/${family}_text.tern" --source-lang "$src" --target-lang "$tgt" --max-length 11)
+    check "$family translates \"$text\" ($src -> $tgt) as PyTorch does" test "$out" == "$want"
+  done <"$fixtures/$family/translate.tsv"
+  # The text path's source ids are the Hugging Face tokenizer's: the same translation from them.
+  while IFS=$'\t' read -r src text ids; do
+    from_text=$(printf '%s\n' "$text" | tern translate -m "$work/${family}_text.tern" --source-lang "$src" --target-lang "$src" --max-length 11 --json | grep -o '"ids": \[[0-9, ]*\]')
+    from_ids=$(printf '%s\n' "${ids#* }" | tern translate -m "$work/${family}_text.tern" --ids --source-lang "$src" --target-lang "$src" --max-length 11 --json | grep -o '"ids": \[[0-9, ]*\]')
+    check "$family: \"$text\" gives the ids the Hugging Face tokenizer gives" test "$from_text" == "$from_ids"
+  done <"$fixtures/$family/translate_ids.tsv"
+done
+cp -r "$fixtures/m2m100" "$work/m2m100_novocab" && rm "$work/m2m100_novocab/vocab.json"
+expect_error "m2m100 without vocab.json" 1 \
+  "$work/m2m100_novocab/sentencepiece.bpe.model: --arch m2m100 numbers the pieces by vocab.json, and $work/m2m100_novocab/vocab.json does not exist (--no-tokenizer converts without a tokenizer)" \
+  tern convert "$work/m2m100_novocab/pytorch_model.bin" --arch m2m100 -o "$work/novocab.tern"
+check "no output file after the error" test ! -e "$work/novocab.tern"
+
 # T5 from text: the spiece.model beside the checkpoint embedded, task prefixes as plain text, the
 # output PyTorch's greedy ids decoded (tests/fixtures/checkpoints/t5/translate.tsv, by
 # make_t5_fixture.py).

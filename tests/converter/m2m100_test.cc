@@ -140,7 +140,11 @@ TEST_CASE("NLLB and M2M100 configs: pre-LN, fairseq positions from pad + 1, ids,
   CHECK(n.config.shared_embeddings);
   CHECK(n.config.tied_output);
   CHECK(n.config.max_positions == 64);
-  CHECK(FormatMinor(n) == 7);  // sinusoid_layout fairseq
+  CHECK(FormatMinor(n) == 8);  // the vocabulary map of the sentencepiece.bpe.model beside it
+  TernContents ids_only = n;
+  ids_only.vocabulary_map.clear();
+  ids_only.source_tokenizer.clear();
+  CHECK(FormatMinor(ids_only) == 7);  // sinusoid_layout fairseq
   const TernContents m = BuildContents(Options(kFamilies[1]));
   CHECK(m.config.activation == ref::Activation::kGELU);
   CHECK(m.config.embedding_scale == 1.0f);
@@ -247,7 +251,11 @@ TEST_CASE("NLLB and M2M100 language codes are stored in the file (format 1.7) an
           "[architectures][m2m100][nllb][languages]") {
   const TernContents n = BuildContents(Options(kFamilies[0]));
   REQUIRE(n.languages.size() == 4);
-  CHECK(FormatMinor(n) == 7);
+  CHECK(FormatMinor(n) == 8);  // the sentencepiece.bpe.model beside it has a vocabulary map
+  TernContents no_map = n;
+  no_map.vocabulary_map.clear();
+  no_map.source_tokenizer.clear();
+  CHECK(FormatMinor(no_map) == 7);
   testing::AlignedBytes bytes;
   auto model = LoadContents(n, &bytes);
   REQUIRE(model.ok());
@@ -275,6 +283,8 @@ TEST_CASE("NLLB and M2M100 language codes are stored in the file (format 1.7) an
   // A model without a table.
   TernContents plain = n;
   plain.languages.clear();
+  plain.vocabulary_map.clear();
+  plain.source_tokenizer.clear();
   CHECK(FormatMinor(plain) == 7);  // still the fairseq positions
   testing::AlignedBytes p_bytes;
   auto p_model = LoadContents(plain, &p_bytes);

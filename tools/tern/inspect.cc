@@ -8,6 +8,7 @@
 #include "converter/model_config_json.h"
 #include "runtime/tokenizer/bpe_tokenizer.h"
 #include "runtime/tokenizer/pre_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "tern_generated.h"
 #include "tools/tern/args.h"
 #include "tools/tern/commands.h"
@@ -41,6 +42,16 @@ nlohmann::ordered_json DescribeTokenizer(const Model& model) {
   const schema::Tokenizer* t = model.schema()->tokenizer();
   if (t == nullptr) return j;
   if (t->kind() == schema::TokenizerKind_SentencePiece) j["kind"] = "sentencepiece";
+  if (t->kind() == schema::TokenizerKind_SentencePieceMapped) {
+    // Format 1.8: one model and its piece -> model id map, loaded as a text path loads them.
+    j["kind"] = "sentencepiece-mapped";
+    j["model_bytes"] = model.mapped_tokenizer().size();
+    j["pieces"] = model.vocabulary_map().size();
+    Tokenizer tokenizer;
+    const Status s = tokenizer.LoadMapped(model);
+    if (!s.ok()) j["error"] = s.message();
+    return j;
+  }
   if (t->kind() != schema::TokenizerKind_ByteLevelBpe) return j;
   j["kind"] = "byte-level-bpe";
   const auto bpe = BpeTokenizer::FromModel(model);
@@ -84,6 +95,13 @@ std::string TokenizerLine(const nlohmann::ordered_json& t) {
            t["prefix_ids"].dump() + " before and " + t["suffix_ids"].dump() + " after a text";
   }
   if (kind == "none") return "none";
+  if (kind == "sentencepiece-mapped") {
+    if (t.contains("error"))
+      return "SentencePiece with a vocabulary map that does not load: " +
+             t["error"].get<std::string>();
+    return "SentencePiece, " + t["pieces"].dump() + " pieces mapped to model ids (format 1.8), " +
+           t["model_bytes"].dump() + " bytes, both sides";
+  }
   return "SentencePiece, source " + t["source_bytes"].dump() + " bytes, target " +
          t["target_bytes"].dump() + " bytes";
 }
