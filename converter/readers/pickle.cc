@@ -32,6 +32,9 @@ bool AllowedCallable(const std::string& name) {
          name == "torch._utils._rebuild_tensor" || name == "torch._utils._rebuild_parameter";
 }
 
+// Classes NEWOBJ may "instantiate": their instances become plain values (see pickle.h).
+bool AllowedClass(const std::string& name) { return name == "argparse.Namespace"; }
+
 class Machine {
  public:
   Machine(const uint8_t* data, size_t size, const std::string& label)
@@ -205,6 +208,9 @@ class Machine {
         case 'b':
           Build();
           break;  // BUILD
+        case 0x81:
+          NewObj();
+          break;  // NEWOBJ
         default: {
           char hex[8];
           std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -341,11 +347,20 @@ class Machine {
   }
   void Global(const std::string& module, const std::string& name) {
     const std::string full = module + "." + name;
-    if (!AllowedCallable(full) && !StorageTypes().count(full)) {
+    if (module.compare(0, 9, "omegaconf") == 0) {
+      throw Error(label_ + ": pickle global \"" + full + "\" at offset " +
+                  std::to_string(op_offset_) +
+                  " is an omegaconf container (fairseq's cfg), which is not read here; convert "
+                  "it to plain dicts first: python3 -c \"import torch; from omegaconf import "
+                  "OmegaConf; c = torch.load('IN.pt', weights_only=False); c['cfg'] = "
+                  "OmegaConf.to_container(c['cfg'], resolve=True); torch.save(c, 'OUT.pt')\"");
+    }
+    if (!AllowedCallable(full) && !StorageTypes().count(full) && !AllowedClass(full)) {
       throw Error(
           label_ + ": pickle global \"" + full + "\" at offset " + std::to_string(op_offset_) +
           " is not allowed: only a state_dict of tensors can be read (OrderedDict, "
-          "torch._utils._rebuild_tensor_v2, torch.*Storage); nothing in the file is executed. "
+          "torch._utils._rebuild_tensor_v2, torch.*Storage, argparse.Namespace); nothing in "
+          "the file is executed. "
           "If this is a whole pickled model, save model.state_dict() instead");
     }
     auto v = Make(PickleValue::Kind::kGlobal);
@@ -450,9 +465,37 @@ class Machine {
     }
     Push(v);
   }
+  // NEWOBJ(cls, args): only argparse.Namespace with no arguments; its BUILD fills it.
+  void NewObj() {
+    PickleRef args = Pop();
+    PickleRef cls = Pop();
+    if (cls->kind != PickleValue::Kind::kGlobal || !AllowedClass(cls->s)) {
+      Fail(std::string("NEWOBJ may only make an argparse.Namespace, not a ") +
+           (cls->kind == PickleValue::Kind::kGlobal ? "\"" + cls->s + "\""
+                                                    : PickleKindName(cls->kind)));
+    }
+    if (args->kind != PickleValue::Kind::kTuple || !args->items.empty())
+      Fail(cls->s + " made with arguments");
+    auto v = Make(PickleValue::Kind::kDict);
+    v->type_name = cls->s;
+    Push(v);
+  }
   void Build() {
     PickleRef state = Pop();
     PickleRef target = Top();
+    // A Namespace's state is its __dict__: the attributes become its entries.
+    if (target->kind == PickleValue::Kind::kDict && !target->type_name.empty()) {
+      if (state->kind != PickleValue::Kind::kDict || !state->type_name.empty())
+        Fail("BUILD of an " + target->type_name + " with a " + PickleKindName(state->kind) +
+             " state, expected a dict");
+      std::vector<PickleRef> items;
+      for (const auto& kv : state->dict) {
+        items.push_back(kv.first);
+        items.push_back(kv.second);
+      }
+      SetItems(target, items);
+      return;
+    }
     // torch's state_dict is an OrderedDict whose only state is its `_metadata` attribute
     // (module versions): accepted and ignored. Nothing else may be built.
     if (target->kind == PickleValue::Kind::kDict &&

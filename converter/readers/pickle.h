@@ -6,6 +6,12 @@
 // is an error "unsupported pickle opcode 0xNN at offset N"; any other global is an error that
 // names it. Values are plain data: None, bool, int, float, str, tuple, list, dict, storage,
 // tensor.
+//
+// Training checkpoints hold option objects too. fairseq's `args` is an argparse.Namespace,
+// pickled (protocol 2) as GLOBAL argparse.Namespace, EMPTY_TUPLE, NEWOBJ, then BUILD with its
+// __dict__: it becomes a dict whose type_name is "argparse.Namespace" (no object is made; NEWOBJ
+// accepts that one class only, with no arguments). omegaconf containers (fairseq's `cfg` when
+// not saved as plain dicts) are refused by name with the python line that converts them.
 #pragma once
 
 #include <cstdint>
@@ -52,9 +58,10 @@ struct PickleValue {
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
-  std::string s;                                        // kString; kGlobal: "module.name"
-  std::vector<PickleRef> items;                         // kTuple, kList
-  std::vector<std::pair<PickleRef, PickleRef>> dict;    // kDict, in insertion order
+  std::string s;                                      // kString; kGlobal: "module.name"
+  std::vector<PickleRef> items;                       // kTuple, kList
+  std::vector<std::pair<PickleRef, PickleRef>> dict;  // kDict, in insertion order
+  std::string type_name;  // kDict: "" for a dict, "argparse.Namespace" for its attributes
   std::unordered_map<std::string, size_t> string_keys;  // kDict: str key -> index in dict
   std::shared_ptr<PickleStorage> storage;
   PickleTensor tensor;

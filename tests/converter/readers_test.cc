@@ -123,6 +123,75 @@ TEST_CASE("a pickle that calls os.system is refused and nothing runs",
           "\"torch.FloatStorage\""));
 }
 
+// fairseq's training checkpoint: {"args": argparse.Namespace(...), "model": state dict}, the
+// Namespace pickled as torch.save (protocol 2) writes it: GLOBAL, EMPTY_TUPLE, NEWOBJ, BUILD.
+std::string FairseqArgs() {
+  return testing::PickleString("args") + "cargparse\nNamespace\n)\x81}(" +
+         testing::PickleString("arch") + testing::PickleString("transformer") +
+         testing::PickleString("encoder_layers") + testing::PickleInt(2) +
+         testing::PickleString("share_all_embeddings") + "\x88" + "ub";
+}
+
+TEST_CASE("argparse.Namespace (fairseq's args) unpickles as a dict, nothing else is built",
+          "[readers][torch]") {
+  const std::string p = std::string("\x80\x02}(") + FairseqArgs() + "u.";
+  const PickleRef root = Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "args.pkl");
+  REQUIRE(root->kind == PickleValue::Kind::kDict);
+  REQUIRE(root->dict.size() == 1);
+  const PickleRef args = root->dict[0].second;
+  REQUIRE(args->kind == PickleValue::Kind::kDict);
+  CHECK(args->type_name == "argparse.Namespace");
+  REQUIRE(args->dict.size() == 3);
+  CHECK(args->dict[args->string_keys.at("arch")].second->s == "transformer");
+  CHECK(args->dict[args->string_keys.at("encoder_layers")].second->i == 2);
+  CHECK(args->dict[args->string_keys.at("share_all_embeddings")].second->b);
+  CHECK(root->type_name.empty());
+
+  // The weights under "model" read with --state-key model beside the Namespace.
+  ScratchDir dir;
+  std::string pt = std::string("\x80\x02}(") + FairseqArgs() + testing::PickleString("model");
+  pt += testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 2, 0, {2}, {1})})
+            .substr(2);  // without its PROTO
+  pt.pop_back();         // and its STOP
+  pt += "u.";
+  testing::WriteBytes(dir / "fairseq.pt",
+                      testing::TorchArchive(pt, {{"0", testing::Floats({1.5f, -2.0f})}}));
+  CheckpointOptions options;
+  options.state_key = "model";
+  const Checkpoint ckpt = Checkpoint::Open(dir / "fairseq.pt", options);
+  CHECK(ckpt.Float("w").values == std::vector<float>{1.5f, -2.0f});
+
+  // NEWOBJ makes nothing else, nor a Namespace with arguments; BUILD wants a dict state.
+  auto fails = [](const std::string& bytes) {
+    return Unpickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "x.pkl");
+  };
+  REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "ccollections\nOrderedDict\n)\x81."),
+                      ContainsSubstring("pickle offset 28: NEWOBJ may only make an "
+                                        "argparse.Namespace, not a \"collections.OrderedDict\""));
+  REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "cargparse\nNamespace\n" +
+                            testing::PickleInt(1) + "\x85\x81."),
+                      ContainsSubstring("argparse.Namespace made with arguments"));
+  REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "cargparse\nNamespace\n)\x81]b."),
+                      ContainsSubstring("BUILD of an argparse.Namespace with a list state, "
+                                        "expected a dict"));
+  REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "cargparse\nNamespace\n)R."),
+                      ContainsSubstring("REDUCE may only call OrderedDict or torch's tensor "
+                                        "rebuild functions, not a \"argparse.Namespace\""));
+}
+
+TEST_CASE("an omegaconf container (fairseq's cfg) is refused by name with the conversion",
+          "[readers][torch]") {
+  const std::string p = std::string("\x80\x02}") + testing::PickleString("cfg") +
+                        "comegaconf.dictconfig\nDictConfig\n)\x81.";
+  REQUIRE_THROWS_WITH(
+      Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "ckpt.pt: archive/data.pkl"),
+      "ckpt.pt: archive/data.pkl: pickle global \"omegaconf.dictconfig.DictConfig\" at offset 11 "
+      "is an omegaconf container (fairseq's cfg), which is not read here; convert it to plain "
+      "dicts first: python3 -c \"import torch; from omegaconf import OmegaConf; c = "
+      "torch.load('IN.pt', weights_only=False); c['cfg'] = OmegaConf.to_container(c['cfg'], "
+      "resolve=True); torch.save(c, 'OUT.pt')\"");
+}
+
 TEST_CASE("unsupported pickle opcodes are named with their offset", "[readers][torch]") {
   ScratchDir dir;
   // INST (0x69) builds an object from a class by name: not in the subset.
