@@ -530,22 +530,27 @@ Span<const uint8_t> Model::source_tokenizer() const {
   return {tok->source_model()->data(), tok->source_model()->size()};
 }
 
+namespace {
+
+// The SentencePiece model with a vocabulary map (format 1.8), when the file's tokenizer is one.
+const schema::MappedSentencePiece* MappedOf(const schema::Model* root) {
+  const auto* tok = root ? root->tokenizer() : nullptr;
+  return tok != nullptr && tok->kind() == schema::TokenizerKind_SentencePieceMapped ? tok->mapped()
+                                                                                    : nullptr;
+}
+
+}  // namespace
+
 Span<const uint8_t> Model::mapped_tokenizer() const {
-  const auto* tok = root_ ? root_->tokenizer() : nullptr;
-  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped ||
-      tok->mapped() == nullptr || tok->mapped()->model() == nullptr) {
-    return {};
-  }
-  return {tok->mapped()->model()->data(), tok->mapped()->model()->size()};
+  const auto* mapped = MappedOf(root_);
+  if (mapped == nullptr || mapped->model() == nullptr) return {};
+  return {mapped->model()->data(), mapped->model()->size()};
 }
 
 Span<const int32_t> Model::vocabulary_map() const {
-  const auto* tok = root_ ? root_->tokenizer() : nullptr;
-  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped ||
-      tok->mapped() == nullptr || tok->mapped()->model_ids() == nullptr) {
-    return {};
-  }
-  return {tok->mapped()->model_ids()->data(), tok->mapped()->model_ids()->size()};
+  const auto* mapped = MappedOf(root_);
+  if (mapped == nullptr || mapped->model_ids() == nullptr) return {};
+  return {mapped->model_ids()->data(), mapped->model_ids()->size()};
 }
 
 int32_t Model::mapped_vocab_size() const {

@@ -70,6 +70,8 @@ else
 fi
 err=$(tern bench --linear --rows 1,0 2>&1 >/dev/null)
 check "--rows 0 fails naming the flag" grep -q -- '--rows takes a comma-separated list of row counts 1..4096' <<<"$err"
+err=$(tern bench --linear --int4-block 40 2>&1 >/dev/null)
+check "--int4-block 40 fails naming the flag" grep -q -- '--int4-block must be a multiple of 32' <<<"$err"
 err=$(tern bench -m "$work/m.tern" --rows 4 2>&1 >/dev/null)
 check "--rows without --linear fails naming it" grep -q -- '--rows is for --linear' <<<"$err"
 
