@@ -140,8 +140,11 @@ DType ParseDType(const std::string& name) {
 }
 
 TernContents BuildContents(const ConvertOptions& options) {
-  CheckpointOptions read_options;
-  read_options.state_key = options.state_key;
+  CheckpointOptions read_options = DefaultCheckpointOptions(options.arch);
+  if (!options.state_key.empty()) {
+    read_options.state_key = options.state_key;
+    read_options.extra_state_keys.clear();
+  }
   const Checkpoint ckpt = Checkpoint::Open(options.checkpoint, read_options);
 
   ArchitectureOptions arch;

@@ -302,6 +302,16 @@ MappedCheckpoint MapTern(const Checkpoint& ckpt, const ArchitectureOptions& opti
 
 }  // namespace arch
 
+CheckpointOptions DefaultCheckpointOptions(const std::string& arch) {
+  CheckpointOptions out;
+  if (arch == "fairseq") out.state_key = "model";
+  if (arch == "opennmt") {
+    out.state_key = "model";
+    out.extra_state_keys = {"generator"};
+  }
+  return out;
+}
+
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
       "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "bart",

@@ -92,6 +92,10 @@ MappedCheckpoint MapCheckpoint(const Checkpoint& ckpt, const ArchitectureOptions
 // naming its model_type when no map knows it.
 std::string DetectArchitecture(const ArchitectureOptions& options);
 
+// What `arch` reads of a torch.save training checkpoint when --state-key is not given: fairseq's
+// weights are under "model"; OpenNMT-py's under "model" with the output layer under "generator".
+CheckpointOptions DefaultCheckpointOptions(const std::string& arch);
+
 // The names --arch accepts.
 const std::vector<std::string>& ArchitectureNames();
 

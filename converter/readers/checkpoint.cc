@@ -258,6 +258,12 @@ std::string Checkpoint::Text(const std::string& name) const {
                      static_cast<size_t>(t.elements()));
 }
 
+nlohmann::json Checkpoint::ObjectJson(const std::string& key) const {
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return nullptr;
+  return PickleToJson(it->second, label_ + ": " + key);
+}
+
 // ---------------------------------------------------------------------------------------------
 // safetensors
 
@@ -433,7 +439,10 @@ Checkpoint ReadTorchZip(const std::string& path, const CheckpointOptions& option
   if (root->kind != PickleValue::Kind::kDict) {
     throw Error(where + ": the saved object is a " + Describe(root) + ", expected a state dict");
   }
+  const PickleRef top_level = root;
   std::string key_path;
+  if (!options.extra_state_keys.empty() && options.state_key.empty())
+    throw Error(where + ": extra state dicts need a state key");
   if (!options.state_key.empty()) {
     size_t start = 0;
     while (start <= options.state_key.size()) {
@@ -457,6 +466,29 @@ Checkpoint ReadTorchZip(const std::string& path, const CheckpointOptions& option
   std::vector<std::pair<std::string, PickleRef>> tensors;
   CollectTensors(root, where + (key_path.empty() ? "" : " [\"" + key_path + "\"]"), &tensors);
   Checkpoint ckpt;
+  if (!options.state_key.empty()) {
+    // The other top-level entries: option objects (kept as plain data) and further tensor dicts.
+    const std::string state_top = options.state_key.substr(0, options.state_key.find('.'));
+    std::map<std::string, PickleRef> top;
+    for (const auto& kv : top_level->dict) {
+      if (kv.first->kind == PickleValue::Kind::kString && kv.first->s != state_top)
+        top[kv.first->s] = kv.second;
+    }
+    for (const std::string& key : options.extra_state_keys) {
+      auto it = top.find(key);
+      if (it == top.end())
+        throw Error(where + ": no entry \"" + key + "\" (beside the state dict)");
+      if (it->second->kind != PickleValue::Kind::kDict) {
+        throw Error(where + ": entry \"" + key + "\" is a " + Describe(it->second) +
+                    ", not a dict of tensors");
+      }
+      std::vector<std::pair<std::string, PickleRef>> extra;
+      CollectTensors(it->second, where + " [\"" + key + "\"]", &extra);
+      for (auto& e : extra) tensors.emplace_back(key + "." + e.first, std::move(e.second));
+      top.erase(it);
+    }
+    ckpt.objects_ = std::move(top);
+  }
   ckpt.label_ = path;
   ckpt.format_ = "torch-zip";
   ckpt.files_ = {path};

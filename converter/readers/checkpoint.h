@@ -19,6 +19,7 @@
 
 #include "converter/host_tensor.h"
 #include "converter/readers/file_bytes.h"
+#include "converter/readers/pickle.h"
 
 namespace tern::convert {
 
@@ -50,6 +51,9 @@ struct CheckpointOptions {
   // torch.save files whose top level is a dict holding the state dict under a key (training
   // checkpoints: {"epoch": 3, "model": {...}}): the key to descend into; dots descend further.
   std::string state_key;
+  // Further top-level dicts of tensors beside the state dict (OpenNMT-py's "generator"): their
+  // tensors join the state dict's as "KEY.NAME". Only with state_key.
+  std::vector<std::string> extra_state_keys;
 };
 
 class Checkpoint {
@@ -74,6 +78,13 @@ class Checkpoint {
   // The raw bytes of a contiguous 1-D I8/U8 tensor (Marian's embedded model.yml).
   std::string Text(const std::string& name) const;
 
+  // A training checkpoint's other top-level entries (torch.save with state_key: fairseq's "args"
+  // and "cfg", OpenNMT-py's "opt" and "vocab"), as the restricted unpickler read them: plain
+  // data, nothing executed. Empty for other formats.
+  const std::map<std::string, PickleRef>& objects() const { return objects_; }
+  // objects() entry `key` as JSON (see PickleToJson); null when there is no such entry.
+  nlohmann::json ObjectJson(const std::string& key) const;
+
   // Assembled by the format readers (and tests).
   void Add(CheckpointTensor tensor);
   void Keep(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
@@ -84,6 +95,7 @@ class Checkpoint {
   std::vector<std::string> files_;
   std::map<std::string, CheckpointTensor> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::map<std::string, PickleRef> objects_;
   std::vector<std::shared_ptr<const void>> owners_;
 
   friend Checkpoint ReadSafetensorsCheckpoint(const std::string&);

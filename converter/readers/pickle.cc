@@ -550,4 +550,48 @@ PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label) {
   return Machine(data, size, label).Run();
 }
 
+nlohmann::json PickleToJson(const PickleRef& value, const std::string& where) {
+  using Kind = PickleValue::Kind;
+  switch (value->kind) {
+    case Kind::kNone:
+      return nullptr;
+    case Kind::kBool:
+      return value->b;
+    case Kind::kInt:
+      return value->i;
+    case Kind::kFloat:
+      return value->f;
+    case Kind::kString:
+      return value->s;
+    case Kind::kTuple:
+    case Kind::kList: {
+      nlohmann::json out = nlohmann::json::array();
+      for (size_t i = 0; i < value->items.size(); ++i)
+        out.push_back(PickleToJson(value->items[i], where + "[" + std::to_string(i) + "]"));
+      return out;
+    }
+    case Kind::kDict: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : value->dict) {
+        std::string key;
+        if (kv.first->kind == Kind::kString) {
+          key = kv.first->s;
+        } else if (kv.first->kind == Kind::kInt) {
+          key = std::to_string(kv.first->i);
+        } else {
+          throw Error(where + ": a dict key is a " + PickleKindName(kv.first->kind) +
+                      ", expected a string or an integer");
+        }
+        out[key] = PickleToJson(kv.second, where + "." + key);
+      }
+      return out;
+    }
+    case Kind::kGlobal:
+    case Kind::kStorage:
+    case Kind::kTensor:
+      break;
+  }
+  throw Error(where + " is a " + PickleKindName(value->kind) + ", not plain data");
+}
+
 }  // namespace tern::convert

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -73,6 +74,11 @@ struct PickleValue {
 };
 
 const char* PickleKindName(PickleValue::Kind kind);
+
+// Option objects as JSON: None -> null, bool, int, float, str; tuple and list -> array; dict and
+// argparse.Namespace -> object (int keys written as decimal strings). A tensor, storage or
+// global inside is an error naming its path from `where` (e.g. "model.pt: args.lr").
+nlohmann::json PickleToJson(const PickleRef& value, const std::string& where);
 
 // Runs the pickle program. `label` prefixes every error (e.g. "model.pt: archive/data.pkl").
 PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label);

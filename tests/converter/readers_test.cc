@@ -74,6 +74,22 @@ TEST_CASE("a training checkpoint needs --state-key", "[readers][torch]") {
   const Checkpoint ckpt = Checkpoint::Open(Fixture("training.pt"), options);
   CHECK(ckpt.tensors().size() == 2);
   CHECK(ckpt.Float("b").values == std::vector<float>{0.0f, 0.0f});
+  // The other entries are kept as plain data; a tensor inside is named when asked for as JSON.
+  CHECK(ckpt.objects().size() == 3);
+  CHECK(ckpt.ObjectJson("epoch") == 3);
+  CHECK(ckpt.ObjectJson("lr").get<double>() == 0.1);
+  CHECK(ckpt.ObjectJson("optimizer")["param_groups"][0]["betas"] == nlohmann::json{0.9, 0.98});
+  // A further dict beside the state dict joins it under its key only when it holds tensors.
+  options.extra_state_keys = {"optimizer"};
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), options),
+                      ContainsSubstring("[\"optimizer\"]: not a state dict of tensors"));
+  options.extra_state_keys = {"generator"};
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), options),
+                      ContainsSubstring("no entry \"generator\" (beside the state dict)"));
+  options.extra_state_keys = {"epoch"};
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), options),
+                      ContainsSubstring("entry \"epoch\" is a int, not a dict of tensors"));
+  options.extra_state_keys.clear();
   options.state_key = "optimizer";
   REQUIRE_THROWS_WITH(
       Checkpoint::Open(Fixture("training.pt"), options),
@@ -153,6 +169,12 @@ TEST_CASE("argparse.Namespace (fairseq's args) unpickles as a dict, nothing else
   pt += testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 2, 0, {2}, {1})})
             .substr(2);  // without its PROTO
   pt.pop_back();         // and its STOP
+  // OpenNMT-py keeps its output layer in a second dict beside the state dict.
+  pt += testing::PickleString("generator");
+  pt += testing::PickleStateDict(
+            {testing::PickleTensor("0.weight", "FloatStorage", "0", 2, 1, {1}, {1})})
+            .substr(2);
+  pt.pop_back();
   pt += "u.";
   testing::WriteBytes(dir / "fairseq.pt",
                       testing::TorchArchive(pt, {{"0", testing::Floats({1.5f, -2.0f})}}));
@@ -160,6 +182,21 @@ TEST_CASE("argparse.Namespace (fairseq's args) unpickles as a dict, nothing else
   options.state_key = "model";
   const Checkpoint ckpt = Checkpoint::Open(dir / "fairseq.pt", options);
   CHECK(ckpt.Float("w").values == std::vector<float>{1.5f, -2.0f});
+  CHECK_FALSE(ckpt.has("generator.0.weight"));
+  // The Namespace stays reachable as plain data, for the fairseq map; a tensor in an entry is
+  // named when it is asked for as JSON.
+  REQUIRE(ckpt.objects().size() == 2);
+  CHECK(ckpt.ObjectJson("args") == nlohmann::json{{"arch", "transformer"},
+                                                  {"encoder_layers", 2},
+                                                  {"share_all_embeddings", true}});
+  CHECK(ckpt.ObjectJson("cfg").is_null());
+  REQUIRE_THROWS_WITH(
+      ckpt.ObjectJson("generator"),
+      ContainsSubstring("fairseq.pt: generator.0.weight is a tensor, not plain data"));
+  options.extra_state_keys = {"generator"};
+  const Checkpoint with_generator = Checkpoint::Open(dir / "fairseq.pt", options);
+  CHECK(with_generator.Float("generator.0.weight").values == std::vector<float>{-2.0f});
+  CHECK(with_generator.objects().size() == 1);
 
   // NEWOBJ makes nothing else, nor a Namespace with arguments; BUILD wants a dict state.
   auto fails = [](const std::string& bytes) {
