@@ -368,7 +368,7 @@ Checkpoint ReadShardedSafetensors(const std::string& index_path) {
 
 namespace {
 
-std::string Describe(const PickleRef& v) { return PickleKindName(v->kind); }
+std::string Describe(const PickleRef& v) { return PickleDescribe(*v); }
 
 // Collects name -> tensor from a state dict; nested dicts are an error (choose with state_key).
 void CollectTensors(const PickleRef& dict, const std::string& where,
@@ -437,7 +437,10 @@ Checkpoint ReadTorchZip(const std::string& path, const CheckpointOptions& option
   const std::string where = path + ": " + pkl->name;
   PickleRef root = Unpickle(zip.Data(*pkl), static_cast<size_t>(pkl->size), where);
   if (root->kind != PickleValue::Kind::kDict) {
-    throw Error(where + ": the saved object is a " + Describe(root) + ", expected a state dict");
+    throw Error(where + ": the saved object is a " + Describe(root) + ", expected a state dict" +
+                (root->kind == PickleValue::Kind::kObject
+                     ? " (a whole pickled model? save model.state_dict() instead)"
+                     : ""));
   }
   const PickleRef top_level = root;
   std::string key_path;

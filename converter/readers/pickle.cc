@@ -35,6 +35,56 @@ bool AllowedCallable(const std::string& name) {
 // Classes NEWOBJ may "instantiate": their instances become plain values (see pickle.h).
 bool AllowedClass(const std::string& name) { return name == "argparse.Namespace"; }
 
+// numpy's constructors of data (a scalar from dtype + bytes, an array, a dtype): REDUCE of these
+// becomes an opaque object named by the callable; nothing is called.
+bool NumpyDataConstructor(const std::string& name) {
+  for (const char* core : {"numpy.core.multiarray.", "numpy._core.multiarray."}) {
+    if (name == std::string(core) + "scalar" || name == std::string(core) + "_reconstruct")
+      return true;
+  }
+  // Protocol 2 writes Python 3 bytes (a numpy scalar's payload) as _codecs.encode(str, latin1).
+  return name == "numpy.dtype" || name == "_codecs.encode";
+}
+
+// Modules whose members act on the system (run programs, evaluate code, open files or sockets,
+// import): a global from one is refused where it appears, whatever follows. Everything else
+// unknown is only a name, which NEWOBJ may stand an opaque object on (pickle.h).
+bool DangerousModule(const std::string& module) {
+  static const char* const kModules[] = {"os",        "posix",
+                                         "nt",        "subprocess",
+                                         "builtins",  "__builtin__",
+                                         "sys",       "shutil",
+                                         "socket",    "importlib",
+                                         "runpy",     "pty",
+                                         "code",      "codeop",
+                                         "ctypes",    "pickle",
+                                         "_pickle",   "marshal",
+                                         "types",     "operator",
+                                         "functools", "io",
+                                         "_io",       "pathlib",
+                                         "tempfile",  "multiprocessing",
+                                         "signal",    "asyncio",
+                                         "platform",  "webbrowser",
+                                         "commands",  "popen2",
+                                         "copyreg",   "copy_reg",
+                                         "torch",     "pydoc",
+                                         "timeit",    "inspect",
+                                         "threading", "_thread",
+                                         "ssl",       "http",
+                                         "urllib",    "ftplib",
+                                         "smtplib",   "telnetlib",
+                                         "cProfile",  "profile",
+                                         "pdb",       "bdb",
+                                         "trace",     "glob",
+                                         "fileinput", "zipimport",
+                                         "site",      "numpy"};
+  const std::string top = module.substr(0, module.find('.'));
+  for (const char* m : kModules) {
+    if (top == m) return true;
+  }
+  return false;
+}
+
 class Machine {
  public:
   Machine(const uint8_t* data, size_t size, const std::string& label)
@@ -355,12 +405,13 @@ class Machine {
                   "OmegaConf; c = torch.load('IN.pt', weights_only=False); c['cfg'] = "
                   "OmegaConf.to_container(c['cfg'], resolve=True); torch.save(c, 'OUT.pt')\"");
     }
-    if (!AllowedCallable(full) && !StorageTypes().count(full) && !AllowedClass(full)) {
+    if (!AllowedCallable(full) && !StorageTypes().count(full) && !AllowedClass(full) &&
+        !NumpyDataConstructor(full) && full != "numpy.ndarray" && DangerousModule(module)) {
       throw Error(
           label_ + ": pickle global \"" + full + "\" at offset " + std::to_string(op_offset_) +
           " is not allowed: only a state_dict of tensors can be read (OrderedDict, "
-          "torch._utils._rebuild_tensor_v2, torch.*Storage, argparse.Namespace); nothing in "
-          "the file is executed. "
+          "torch._utils._rebuild_tensor_v2, torch.*Storage, argparse.Namespace, instances of "
+          "other classes as opaque values); nothing in the file is executed. "
           "If this is a whole pickled model, save model.state_dict() instead");
     }
     auto v = Make(PickleValue::Kind::kGlobal);
@@ -418,6 +469,10 @@ class Machine {
   void Reduce() {
     PickleRef args = Pop();
     PickleRef callable = Pop();
+    if (callable->kind == PickleValue::Kind::kGlobal && NumpyDataConstructor(callable->s)) {
+      Push(Opaque(callable->s, args));
+      return;
+    }
     if (callable->kind != PickleValue::Kind::kGlobal || !AllowedCallable(callable->s)) {
       Fail(std::string(
                "REDUCE may only call OrderedDict or torch's tensor rebuild functions, not a ") +
@@ -465,17 +520,34 @@ class Machine {
     }
     Push(v);
   }
-  // NEWOBJ(cls, args): only argparse.Namespace with no arguments; its BUILD fills it.
+  // An opaque object of class `type_name` made from `args` (kept: items {args, state}).
+  PickleRef Opaque(const std::string& type_name, const PickleRef& args) {
+    auto v = Make(PickleValue::Kind::kObject);
+    v->type_name = type_name;
+    Contain(v, args);
+    v->items = {args, Make(PickleValue::Kind::kNone)};
+    return v;
+  }
+  // NEWOBJ(cls, args): argparse.Namespace with no arguments becomes a dict its BUILD fills; a
+  // class not known here an opaque object. The names this reader gives a meaning to
+  // (OrderedDict, the rebuild functions, storages, numpy's constructors) are not classes to
+  // stand an object on.
   void NewObj() {
     PickleRef args = Pop();
     PickleRef cls = Pop();
-    if (cls->kind != PickleValue::Kind::kGlobal || !AllowedClass(cls->s)) {
-      Fail(std::string("NEWOBJ may only make an argparse.Namespace, not a ") +
+    if (cls->kind != PickleValue::Kind::kGlobal || AllowedCallable(cls->s) ||
+        StorageTypes().count(cls->s) || NumpyDataConstructor(cls->s)) {
+      Fail(std::string("NEWOBJ may only make an argparse.Namespace or an instance of a class "
+                       "not read here, not a ") +
            (cls->kind == PickleValue::Kind::kGlobal ? "\"" + cls->s + "\""
                                                     : PickleKindName(cls->kind)));
     }
-    if (args->kind != PickleValue::Kind::kTuple || !args->items.empty())
-      Fail(cls->s + " made with arguments");
+    if (args->kind != PickleValue::Kind::kTuple) Fail("NEWOBJ arguments are not a tuple");
+    if (!AllowedClass(cls->s)) {
+      Push(Opaque(cls->s, args));
+      return;
+    }
+    if (!args->items.empty()) Fail(cls->s + " made with arguments");
     auto v = Make(PickleValue::Kind::kDict);
     v->type_name = cls->s;
     Push(v);
@@ -483,6 +555,14 @@ class Machine {
   void Build() {
     PickleRef state = Pop();
     PickleRef target = Top();
+    // An opaque object keeps its state (whatever __setstate__ would have done is not done).
+    if (target->kind == PickleValue::Kind::kObject) {
+      if (target->items[1]->kind != PickleValue::Kind::kNone)
+        Fail("BUILD of a \"" + target->type_name + "\" object twice");
+      Contain(target, state);
+      target->items[1] = state;
+      return;
+    }
     // A Namespace's state is its __dict__: the attributes become its entries.
     if (target->kind == PickleValue::Kind::kDict && !target->type_name.empty()) {
       if (state->kind != PickleValue::Kind::kDict || !state->type_name.empty())
@@ -542,8 +622,16 @@ const char* PickleKindName(PickleValue::Kind kind) {
       return "storage";
     case PickleValue::Kind::kTensor:
       return "tensor";
+    case PickleValue::Kind::kObject:
+      return "object";
   }
   return "?";
+}
+
+std::string PickleDescribe(const PickleValue& value) {
+  if (value.kind == PickleValue::Kind::kObject) return "\"" + value.type_name + "\" object";
+  if (value.kind == PickleValue::Kind::kGlobal) return "reference to \"" + value.s + "\"";
+  return PickleKindName(value.kind);
 }
 
 PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label) {
@@ -590,8 +678,12 @@ nlohmann::json PickleToJson(const PickleRef& value, const std::string& where) {
     case Kind::kStorage:
     case Kind::kTensor:
       break;
+    case Kind::kObject:
+      throw Error(where + " is a \"" + value->type_name +
+                  "\" object (a class not read here; nothing in the file is run), not plain "
+                  "data");
   }
-  throw Error(where + " is a " + PickleKindName(value->kind) + ", not plain data");
+  throw Error(where + " is a " + PickleDescribe(*value) + ", not plain data");
 }
 
 }  // namespace tern::convert

@@ -3,15 +3,31 @@
 // for a fixed list of names (collections.OrderedDict, torch._utils._rebuild_tensor_v2 and
 // _rebuild_tensor / _rebuild_parameter, the torch.*Storage types), REDUCE only on those, and
 // persistent ids only in torch's ('storage', type, key, location, numel) form. Any other opcode
-// is an error "unsupported pickle opcode 0xNN at offset N"; any other global is an error that
-// names it. Values are plain data: None, bool, int, float, str, tuple, list, dict, storage,
-// tensor.
+// is an error "unsupported pickle opcode 0xNN at offset N"; any other global is at most an
+// opaque reference (below). Values are plain data: None, bool, int, float, str, tuple, list,
+// dict, storage, tensor, and opaque objects.
 //
 // Training checkpoints hold option objects too. fairseq's `args` is an argparse.Namespace,
 // pickled (protocol 2) as GLOBAL argparse.Namespace, EMPTY_TUPLE, NEWOBJ, then BUILD with its
 // __dict__: it becomes a dict whose type_name is "argparse.Namespace" (no object is made; NEWOBJ
 // accepts that one class only, with no arguments). omegaconf containers (fairseq's `cfg` when
 // not saved as plain dicts) are refused by name with the python line that converts them.
+//
+// A training checkpoint also holds instances of classes this reader does not know (fairseq's
+// extra_state meters: fairseq.meters.AverageMeter, StopwatchMeter, TimeMeter; numpy scalars in
+// an optimizer state). They read as opaque values (kObject, type_name = the class), so the rest
+// of the file reads; nothing is imported or run, and using one (as a tensor, as option data) is
+// an error naming the class. What may make one:
+//   GLOBAL of an unknown name: a reference to it (kGlobal), except names in modules whose
+//          members act on the system (os, posix, subprocess, builtins, sys, ...), refused at once
+//          so that an attack is named where it is;
+//   NEWOBJ cls, args: what protocol 2 writes for any plain instance (copyreg.__newobj__, i.e.
+//          cls.__new__(cls, *args)); an opaque object of that class, its args kept;
+//   BUILD state on such an object: the state is kept (never __setstate__);
+//   REDUCE: still only the allowed callables, plus numpy's data constructors
+//          (numpy.core.multiarray.scalar / _reconstruct, numpy.dtype), whose result is data and
+//          becomes an opaque object named by the callable. REDUCE of any other global stays an
+//          error: a call's result is not an instance we can stand in for.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +69,8 @@ struct PickleValue {
     kDict,
     kGlobal,
     kStorage,
-    kTensor
+    kTensor,
+    kObject  // an instance of a class not read here (see above): type_name, items {args, state}
   };
   Kind kind = Kind::kNone;
   bool b = false;
@@ -62,7 +79,9 @@ struct PickleValue {
   std::string s;                                      // kString; kGlobal: "module.name"
   std::vector<PickleRef> items;                       // kTuple, kList
   std::vector<std::pair<PickleRef, PickleRef>> dict;  // kDict, in insertion order
-  std::string type_name;  // kDict: "" for a dict, "argparse.Namespace" for its attributes
+  // kDict: "" for a dict, "argparse.Namespace" for its attributes; kObject: its class (or the
+  // numpy constructor that made it).
+  std::string type_name;
   std::unordered_map<std::string, size_t> string_keys;  // kDict: str key -> index in dict
   std::shared_ptr<PickleStorage> storage;
   PickleTensor tensor;
@@ -74,10 +93,13 @@ struct PickleValue {
 };
 
 const char* PickleKindName(PickleValue::Kind kind);
+// The kind's name, and for an opaque object its class: "\"fairseq.meters.AverageMeter\" object".
+std::string PickleDescribe(const PickleValue& value);
 
 // Option objects as JSON: None -> null, bool, int, float, str; tuple and list -> array; dict and
-// argparse.Namespace -> object (int keys written as decimal strings). A tensor, storage or
-// global inside is an error naming its path from `where` (e.g. "model.pt: args.lr").
+// argparse.Namespace -> object (int keys written as decimal strings). A tensor, storage, global
+// or opaque object inside is an error naming its path from `where` (e.g. "model.pt: args.lr")
+// and, for an object, its class.
 nlohmann::json PickleToJson(const PickleRef& value, const std::string& where);
 
 // Runs the pickle program. `label` prefixes every error (e.g. "model.pt: archive/data.pkl").

@@ -198,13 +198,15 @@ TEST_CASE("argparse.Namespace (fairseq's args) unpickles as a dict, nothing else
   CHECK(with_generator.Float("generator.0.weight").values == std::vector<float>{-2.0f});
   CHECK(with_generator.objects().size() == 1);
 
-  // NEWOBJ makes nothing else, nor a Namespace with arguments; BUILD wants a dict state.
+  // NEWOBJ stands no object on a name with a meaning here, nor makes a Namespace with
+  // arguments; BUILD wants a dict state.
   auto fails = [](const std::string& bytes) {
     return Unpickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "x.pkl");
   };
   REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "ccollections\nOrderedDict\n)\x81."),
                       ContainsSubstring("pickle offset 28: NEWOBJ may only make an "
-                                        "argparse.Namespace, not a \"collections.OrderedDict\""));
+                                        "argparse.Namespace or an instance of a class not read "
+                                        "here, not a \"collections.OrderedDict\""));
   REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "cargparse\nNamespace\n" +
                             testing::PickleInt(1) + "\x85\x81."),
                       ContainsSubstring("argparse.Namespace made with arguments"));
@@ -214,6 +216,74 @@ TEST_CASE("argparse.Namespace (fairseq's args) unpickles as a dict, nothing else
   REQUIRE_THROWS_WITH(fails(std::string("\x80\x02") + "cargparse\nNamespace\n)R."),
                       ContainsSubstring("REDUCE may only call OrderedDict or torch's tensor "
                                         "rebuild functions, not a \"argparse.Namespace\""));
+}
+
+// What protocol 2 writes for an instance of a plain class (pickletools on fairseq's meters):
+// GLOBAL module class, EMPTY_TUPLE, NEWOBJ, then BUILD with its __dict__.
+std::string Meter(const std::string& cls) {
+  return "cfairseq.meters\n" + cls + "\n)\x81}(" + testing::PickleString("count") +
+         testing::PickleInt(4) + "ub";
+}
+
+TEST_CASE("instances of unknown classes read as opaque objects, never run nor usable",
+          "[readers][torch][security]") {
+  auto run = [](const std::string& bytes) {
+    return Unpickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "x.pkl");
+  };
+  // {"meters": {"loss": AverageMeter}, "best": numpy.float64(1.5)} as pickle.dumps(protocol=2)
+  // writes them: numpy's scalar is REDUCE of numpy.core.multiarray.scalar on a numpy.dtype
+  // (REDUCE + BUILD) and _codecs.encode(bytes as latin1).
+  const std::string numpy_scalar =
+      "cnumpy.core.multiarray\nscalar\ncnumpy\ndtype\n" + testing::PickleString("f8") +
+      "\x89\x88\x87R(" + testing::PickleInt(3) + testing::PickleString("<") + "NNNt" + "b" +
+      "c_codecs\nencode\n" + testing::PickleString(std::string("\0\0\0\0\0\0\xc3\xb8?", 9)) +
+      testing::PickleString("latin1") + "\x86R\x86R";
+  const std::string p = std::string("\x80\x02}(") + testing::PickleString("meters") + "}" +
+                        testing::PickleString("loss") + Meter("AverageMeter") + "s" +
+                        testing::PickleString("best") + numpy_scalar + "u.";
+  const PickleRef root = run(p);
+  REQUIRE(root->dict.size() == 2);
+  const PickleRef meter = root->dict[0].second->dict[0].second;
+  REQUIRE(meter->kind == PickleValue::Kind::kObject);
+  CHECK(meter->type_name == "fairseq.meters.AverageMeter");
+  REQUIRE(meter->items.size() == 2);
+  CHECK(meter->items[0]->kind == PickleValue::Kind::kTuple);   // NEWOBJ's (empty) args
+  REQUIRE(meter->items[1]->kind == PickleValue::Kind::kDict);  // BUILD's state, kept
+  CHECK(meter->items[1]->dict[0].second->i == 4);
+  CHECK(PickleDescribe(*meter) == "\"fairseq.meters.AverageMeter\" object");
+  const PickleRef best = root->dict[1].second;
+  REQUIRE(best->kind == PickleValue::Kind::kObject);
+  CHECK(best->type_name == "numpy.core.multiarray.scalar");
+  // Using one as option data names the class and where it is.
+  REQUIRE_THROWS_WITH(PickleToJson(root, "ckpt.pt: extra_state"),
+                      "ckpt.pt: extra_state.meters.loss is a \"fairseq.meters.AverageMeter\" "
+                      "object (a class not read here; nothing in the file is run), not plain "
+                      "data");
+  REQUIRE_THROWS_WITH(PickleToJson(root->dict[1].second, "ckpt.pt: extra_state.best"),
+                      ContainsSubstring("\"numpy.core.multiarray.scalar\" object"));
+  // A bare reference to an unknown class, as option data.
+  const std::string ref = std::string("\x80\x02") + "cfairseq.meters\nTimeMeter\n.";
+  REQUIRE_THROWS_WITH(PickleToJson(run(ref), "x"),
+                      "x is a reference to \"fairseq.meters.TimeMeter\", not plain data");
+  // REDUCE of an unknown global stays refused: its result is a call's, not an instance.
+  REQUIRE_THROWS_WITH(run(std::string("\x80\x02") + "cfairseq.meters\nAverageMeter\n)R."),
+                      "x.pkl: pickle offset 32: REDUCE may only call OrderedDict or torch's "
+                      "tensor rebuild functions, not a \"fairseq.meters.AverageMeter\"");
+  // NEWOBJ of a name from a module that acts on the system is refused at its GLOBAL.
+  REQUIRE_THROWS_WITH(run(std::string("\x80\x02") + "csubprocess\nPopen\n)\x81."),
+                      ContainsSubstring("pickle global \"subprocess.Popen\" at offset 2 is not "
+                                        "allowed"));
+  REQUIRE_THROWS_WITH(run(std::string("\x80\x02") + "cfairseq.meters\nAverageMeter\n)\x81}b}b."),
+                      "x.pkl: pickle offset 36: BUILD of a \"fairseq.meters.AverageMeter\" "
+                      "object twice");
+  // A whole pickled model (an object at the top) is named as such.
+  ScratchDir dir;
+  testing::WriteBytes(dir / "model.pt",
+                      testing::TorchArchive(std::string("\x80\x02") + "c__main__\nNet\n)\x81}b."));
+  REQUIRE_THROWS_WITH(Checkpoint::Open(dir / "model.pt"),
+                      ContainsSubstring("archive/data.pkl: the saved object is a "
+                                        "\"__main__.Net\" object, expected a state dict (a whole "
+                                        "pickled model? save model.state_dict() instead)"));
 }
 
 TEST_CASE("an omegaconf container (fairseq's cfg) is refused by name with the conversion",
