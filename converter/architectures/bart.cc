@@ -34,8 +34,6 @@ namespace tern::convert::arch {
 
 namespace {
 
-constexpr int64_t kPositionOffset = 2;  // BartLearnedPositionalEmbedding's offset
-
 struct Variant {
   const char* arch;   // --arch and config.json's model_type
   const char* model;  // in messages
@@ -53,32 +51,6 @@ void RequireFlag(const HfConfig& hf, const std::string& label, const char* key, 
   if (!hf.has(key) || hf.Bool(key, expected) == expected) return;
   throw Error(label + ": \"" + key + "\": " + (expected ? "false" : "true") +
               " contradicts --arch " + v.arch + ": " + fact);
-}
-
-// canonical <- rows [2, 2 + max_positions) of a [max_positions + 2, d] learned table.
-void OffsetPositions(Sources& src, MappedCheckpoint* out, const std::string& canonical,
-                     const std::string& source, int64_t positions, int64_t d) {
-  const std::string label = source + " rows [2, " + std::to_string(positions + 2) + ")";
-  out->source_names[canonical] = label;
-  if (!src.Has(source)) return;
-  src.Use(source);
-  const Checkpoint* ckpt = &src.ckpt();
-  out->tensors[canonical] = MappedTensor{
-      label, [ckpt, source, positions, d] {
-        HostTensor full = ckpt->Float(source);
-        const std::vector<int64_t> want = {positions + kPositionOffset, d};
-        if (full.shape != want) {
-          throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " +
-                      full.shape_string() + ", expected [" + std::to_string(want[0]) + ", " +
-                      std::to_string(d) +
-                      "] (max_position_embeddings + 2 rows: learned positions with offset 2)");
-        }
-        HostTensor t;
-        t.name = source;
-        t.shape = {positions, d};
-        t.values.assign(full.values.begin() + kPositionOffset * d, full.values.end());
-        return t;
-      }};
 }
 
 MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions& options,
@@ -148,8 +120,9 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
   ApplyOverrides(options, &out);
   for (const char* stack : {"encoder", "decoder"}) {
     OffsetPositions(src, &out, std::string(stack) + ".embed_positions.weight",
-                    std::string("model.") + stack + ".embed_positions.weight", c.max_positions,
-                    c.d_model);
+                    std::string("model.") + stack + ".embed_positions.weight",
+                    c.max_positions + kPositionOffset, c.max_positions, c.d_model,
+                    "max_position_embeddings + 2 rows: learned positions with offset 2");
   }
   out.notes.push_back(
       "learned positions: rows 2.. of model.{encoder,decoder}.embed_positions.weight (offset 2; "

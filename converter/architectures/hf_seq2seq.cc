@@ -85,4 +85,30 @@ void MapHfEmbeddings(const Checkpoint& ckpt, Sources& src, bool share, bool tie,
   if (logits_bias) src.Squeeze(out, "output_projection.bias", "final_logits_bias");
 }
 
+void OffsetPositions(Sources& src, MappedCheckpoint* out, const std::string& canonical,
+                     const std::string& source, int64_t stored_rows, int64_t positions, int64_t d,
+                     const std::string& why) {
+  const std::string label = source + " rows [2, " + std::to_string(positions + 2) + ")";
+  out->source_names[canonical] = label;
+  if (!src.Has(source)) return;
+  src.Use(source);
+  const Checkpoint* ckpt = &src.ckpt();
+  out->tensors[canonical] = MappedTensor{
+      label, [ckpt, source, stored_rows, positions, d, why] {
+        HostTensor full = ckpt->Float(source);
+        const std::vector<int64_t> want = {stored_rows, d};
+        if (full.shape != want) {
+          throw Error(ckpt->at(source).where + ": tensor \"" + source + "\" has shape " +
+                      full.shape_string() + ", expected [" + std::to_string(want[0]) + ", " +
+                      std::to_string(d) + "] (" + why + ")");
+        }
+        HostTensor t;
+        t.name = source;
+        t.shape = {positions, d};
+        const auto first = full.values.begin() + kPositionOffset * d;
+        t.values.assign(first, first + positions * d);
+        return t;
+      }};
+}
+
 }  // namespace tern::convert::arch

@@ -3,6 +3,7 @@
 // family's layout (model.shared, the tied encoder / decoder / lm_head copies, final_logits_bias).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "converter/architectures/architecture_util.h"
@@ -32,5 +33,14 @@ ref::Activation HfActivation(const std::string& name, const std::string& label);
 // is true"). Sets shared_embeddings and tied_output in out->config.
 void MapHfEmbeddings(const Checkpoint& ckpt, Sources& src, bool share, bool tie, bool logits_bias,
                      const std::string& share_why, MappedCheckpoint* out);
+
+// Learned positions with fairseq's padding offset (BART's BartLearnedPositionalEmbedding, fairseq's
+// LearnedPositionalEmbedding for pad 1): position p is row p + 2 (kPositionOffset) of a
+// [stored_rows, d] table. canonical <- rows [2, 2 + positions); a table of another shape is an
+// error ending with `why` (what the rows should be).
+constexpr int64_t kPositionOffset = 2;
+void OffsetPositions(Sources& src, MappedCheckpoint* out, const std::string& canonical,
+                     const std::string& source, int64_t stored_rows, int64_t positions, int64_t d,
+                     const std::string& why);
 
 }  // namespace tern::convert::arch

@@ -1,0 +1,238 @@
+// fairseq transformer checkpoints (converter/architectures/fairseq.cc): the fixtures
+// (tools/fixtures/make_fairseq_fixture.py, reference tools/model/fairseq_torch.py) convert and
+// match their PyTorch forward within 1e-4, alone and batched, on both backends, with identical
+// greedy ids from </s>; int8 and int4 greedy ids are pinned. Options tern does not implement, an
+// architecture it does not know and a dictionary of the wrong size are refused by name.
+//   fairseq      args (argparse.Namespace), transformer_iwslt_de_en: post-LN, sinusoidal
+//                positions, separate tables, share_decoder_input_output_embed; extra_state
+//                holds fairseq.meters.* objects and a numpy scalar (read as opaque values)
+//   fairseq_cfg  cfg["model"] as plain dicts: pre-LN with final norms, learned positions,
+//                layernorm_embedding, share_all_embeddings, gelu
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+
+#include "converter/architectures/architecture.h"
+#include "tests/converter/architecture_fixture.h"
+#include "tests/converter/checkpoint_files.h"
+
+namespace tern::convert {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+using testing::AlignedBytes;
+using testing::CheckpointFixture;
+using testing::ConvertError;
+
+struct Family {
+  const char* dir;
+  // Greedy ids of sentence 0 (max_len + 1 steps) after int8 / int4 conversion (group size 8), on the reference
+  // kernels and on XNNPACK: pinned (XNNPACK quantizes the activations too).
+  std::vector<int32_t> int8_reference, int8_xnnpack, int4_reference, int4_xnnpack;
+};
+
+const Family kFamilies[] = {
+    {"fairseq", {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}},
+    {"fairseq_cfg", {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28}, {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28}, {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}, {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}},
+};
+
+ConvertOptions Options(const std::string& dir, DType dtype = DType::kF32) {
+  ConvertOptions o;
+  o.checkpoint = CheckpointFixture(dir + "/checkpoint_best.pt");
+  o.arch = "fairseq";
+  o.dtype = dtype;
+  o.group_size = dtype == DType::kF32 ? 0 : 8;
+  return o;
+}
+
+TEST_CASE("fairseq transformers match PyTorch, alone and batched, both backends",
+          "[architectures][fairseq]") {
+  for (const Family& f : kFamilies) {
+    INFO(f.dir);
+    const testing::ExpectedOutputs e =
+        testing::LoadExpected(CheckpointFixture(std::string(f.dir) + "/expected.safetensors"));
+    for (Backend backend : testing::Backends()) {
+      INFO("backend " << static_cast<int>(backend));
+      const testing::ParityResult r = testing::RunParity(Options(f.dir), e, backend);
+      INFO("encoder error " << r.encoder_error << ", logit error " << r.logit_error << "; "
+                            << r.greedy_detail);
+      CHECK(r.encoder_error <= 1e-4f);
+      CHECK(r.logit_error <= 1e-4f);
+      CHECK(r.greedy_equal);
+    }
+  }
+}
+
+TEST_CASE("fairseq: int8 and int4 greedy ids are pinned", "[architectures][fairseq]") {
+  for (const Family& f : kFamilies) {
+    INFO(f.dir);
+    const testing::ExpectedOutputs e =
+        testing::LoadExpected(CheckpointFixture(std::string(f.dir) + "/expected.safetensors"));
+    for (DType dtype : {DType::kI8, DType::kI4}) {
+      for (Backend backend : testing::Backends()) {
+        INFO(DTypeName(dtype) << ", backend " << static_cast<int>(backend));
+        const TernContents contents = BuildContents(Options(f.dir, dtype));
+        AlignedBytes bytes(SerializeModel(contents));
+        auto model = Model::Load(bytes.data(), bytes.size());
+        REQUIRE(model.ok());
+        Limits limits;
+        limits.backend = backend;
+        limits.max_source_length = static_cast<int32_t>(e.src_seq);
+        limits.max_target_length = static_cast<int32_t>(e.max_len + 1);
+        std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
+        Session session;
+        REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
+        std::vector<int32_t> out(static_cast<size_t>(e.max_len + 1));
+        size_t n = 0;
+        const Status s = session.TranslateIds(
+            Span<const int32_t>(e.src_ids.data(), static_cast<size_t>(e.src_lengths[0])),
+            Span<int32_t>(out.data(), out.size()), &n, DecodingOptions{});
+        INFO(s.message());
+        REQUIRE(s.ok());
+        out.resize(n);
+        const bool reference = backend == Backend::kReference;
+        std::string got;
+        for (int32_t v : out) got += std::to_string(v) + ", ";
+        INFO("got {" << got << "}");
+        CHECK(out == (dtype == DType::kI8 ? (reference ? f.int8_reference : f.int8_xnnpack)
+                                          : (reference ? f.int4_reference : f.int4_xnnpack)));
+      }
+    }
+  }
+}
+
+TEST_CASE("fairseq configs: args or cfg, post- or pre-LN, positions, sharing, ids",
+          "[architectures][fairseq]") {
+  const TernContents a = BuildContents(Options("fairseq"));
+  CHECK(a.config.d_model == 16);
+  CHECK(a.config.heads == 4);
+  CHECK(a.config.encoder_layers == 2);
+  CHECK(a.config.decoder_layers == 2);
+  CHECK(a.config.d_ff == 32);
+  CHECK(a.config.norm_placement == NormPlacement::kPost);
+  CHECK(a.config.activation == ref::Activation::kReLU);
+  CHECK(a.config.position == PositionKind::kSinusoidal);
+  CHECK(a.config.sinusoid_layout == ref::SinusoidLayout::kFairseq);
+  CHECK(a.config.embedding_scale == 4.0f);
+  CHECK_FALSE(a.config.layernorm_embedding);
+  CHECK(a.config.bos_id == 0);
+  CHECK(a.config.pad_id == 1);
+  CHECK(a.config.eos_id == 2);
+  CHECK(a.config.unk_id == 3);
+  CHECK(a.config.decoder_start_id == 2);
+  CHECK(a.config.src_vocab_size == 40);
+  CHECK(a.config.tgt_vocab_size == 36);
+  CHECK_FALSE(a.config.shared_embeddings);
+  CHECK(a.config.tied_output);
+  CHECK(a.config.max_positions == 64);
+  CHECK(a.source_format == "torch-zip/fairseq");
+  const TernContents c = BuildContents(Options("fairseq_cfg"));
+  CHECK(c.config.norm_placement == NormPlacement::kPre);
+  CHECK(c.config.activation == ref::Activation::kGELU);
+  CHECK(c.config.position == PositionKind::kLearned);
+  CHECK(c.config.layernorm_embedding);
+  CHECK(c.config.shared_embeddings);
+  CHECK(c.config.tied_output);
+  CHECK(c.config.src_vocab_size == 40);
+  // No tokenizer: the note says what the caller does.
+  ArchitectureOptions o;
+  o.arch = "fairseq";
+  o.checkpoint = CheckpointFixture("fairseq/checkpoint_best.pt");
+  const MappedCheckpoint mapped =
+      MapCheckpoint(Checkpoint::Open(o.checkpoint, DefaultCheckpointOptions("fairseq")), o);
+  bool noted = false;
+  for (const auto& note : mapped.notes)
+    noted = noted || note.find("no tokenizer stored: fairseq's dictionaries dict.de.txt / "
+                               "dict.en.txt number the tokens") == 0;
+  CHECK(noted);
+}
+
+// A training checkpoint {"args": Namespace(arch, ...), "model": {"w": tensor}}: for the errors
+// that come before any tensor is looked at.
+std::string ArgsCheckpoint(const testing::ScratchDir& dir, const std::string& namespace_items) {
+  const std::string path = dir / "checkpoint_best.pt";
+  std::string pt = std::string("\x80\x02}(") + testing::PickleString("args") +
+                   "cargparse\nNamespace\n)\x81}(" + namespace_items + "ub" +
+                   testing::PickleString("model");
+  pt += testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 1, 0, {1}, {1})})
+            .substr(2);
+  pt.pop_back();
+  pt += "u.";
+  testing::WriteBytes(path, testing::TorchArchive(pt, {{"0", testing::Floats({1.0f})}}));
+  return path;
+}
+
+TEST_CASE("fairseq: an unknown arch, an option tern does not implement, a wrong dictionary",
+          "[architectures][fairseq]") {
+  testing::ScratchDir dir;
+  auto error = [&](const std::string& items) {
+    ConvertOptions o;
+    o.checkpoint = ArgsCheckpoint(dir, items);
+    o.arch = "fairseq";
+    return ConvertError(o);
+  };
+  const std::string at = dir / "checkpoint_best.pt";
+  auto arch = [](const std::string& name) {
+    return testing::PickleString("arch") + testing::PickleString(name);
+  };
+  CHECK(error(arch("lstm")) ==
+        at + ": args: \"arch\" is \"lstm\": --arch fairseq reads fairseq's transformer "
+             "translation models only (transformer, transformer_iwslt_de_en, "
+             "transformer_wmt_en_de, transformer_vaswani_wmt_en_de_big, "
+             "transformer_vaswani_wmt_en_fr_big, transformer_wmt_en_de_big, "
+             "transformer_wmt_en_de_big_t2t)");
+  CHECK(error(arch("transformer_lm")) ==
+        at + ": args: \"arch\" is \"transformer_lm\": --arch fairseq reads fairseq's "
+             "transformer translation models only (transformer, transformer_iwslt_de_en, "
+             "transformer_wmt_en_de, transformer_vaswani_wmt_en_de_big, "
+             "transformer_vaswani_wmt_en_fr_big, transformer_wmt_en_de_big, "
+             "transformer_wmt_en_de_big_t2t)");
+  CHECK(error(arch("transformer") + testing::PickleString("cross_self_attention") + "\x88") ==
+        at + ": args: \"cross_self_attention\" is true: cross+self attention is not supported");
+  CHECK(error(arch("transformer") + testing::PickleString("no_cross_attention") + "\x88") ==
+        at + ": args: \"no_cross_attention\" is true: a decoder without encoder attention is not "
+             "supported");
+  CHECK(error(arch("transformer") + testing::PickleString("adaptive_softmax_cutoff") +
+              testing::PickleString("2000,6000")) ==
+        at + ": args: \"adaptive_softmax_cutoff\" is set: an adaptive softmax output is not "
+             "supported");
+  CHECK(error(arch("transformer") + testing::PickleString("decoder_output_dim") +
+              std::string("M\x00\x01", 3)) ==
+        at + ": args: decoder_embed_dim 512 != decoder_output_dim 256; the runtime uses one "
+             "d_model (no project_out_dim)");
+  CHECK(error(arch("transformer") + testing::PickleString("activation_fn") +
+              testing::PickleString("tanh")) ==
+        at + ": args: \"activation_fn\" = \"tanh\" is not supported; expected relu, gelu, "
+             "gelu_fast, gelu_accurate or swish");
+  CHECK(error(arch("transformer") + testing::PickleString("encoder_normalize_before") + "\x88") ==
+        at + ": args: encoder and decoder differ in *_normalize_before or *_learned_pos; the "
+             "runtime uses one norm placement and one position kind");
+  // No options at all.
+  const std::string bare = dir / "bare.pt";
+  std::string empty_state = testing::PickleStateDict({}).substr(2);  // without its PROTO
+  empty_state.pop_back();                                               // and its STOP
+  testing::WriteBytes(bare, testing::TorchArchive(std::string("\x80\x02}(") +
+                                                  testing::PickleString("model") + empty_state +
+                                                  "u."));
+  ConvertOptions o;
+  o.checkpoint = bare;
+  o.arch = "fairseq";
+  CHECK(ConvertError(o) == bare +
+                               ": no \"args\" or \"cfg\" entry: not a fairseq training checkpoint "
+                               "(--arch fairseq reads the model's options from it)");
+
+  // The fixture with a target dictionary one entry longer than its table.
+  testing::ScratchDir copy;
+  for (const char* f : {"checkpoint_best.pt", "dict.de.txt", "dict.en.txt"}) {
+    testing::WriteBytes(copy / f, testing::ReadBytes(CheckpointFixture(std::string("fairseq/") + f)));
+  }
+  testing::WriteBytes(copy / "dict.en.txt",
+                      testing::ReadBytes(copy / "dict.en.txt") + "extra 1\n");
+  o.checkpoint = copy / "checkpoint_best.pt";
+  CHECK(ConvertError(o) == copy / "dict.en.txt" +
+                               ": the dictionary has 37 entries with fairseq's 4 specials, but "
+                               "the embedding table has 36 rows (not this model's dictionary?)");
+}
+
+}  // namespace
+}  // namespace tern::convert
