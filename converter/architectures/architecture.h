@@ -36,6 +36,10 @@
 //   nllb            pre-LN final norms model.{encoder,decoder}.layer_norm, one shared table,
 //                   fairseq sinusoids counted from pad + 1 (sinusoid_layout fairseq); the
 //                   target language is a forced first token per call; its config.json
+//   fairseq         fairseq transformer training checkpoints (checkpoint_best.pt): weights under
+//                   "model" with fairseq's names (the Hugging Face BART names without "model."),
+//                   options from args (Namespace) or cfg["model"], learned positions from
+//                   pad + 1 or fairseq sinusoids, dict.SRC/TGT.txt sizes checked
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //

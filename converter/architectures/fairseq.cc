@@ -26,10 +26,10 @@
 // fairseq's Dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, then dict.txt's entries. The source
 // ends with </s>; the decoder starts from </s>: fairseq's SequenceGenerator sets
 // tokens[:, 0] = eos when no bos_token is given.
-#include <cmath>
 #include <dirent.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "converter/architectures/architecture_util.h"
@@ -159,7 +159,8 @@ FairseqArgs ReadArgs(const Checkpoint& ckpt) {
   const auto& objects = ckpt.objects();
   auto args = objects.find("args");
   if (args != objects.end() && args->second->kind != PickleValue::Kind::kNone)
-    return FairseqArgs(PickleToJson(args->second, ckpt.label() + ": args"), ckpt.label() + ": args");
+    return FairseqArgs(PickleToJson(args->second, ckpt.label() + ": args"),
+                       ckpt.label() + ": args");
   auto cfg = objects.find("cfg");
   if (cfg != objects.end() && cfg->second->kind == PickleValue::Kind::kDict) {
     auto it = cfg->second->string_keys.find("model");
@@ -258,13 +259,15 @@ MappedCheckpoint MapFairseq(const Checkpoint& ckpt, const ArchitectureOptions& o
   MappedCheckpoint out;
   FairseqArgs a = ReadArgs(ckpt);
   out.config_label = a.label();
-  const std::string arch = a.Set("arch") ? a.String("arch") : a.Set("_name") ? a.String("_name") : "";
+  const std::string arch = a.Set("arch")    ? a.String("arch")
+                           : a.Set("_name") ? a.String("_name")
+                                            : "";
   if (std::find(std::begin(kArchs), std::end(kArchs), arch) == std::end(kArchs)) {
     std::string names;
     for (const char* n : kArchs) names += (names.empty() ? "" : ", ") + std::string(n);
     throw Error(a.label() + ": \"arch\" is \"" + arch +
-                "\": --arch fairseq reads fairseq's transformer translation models only (" +
-                names + ")");
+                "\": --arch fairseq reads fairseq's transformer translation models only (" + names +
+                ")");
   }
   ArchDefaults(arch, &a);
   a.Refuse("cross_self_attention", "cross+self attention");
@@ -274,8 +277,9 @@ MappedCheckpoint MapFairseq(const Checkpoint& ckpt, const ArchitectureOptions& o
   a.Refuse("char_inputs", "character inputs");
   a.Refuse("no_decoder_final_norm", "a pre-LN decoder without its final norm");
   if (a.Set("adaptive_softmax_cutoff")) {
-    throw Error(a.label() + ": \"adaptive_softmax_cutoff\" is set: an adaptive softmax output is "
-                            "not supported");
+    throw Error(a.label() +
+                ": \"adaptive_softmax_cutoff\" is set: an adaptive softmax output is "
+                "not supported");
   }
   for (const char* key : {"encoder_layers_to_keep", "decoder_layers_to_keep"}) {
     if (a.Set(key)) throw Error(a.label() + ": \"" + key + "\" (pruned layers) is not supported");
@@ -377,10 +381,9 @@ MappedCheckpoint MapFairseq(const Checkpoint& ckpt, const ArchitectureOptions& o
     const std::string s = stack;
     if (learned) {
       const int64_t rows =
-          a.Int(s == "encoder" ? "max_source_positions" : "max_target_positions") +
-          kPositionOffset;
-      OffsetPositions(src, &out, s + ".embed_positions.weight", s + ".embed_positions.weight",
-                      rows, c.max_positions, c.d_model,
+          a.Int(s == "encoder" ? "max_source_positions" : "max_target_positions") + kPositionOffset;
+      OffsetPositions(src, &out, s + ".embed_positions.weight", s + ".embed_positions.weight", rows,
+                      c.max_positions, c.d_model,
                       "max_" + std::string(s == "encoder" ? "source" : "target") +
                           "_positions + 2 rows: fairseq's learned positions from pad + 1");
     } else if (src.Has(s + ".embed_positions._float_tensor")) {

@@ -195,6 +195,10 @@ check "convert --help exits 0" eval "tern convert --help >/dev/null"
 check "convert --help lists t5 and mt5" grep -q "t5 (Hugging Face T5 v1.0 / v1.1" <<<"$(tern convert --help)"
 check "convert --help lists mt5" grep -q "mt5 (mT5: the T5 layout)" <<<"$(tern convert --help)"
 check "convert --help lists m2m100 and nllb" grep -q "m2m100 and nllb" <<<"$(tern convert --help)"
+check "convert --help lists fairseq" grep -q "fairseq (fairseq" <<<"$(tern convert --help)"
+# A fairseq training checkpoint (meters and optimizer state beside the weights) converts from
+# the command line with --arch fairseq alone (the state key "model" is its default).
+check "convert --arch fairseq" eval "tern convert '$fixtures/fairseq/checkpoint_best.pt' --arch fairseq -o '$work/fairseq.tern' >/dev/null 2>&1"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's
 # target is replaced; exclusive creation without --force; errors carry the reason.

@@ -26,14 +26,22 @@ using testing::ConvertError;
 
 struct Family {
   const char* dir;
-  // Greedy ids of sentence 0 (max_len + 1 steps) after int8 / int4 conversion (group size 8), on the reference
-  // kernels and on XNNPACK: pinned (XNNPACK quantizes the activations too).
+  // Greedy ids of sentence 0 (max_len + 1 steps) after int8 / int4 conversion (group size 8), on
+  // the reference kernels and on XNNPACK: pinned (XNNPACK quantizes the activations too).
   std::vector<int32_t> int8_reference, int8_xnnpack, int4_reference, int4_xnnpack;
 };
 
 const Family kFamilies[] = {
-    {"fairseq", {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}},
-    {"fairseq_cfg", {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28}, {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28}, {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}, {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}},
+    {"fairseq",
+     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
+     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
+     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
+     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}},
+    {"fairseq_cfg",
+     {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28},
+     {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28},
+     {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23},
+     {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}},
 };
 
 ConvertOptions Options(const std::string& dir, DType dtype = DType::kF32) {
@@ -142,8 +150,9 @@ TEST_CASE("fairseq configs: args or cfg, post- or pre-LN, positions, sharing, id
       MapCheckpoint(Checkpoint::Open(o.checkpoint, DefaultCheckpointOptions("fairseq")), o);
   bool noted = false;
   for (const auto& note : mapped.notes)
-    noted = noted || note.find("no tokenizer stored: fairseq's dictionaries dict.de.txt / "
-                               "dict.en.txt number the tokens") == 0;
+    noted = noted || note.find(
+                         "no tokenizer stored: fairseq's dictionaries dict.de.txt / "
+                         "dict.en.txt number the tokens") == 0;
   CHECK(noted);
 }
 
@@ -210,10 +219,10 @@ TEST_CASE("fairseq: an unknown arch, an option tern does not implement, a wrong 
   // No options at all.
   const std::string bare = dir / "bare.pt";
   std::string empty_state = testing::PickleStateDict({}).substr(2);  // without its PROTO
-  empty_state.pop_back();                                               // and its STOP
-  testing::WriteBytes(bare, testing::TorchArchive(std::string("\x80\x02}(") +
-                                                  testing::PickleString("model") + empty_state +
-                                                  "u."));
+  empty_state.pop_back();                                            // and its STOP
+  testing::WriteBytes(
+      bare, testing::TorchArchive(std::string("\x80\x02}(") + testing::PickleString("model") +
+                                  empty_state + "u."));
   ConvertOptions o;
   o.checkpoint = bare;
   o.arch = "fairseq";
@@ -224,10 +233,10 @@ TEST_CASE("fairseq: an unknown arch, an option tern does not implement, a wrong 
   // The fixture with a target dictionary one entry longer than its table.
   testing::ScratchDir copy;
   for (const char* f : {"checkpoint_best.pt", "dict.de.txt", "dict.en.txt"}) {
-    testing::WriteBytes(copy / f, testing::ReadBytes(CheckpointFixture(std::string("fairseq/") + f)));
+    testing::WriteBytes(copy / f,
+                        testing::ReadBytes(CheckpointFixture(std::string("fairseq/") + f)));
   }
-  testing::WriteBytes(copy / "dict.en.txt",
-                      testing::ReadBytes(copy / "dict.en.txt") + "extra 1\n");
+  testing::WriteBytes(copy / "dict.en.txt", testing::ReadBytes(copy / "dict.en.txt") + "extra 1\n");
   o.checkpoint = copy / "checkpoint_best.pt";
   CHECK(ConvertError(o) == copy / "dict.en.txt" +
                                ": the dictionary has 37 entries with fairseq's 4 specials, but "
