@@ -220,7 +220,8 @@ TernContents BuildContents(const ConvertOptions& options) {
                             arch::FileExists(beside_spiece);
   // Beside M2M100 / NLLB-200: fairseq's sentencepiece.bpe.model, whose ids the model offsets
   // (NLLB: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with its map.
-  const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100";
+  const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100" ||
+                              (mapped.arch == "fairseq" && !mapped.vocabulary_dict.empty());
   const std::string beside_bpe_model =
       arch::DirName(options.checkpoint) + "/sentencepiece.bpe.model";
   const bool bpe_model_found = tokenizer_path.empty() && !options.no_tokenizer && fairseq_family &&
@@ -285,6 +286,7 @@ TernContents BuildContents(const ConvertOptions& options) {
         // NLLB: fairseq's offset rule; M2M100: vocab.json beside the checkpoint.
         const std::string vocab_json = arch::DirName(options.checkpoint) + "/vocab.json";
         const bool m2m100 = mapped.arch == "m2m100";
+        const bool dict = mapped.arch == "fairseq";  // fairseq: its dict.txt
         if (m2m100 && !arch::FileExists(vocab_json)) {
           throw Error(tokenizer_path + ": --arch m2m100 numbers the pieces by vocab.json, and " +
                       vocab_json + " does not exist (--no-tokenizer converts without a tokenizer)");
@@ -293,15 +295,19 @@ TernContents BuildContents(const ConvertOptions& options) {
                                  out.config.unk_id};
         out.vocabulary_map =
             BuildVocabularyMap(out.source_tokenizer, tokenizer_path,
-                               m2m100 ? VocabularyRule::kVocabJson : VocabularyRule::kFairseqOffset,
-                               vocab_json, vocab, special);
+                               dict     ? VocabularyRule::kFairseqDict
+                               : m2m100 ? VocabularyRule::kVocabJson
+                                        : VocabularyRule::kFairseqOffset,
+                               dict ? mapped.vocabulary_dict : vocab_json, vocab, special);
         if (m2m100) vocab_map_path = vocab_json;
+        if (dict) vocab_map_path = mapped.vocabulary_dict;
         if (options.note) {
-          options.note(
-              "tokenizer: " + std::string(bpe_model_found ? "took " : "") + tokenizer_path +
-              ": SentencePiece, " + std::to_string(out.vocabulary_map.size()) +
-              " pieces, both sides, ids " +
-              (m2m100 ? "from " + vocab_json : std::string("offset as fairseq's dictionary")));
+          options.note("tokenizer: " + std::string(bpe_model_found ? "took " : "") +
+                       tokenizer_path + ": SentencePiece, " +
+                       std::to_string(out.vocabulary_map.size()) + " pieces, both sides, ids " +
+                       (dict     ? "from " + mapped.vocabulary_dict
+                        : m2m100 ? "from " + vocab_json
+                                 : std::string("offset as fairseq's dictionary")));
         }
       } else {
         out.source_tokenizer =

@@ -87,6 +87,9 @@ struct MappedCheckpoint {
   std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
   // A multilingual model's language codes -> tokens (m2m100, nllb), for the file's table.
   std::vector<std::pair<std::string, int32_t>> languages;
+  // fairseq: the dict.txt both sides share, through which a sentencepiece.bpe.model beside the
+  // checkpoint is numbered (VocabularyRule::kFairseqDict); empty: no such tokenizer is taken.
+  std::string vocabulary_dict;
 };
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.

@@ -23,7 +23,9 @@
 //                                   (verified and dropped: tied)
 //   {encoder,decoder}.version       bookkeeping buffers: dropped
 //
-// fairseq's Dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, then dict.txt's entries. The source
+// fairseq's Dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, then dict.txt's entries. One dictionary
+// for both sides and a sentencepiece.bpe.model beside: the tokenizer is stored with its map
+// through that dict.txt (MappedCheckpoint::vocabulary_dict, applied in convert.cc). The source
 // ends with </s>; the decoder starts from </s>: fairseq's SequenceGenerator sets
 // tokens[:, 0] = eos when no bos_token is given.
 #include <dirent.h>
@@ -208,8 +210,11 @@ std::vector<std::string> DictFiles(const std::string& dir) {
 
 // dict.SRC.txt / dict.TGT.txt: their sizes must be the embedding rows (4 specials + entries,
 // fairseq's madeupwordNNNN padding to a multiple of 8 included or not in the file).
+// One dictionary for both sides (share_all_embeddings, or equal files) numbers the pieces of a
+// sentencepiece.bpe.model beside the checkpoint: out->vocabulary_dict.
 void CheckDictionaries(const Checkpoint& ckpt, const FairseqArgs& a, int32_t src_rows,
-                       int32_t tgt_rows, std::vector<std::string>* notes) {
+                       int32_t tgt_rows, MappedCheckpoint* out) {
+  std::vector<std::string>* notes = &out->notes;
   const std::string dir = DirName(ckpt.label());
   std::string src = Lang(ckpt, a, "source_lang"), tgt = Lang(ckpt, a, "target_lang");
   if (src.empty() || tgt.empty()) {
@@ -240,6 +245,17 @@ void CheckDictionaries(const Checkpoint& ckpt, const FairseqArgs& a, int32_t src
                   " entries with fairseq's 4 specials, but the embedding table has " +
                   std::to_string(side.second) + " rows (not this model's dictionary?)");
     }
+  }
+  const std::string src_dict = dir + "/dict." + src + ".txt",
+                    tgt_dict = dir + "/dict." + tgt + ".txt";
+  const bool one_dict =
+      FileExists(src_dict) && FileExists(tgt_dict) &&
+      (a.Bool("share_all_embeddings") || ReadTextFile(src_dict) == ReadTextFile(tgt_dict));
+  const std::string spm = dir + "/sentencepiece.bpe.model";
+  if (one_dict && FileExists(spm)) {
+    out->vocabulary_dict = src_dict;
+    notes->push_back(src_dict + " numbers the pieces of " + spm + " on both sides");
+    return;
   }
   std::string tokenizer;
   for (const char* f : {"sentencepiece.bpe.model", "bpecodes", "code", "codes"}) {
@@ -404,7 +420,7 @@ MappedCheckpoint MapFairseq(const Checkpoint& ckpt, const ArchitectureOptions& o
     src.Direct(&out, e.name, e.name);
   }
   src.CheckAllUsed("(not part of a fairseq transformer with these options)");
-  CheckDictionaries(ckpt, a, src_rows, tgt_rows, &out.notes);
+  CheckDictionaries(ckpt, a, src_rows, tgt_rows, &out);
   return out;
 }
 

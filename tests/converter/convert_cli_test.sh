@@ -198,6 +198,10 @@ check "convert --help lists m2m100 and nllb" grep -q "m2m100 and nllb" <<<"$(ter
 check "convert --help lists fairseq" grep -q "fairseq (fairseq" <<<"$(tern convert --help)"
 # A fairseq training checkpoint (meters and optimizer state beside the weights) converts from
 # the command line with --arch fairseq alone (the state key "model" is its default).
+# One dictionary + sentencepiece.bpe.model beside: stored with its dict.txt map, so text works.
+notes=$(tern convert "$fixtures/fairseq_cfg/checkpoint_best.pt" --arch fairseq -o "$work/fairseq_cfg.tern" 2>&1 >/dev/null)
+check "convert --arch fairseq with its SentencePiece model" grep -qF "tokenizer: took $fixtures/fairseq_cfg/sentencepiece.bpe.model: SentencePiece, 96 pieces, both sides, ids from $fixtures/fairseq_cfg/dict.de.txt" <<<"$notes"
+check "translate text with the fairseq model" test -n "$(echo 'hallo welt' | tern translate -m "$work/fairseq_cfg.tern")"
 check "convert --arch fairseq" eval "tern convert '$fixtures/fairseq/checkpoint_best.pt' --arch fairseq -o '$work/fairseq.tern' >/dev/null 2>&1"
 
 # Outputs (converter/output_file.h): never in place, never a device, never the input; a symlink's

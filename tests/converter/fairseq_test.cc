@@ -11,6 +11,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
+#include <set>
 
 #include "converter/architectures/architecture.h"
 #include "tests/converter/architecture_fixture.h"
@@ -26,22 +27,23 @@ using testing::ConvertError;
 
 struct Family {
   const char* dir;
-  // Greedy ids of sentence 0 (max_len + 1 steps) after int8 / int4 conversion (group size 8), on
-  // the reference kernels and on XNNPACK: pinned (XNNPACK quantizes the activations too).
+  // Greedy ids of sentence 1 (max_len + 1 steps; sentence 0 repeats one token) after int8 / int4
+  // conversion (group size 8), on the reference kernels and on XNNPACK: pinned (XNNPACK quantizes
+  // the activations too).
   std::vector<int32_t> int8_reference, int8_xnnpack, int4_reference, int4_xnnpack;
 };
 
 const Family kFamilies[] = {
     {"fairseq",
-     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
-     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
-     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31},
-     {31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}},
+     {9, 9, 9, 9, 9, 9, 9, 9, 9, 5, 5},
+     {9, 9, 9, 9, 9, 9, 9, 9, 9, 5, 5},
+     {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+     {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}},
     {"fairseq_cfg",
-     {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28},
-     {23, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28},
-     {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23},
-     {23, 17, 23, 23, 23, 23, 23, 23, 23, 23, 23}},
+     {94, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70},
+     {94, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70},
+     {94, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70},
+     {94, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70}},
 };
 
 ConvertOptions Options(const std::string& dir, DType dtype = DType::kF32) {
@@ -92,9 +94,10 @@ TEST_CASE("fairseq: int8 and int4 greedy ids are pinned", "[architectures][fairs
         REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
         std::vector<int32_t> out(static_cast<size_t>(e.max_len + 1));
         size_t n = 0;
-        const Status s = session.TranslateIds(
-            Span<const int32_t>(e.src_ids.data(), static_cast<size_t>(e.src_lengths[0])),
-            Span<int32_t>(out.data(), out.size()), &n, DecodingOptions{});
+        const Status s =
+            session.TranslateIds(Span<const int32_t>(e.src_ids.data() + e.src_seq,  // sentence 1
+                                                     static_cast<size_t>(e.src_lengths[1])),
+                                 Span<int32_t>(out.data(), out.size()), &n, DecodingOptions{});
         INFO(s.message());
         REQUIRE(s.ok());
         out.resize(n);
@@ -141,7 +144,23 @@ TEST_CASE("fairseq configs: args or cfg, post- or pre-LN, positions, sharing, id
   CHECK(c.config.layernorm_embedding);
   CHECK(c.config.shared_embeddings);
   CHECK(c.config.tied_output);
-  CHECK(c.config.src_vocab_size == 40);
+  CHECK(c.config.src_vocab_size == 97);
+  // One dictionary and a sentencepiece.bpe.model beside: stored with its dict.txt map (the
+  // pieces in the dictionary's shuffled order: neither their own ids nor NLLB's offset).
+  REQUIRE(c.vocabulary_map.size() == 96);
+  CHECK(c.vocabulary_map[0] == 3);  // SentencePiece's <unk> is fairseq's
+  CHECK(c.vocabulary_map[1] == 0);  // <s>
+  CHECK(c.vocabulary_map[2] == 2);  // </s>
+  std::set<int32_t> ids(c.vocabulary_map.begin(), c.vocabulary_map.end());
+  CHECK(ids.size() == 96);
+  CHECK(*ids.rbegin() == 96);
+  CHECK_FALSE(ids.count(1));  // <pad> is no piece
+  int offset_like = 0;
+  for (size_t i = 3; i < c.vocabulary_map.size(); ++i)
+    offset_like += c.vocabulary_map[i] == static_cast<int32_t>(i) + 1;
+  CHECK(offset_like < 10);
+  CHECK_FALSE(c.source_tokenizer.empty());
+  CHECK(a.vocabulary_map.empty());  // two dictionaries: ids only
   // No tokenizer: the note says what the caller does.
   ArchitectureOptions o;
   o.arch = "fairseq";
