@@ -177,16 +177,25 @@ TEST_CASE("fairseq configs: args or cfg, post- or pre-LN, positions, sharing, id
 
 // A training checkpoint {"args": Namespace(arch, ...), "model": {"w": tensor}}: for the errors
 // that come before any tensor is looked at.
-std::string ArgsCheckpoint(const testing::ScratchDir& dir, const std::string& namespace_items) {
+// With `tables`, the two embedding tables [1, 1] hold 1 and 2 (different values).
+std::string ArgsCheckpoint(const testing::ScratchDir& dir, const std::string& namespace_items,
+                           bool tables = false) {
   const std::string path = dir / "checkpoint_best.pt";
   std::string pt = std::string("\x80\x02}(") + testing::PickleString("args") +
                    "cargparse\nNamespace\n)\x81}(" + namespace_items + "ub" +
                    testing::PickleString("model");
-  pt += testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 1, 0, {1}, {1})})
-            .substr(2);
+  std::vector<std::string> items = {
+      testing::PickleTensor("w", "FloatStorage", "0", 2, 0, {1}, {1})};
+  if (tables) {
+    items = {testing::PickleTensor("encoder.embed_tokens.weight", "FloatStorage", "0", 2, 0, {1, 1},
+                                   {1, 1}),
+             testing::PickleTensor("decoder.embed_tokens.weight", "FloatStorage", "0", 2, 1, {1, 1},
+                                   {1, 1})};
+  }
+  pt += testing::PickleStateDict(items).substr(2);
   pt.pop_back();
   pt += "u.";
-  testing::WriteBytes(path, testing::TorchArchive(pt, {{"0", testing::Floats({1.0f})}}));
+  testing::WriteBytes(path, testing::TorchArchive(pt, {{"0", testing::Floats({1.0f, 2.0f})}}));
   return path;
 }
 
@@ -235,6 +244,27 @@ TEST_CASE("fairseq: an unknown arch, an option tern does not implement, a wrong 
   CHECK(error(arch("transformer") + testing::PickleString("encoder_normalize_before") + "\x88") ==
         at + ": args: encoder and decoder differ in *_normalize_before or *_learned_pos; the "
              "runtime uses one norm placement and one position kind");
+  CHECK(error(arch("transformer") + testing::PickleString("encoder_layers") +
+              testing::PickleString("six")) ==
+        at + ": args: \"encoder_layers\" must be an integer");
+  CHECK(error(arch("transformer") + testing::PickleString("decoder_layers_to_keep") +
+              testing::PickleString("0,2")) ==
+        at + ": args: \"decoder_layers_to_keep\" (pruned layers) is not supported");
+  CHECK(error(arch("transformer") + testing::PickleString("no_token_positional_embeddings") +
+              "\x88") ==
+        at + ": args: \"no_token_positional_embeddings\" is true: a model without positions is "
+             "not supported");
+  CHECK(error(arch("transformer")) ==
+        at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
+  {
+    ConvertOptions t;
+    t.arch = "fairseq";
+    t.checkpoint = ArgsCheckpoint(
+        dir, arch("transformer") + testing::PickleString("share_all_embeddings") + "\x88", true);
+    CHECK(ConvertError(t) == at + ": tensor \"decoder.embed_tokens.weight\" differs from "
+                                  "\"encoder.embed_tokens.weight\" although share_all_embeddings "
+                                  "is true");
+  }
   // No options at all.
   const std::string bare = dir / "bare.pt";
   std::string empty_state = testing::PickleStateDict({}).substr(2);  // without its PROTO

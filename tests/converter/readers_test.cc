@@ -286,6 +286,37 @@ TEST_CASE("instances of unknown classes read as opaque objects, never run nor us
                                         "pickled model? save model.state_dict() instead)"));
 }
 
+TEST_CASE("a real torch.save fairseq checkpoint reads: meters and numpy scalars as opaque objects",
+          "[readers][torch]") {
+  // tests/fixtures/checkpoints/fairseq/checkpoint_best.pt (make_fairseq_fixture.py): torch.save
+  // of args, model, extra_state (stand-ins of fairseq.meters.* and a numpy float64),
+  // optimizer_history and last_optimizer_state (with a tensor).
+  CheckpointOptions options;
+  options.state_key = "model";
+  const Checkpoint ckpt = Checkpoint::Open(
+      std::string(TERN_FIXTURES) + "/checkpoints/fairseq/checkpoint_best.pt", options);
+  CHECK(ckpt.has("encoder.embed_tokens.weight"));
+  REQUIRE(ckpt.objects().count("extra_state"));
+  const PickleRef extra = ckpt.objects().at("extra_state");
+  const PickleRef meters = extra->dict[extra->string_keys.at("train_meters")].second;
+  const PickleRef loss = meters->dict[meters->string_keys.at("train_loss")].second;
+  REQUIRE(loss->kind == PickleValue::Kind::kObject);
+  CHECK(loss->type_name == "fairseq.meters.AverageMeter");
+  const PickleRef state = loss->items[1];
+  CHECK(state->dict[state->string_keys.at("count")].second->i == 4);
+  CHECK(meters->dict[meters->string_keys.at("wps")].second->type_name ==
+        "fairseq.meters.TimeMeter");
+  CHECK(extra->dict[extra->string_keys.at("best")].second->type_name ==
+        "numpy.core.multiarray.scalar");
+  CHECK(ckpt.ObjectJson("args")["arch"] == "transformer_iwslt_de_en");
+  REQUIRE_THROWS_WITH(ckpt.ObjectJson("extra_state"),
+                      ContainsSubstring("checkpoint_best.pt: extra_state.best is a "
+                                        "\"numpy.core.multiarray.scalar\" object"));
+  REQUIRE_THROWS_WITH(ckpt.ObjectJson("last_optimizer_state"),
+                      ContainsSubstring("last_optimizer_state.state.0.exp_avg is a tensor, not "
+                                        "plain data"));
+}
+
 TEST_CASE("an omegaconf container (fairseq's cfg) is refused by name with the conversion",
           "[readers][torch]") {
   const std::string p = std::string("\x80\x02}") + testing::PickleString("cfg") +
