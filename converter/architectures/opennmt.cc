@@ -260,7 +260,9 @@ MappedCheckpoint MapOpenNmtOptions(const Checkpoint& ckpt, const nlohmann::json&
                 " in vocab \"src\" but " + std::to_string(c.pad_id) +
                 " in \"tgt\"; the runtime uses one pad id");
   }
-  out.notes.push_back("source ids as OpenNMT-py's: no </s> appended to a source");
+  out.notes.push_back(
+      "no tokenizer stored: the caller tokenizes (tern translate --ids) with the ids of the "
+      "vocab lists, and appends no </s> to a source (OpenNMT-py appends none)");
 
   // Embeddings: one table with share_embeddings; the generator tied with
   // share_decoder_embeddings. Stored copies must agree.
@@ -332,6 +334,24 @@ MappedCheckpoint MapOpenNmtOptions(const Checkpoint& ckpt, const nlohmann::json&
                     "\" is a LayerNorm bias although opt layer_norm is rms (mixed LayerNorm and "
                     "RMSNorm are not supported)");
       }
+    }
+  }
+
+  // tern's kv_heads holds for every attention; OpenNMT-py's num_kv must then shape them all.
+  const int64_t kv_rows = static_cast<int64_t>(c.kv_head_count()) * c.d_head();
+  for (const auto& kv : ckpt.tensors()) {
+    const std::string& n = kv.first;
+    const std::string suffix = ".linear_keys.weight";
+    if (n.size() <= suffix.size() || src.Skipped(n) ||
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    if (kv.second.shape.size() == 2 && kv.second.shape[0] != kv_rows) {
+      throw Error(kv.second.where + ": tensor \"" + n + "\" has " +
+                  std::to_string(kv.second.shape[0]) + " rows, but opt num_kv " +
+                  std::to_string(num_kv) + " with " + std::to_string(c.heads) + " heads gives " +
+                  std::to_string(kv_rows) +
+                  " in every attention (the runtime has one K/V head count)");
     }
   }
 

@@ -13,6 +13,7 @@
 
 #include "converter/architectures/architecture.h"
 #include "tests/converter/architecture_fixture.h"
+#include "tests/converter/checkpoint_files.h"
 
 namespace tern::convert {
 namespace {
@@ -222,6 +223,11 @@ TEST_CASE("OpenNMT-py options tern does not run are refused by name", "[architec
         e.ckpt.label() +
             ": tensor \"decoder.layer_norm.bias\" is a LayerNorm bias although opt layer_norm is "
             "rms (mixed LayerNorm and RMSNorm are not supported)");
+  CHECK(e.Refused("num_kv", 2) ==
+        e.ckpt.at("decoder.transformer_layers.0.context_attn.linear_keys.weight").where +
+            ": tensor \"decoder.transformer_layers.0.context_attn.linear_keys.weight\" has 32 "
+            "rows, but opt num_kv 2 with 4 heads gives 16 in every attention (the runtime has one "
+            "K/V head count)");
   // Guided alignment only trains a head: a note, not a refusal.
   e.opt["lambda_align"] = 0.05;
   REQUIRE(e.Error().empty());
@@ -255,6 +261,64 @@ TEST_CASE("OpenNMT-py vocabularies: sizes match the embeddings, special tokens b
   e.vocab = nlohmann::json::array();
   CHECK(e.Error() ==
         ckpt + ": no \"vocab\" dict (OpenNMT-py 3.x's {\"src\": [...], \"tgt\": [...]})");
+}
+
+// A hand-written training checkpoint: {ENTRIES..., "model": {"w": tensor}, "generator":
+// {"weight": tensor}}.
+std::string WriteCheckpoint(const testing::ScratchDir& dir, const std::string& entries) {
+  std::string pt = std::string("\x80\x02}(") + entries + testing::PickleString("model");
+  pt += testing::PickleStateDict({testing::PickleTensor("w", "FloatStorage", "0", 2, 0, {2}, {1})})
+            .substr(2);  // without its PROTO
+  pt.pop_back();         // and its STOP
+  pt += testing::PickleString("generator");
+  pt += testing::PickleStateDict(
+            {testing::PickleTensor("weight", "FloatStorage", "0", 2, 1, {1}, {1})})
+            .substr(2);
+  pt.pop_back();
+  pt += "u.";
+  const std::string path = dir / "model.pt";
+  testing::WriteBytes(path, testing::TorchArchive(pt, {{"0", testing::Floats({1.5f, -2.0f})}}));
+  return path;
+}
+
+TEST_CASE("OpenNMT-py: a checkpoint without opt, or with a vocab that is not plain data",
+          "[architectures][opennmt]") {
+  testing::ScratchDir dir;
+  ConvertOptions o;
+  o.arch = "opennmt";
+  o.checkpoint = WriteCheckpoint(dir, "");
+  CHECK(testing::ConvertError(o) ==
+        o.checkpoint +
+            ": no \"opt\" entry: --arch opennmt reads an OpenNMT-py training checkpoint (model, "
+            "generator, vocab, opt)");
+  // A vocab holding something other than lists of strings (here a tensor; OpenNMT-py 2.x's
+  // torchtext Field objects likewise) is refused with the way out.
+  const std::string opt = testing::PickleString("opt") + "cargparse\nNamespace\n)\x81}(" +
+                          testing::PickleString("heads") + testing::PickleInt(4) + "ub";
+  std::string vocab = testing::PickleString("vocab") + "}(" + testing::PickleString("src");
+  vocab += testing::PickleTensor("", "FloatStorage", "0", 2, 0, {2}, {1})
+               .substr(testing::PickleString("").size());  // the tensor without its name
+  vocab += "u";
+  o.checkpoint = WriteCheckpoint(dir, opt + vocab);
+  CHECK(testing::ConvertError(o) ==
+        o.checkpoint +
+            ": vocab.src is a tensor, not plain data; OpenNMT-py 2.x's torchtext vocabulary "
+            "objects are not read: convert the checkpoint with OpenNMT-py 3.x's "
+            "tools/convertv2_v3.py first");
+}
+
+TEST_CASE("OpenNMT-py: a tokenizer is refused (ids are the vocab lists', sources carry no </s>)",
+          "[architectures][opennmt]") {
+  ConvertOptions o = Options(kFamilies[0]);
+  o.tokenizer = CheckpointFixture("m2m100/sentencepiece.bpe.model");
+  CHECK(testing::ConvertError(o) ==
+        o.tokenizer +
+            ": --arch opennmt: the model's ids are its vocab lists' and OpenNMT-py appends no "
+            "</s> to a source, which tern's text path does; convert without --tokenizer and "
+            "translate with --ids");
+  const TernContents plain = BuildContents(Options(kFamilies[0]));
+  CHECK(plain.source_tokenizer.empty());
+  CHECK(plain.vocabulary_map.empty());
 }
 
 }  // namespace
