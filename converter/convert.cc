@@ -217,7 +217,7 @@ TernContents BuildContents(const ConvertOptions& options) {
   // Beside a translation model: T5's SentencePiece spiece.model (T5, mT5, Flan-T5).
   const std::string beside_spiece = arch::DirName(options.checkpoint) + "/spiece.model";
   const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
-                            arch::FileExists(beside_spiece);
+                            mapped.arch != "opennmt" && arch::FileExists(beside_spiece);
   // Beside M2M100 / NLLB-200: fairseq's sentencepiece.bpe.model, whose ids the model offsets
   // (NLLB: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with its map.
   const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100";
@@ -244,6 +244,14 @@ TernContents BuildContents(const ConvertOptions& options) {
                  beside + " embeds it anyway");
   }
   if (!tokenizer_path.empty()) {
+    if (mapped.arch == "opennmt") {
+      // The ids are the positions in OpenNMT-py's vocab lists, and it appends no </s> to a
+      // source, which tern's text path does: a SentencePiece model alone would be wrong.
+      throw Error(tokenizer_path +
+                  ": --arch opennmt: the model's ids are its vocab lists' and OpenNMT-py "
+                  "appends no </s> to a source, which tern's text path does; convert without "
+                  "--tokenizer and translate with --ids");
+    }
     // Shared or source side; a decoder-only model has only the target vocabulary.
     const bool shared = options.target_tokenizer.empty();
     const int32_t vocab = decoder_only ? out.config.tgt_vocab_size

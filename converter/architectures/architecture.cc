@@ -316,7 +316,7 @@ const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
       "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "bart",
       "mbart", "gpt2",   "llama",      "qwen2",          "mistral",   "gemma",
-      "t5",    "mt5",    "m2m100",     "nllb",           "auto"};
+      "t5",    "mt5",    "m2m100",     "nllb",           "opennmt",   "auto"};
   return names;
 }
 
@@ -412,6 +412,7 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "mt5") return arch::MapMt5(ckpt, options);
   if (options.arch == "m2m100") return arch::MapM2M100(ckpt, options);
   if (options.arch == "nllb") return arch::MapNllb(ckpt, options);
+  if (options.arch == "opennmt") return arch::MapOpenNmt(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

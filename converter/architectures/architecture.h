@@ -36,6 +36,10 @@
 //   nllb            pre-LN final norms model.{encoder,decoder}.layer_norm, one shared table,
 //                   fairseq sinusoids counted from pad + 1 (sinusoid_layout fairseq); the
 //                   target language is a forced first token per call; its config.json
+//   opennmt         OpenNMT-py 3.x training checkpoints (model, generator, vocab, opt):
+//                   encoder.transformer.N.self_attn.linear_{query,keys,values}, final_linear,
+//                   feed_forward.w_1/w_2, decoder.transformer_layers.N.context_attn,
+//                   layer_norm_1/2, emb_luts.0, pe.pe; options from opt, token ids from vocab
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //

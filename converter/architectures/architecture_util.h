@@ -84,5 +84,6 @@ MappedCheckpoint MapT5(const Checkpoint& ckpt, const ArchitectureOptions& option
 MappedCheckpoint MapMt5(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapM2M100(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNllb(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapOpenNmt(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

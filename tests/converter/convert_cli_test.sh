@@ -49,6 +49,12 @@ tern convert "$fixtures/nn_transformer/model.pt" --arch nn_transformer --map "$f
 check "nn_transformer converts to int8" test -s "$work/nn.tern"
 tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads=2 -o "$work/ann.tern" --dtype int4 --quiet
 check "annotated converts to int4" test -s "$work/ann.tern"
+# OpenNMT-py: token ids as its vocab lists number them, sources without </s>.
+tern convert "$fixtures/opennmt_rel/model.pt" --arch opennmt -o "$work/onmt.tern" --quiet
+out=$(printf '12 17 11 10 18 7\n5 6 7\n6\n' | tern translate -m "$work/onmt.tern" --ids --max-length 10 --batch 3)
+check "opennmt translates ids as its PyTorch reference" test "$out" = "14 26 18 10 14 5 10 14 5 6
+10 26 14 24 14 14 14 12 14 12
+10 18 17 5 18"
 out=$(printf '5 9 12 0\n' | tern translate -m "$work/marian.tern" --ids --max-length 10)
 check "the marian model translates" test -n "$out"
 # NLLB: [src_lang] tokens </s> in, eng_Latn (98) forced first: the fixture's PyTorch greedy ids.
