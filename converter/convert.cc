@@ -215,9 +215,11 @@ TernContents BuildContents(const ConvertOptions& options) {
   const std::string beside_spiece = arch::DirName(options.checkpoint) + "/spiece.model";
   const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
                             arch::FileExists(beside_spiece);
-  // Beside M2M100 / NLLB-200: fairseq's sentencepiece.bpe.model, whose ids the model offsets
-  // (NLLB: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with its map.
-  const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100";
+  // Beside M2M100 / NLLB-200 / mBART: fairseq's sentencepiece.bpe.model, whose ids the model
+  // offsets (NLLB, mBART: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with
+  // its map.
+  const bool fairseq_family =
+      mapped.arch == "nllb" || mapped.arch == "m2m100" || mapped.arch == "mbart";
   const std::string beside_bpe_model =
       arch::DirName(options.checkpoint) + "/sentencepiece.bpe.model";
   const bool bpe_model_found = tokenizer_path.empty() && !options.no_tokenizer && fairseq_family &&
@@ -262,14 +264,7 @@ TernContents BuildContents(const ConvertOptions& options) {
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
       }
     } else {
-      if (mapped.arch == "mbart") {
-        // fairseq's dictionary puts <s> <pad> </s> <unk> before the SentencePiece pieces (ids
-        // offset by one) and appends the language codes: the model's ids are not the pieces'.
-        throw Error(tokenizer_path +
-                    ": --arch mbart: the SentencePiece model's ids are not mBART's (fairseq's "
-                    "dictionary offsets them and adds language codes), which tern does not "
-                    "apply yet; convert without --tokenizer and translate with --ids");
-      }
+      if (!mapped.text_refusal.empty()) throw Error(tokenizer_path + ": " + mapped.text_refusal);
       if (fairseq_family) {
         if (!shared) {
           throw Error(tokenizer_path + ": --arch " + mapped.arch +
