@@ -104,6 +104,34 @@ check "the t5 model translates text as PyTorch does" test "$out" == "$(cut -f2 "
 out=$(cut -f1 "$fixtures/t5/translate.tsv" | tern translate -m "$work/t5.tern" --max-length 10 --batch 2)
 check "the t5 model translates a batch of text as PyTorch does" test "$out" == "$(cut -f2 "$fixtures/t5/translate.tsv")"
 
+# MarianMT from text: source.spm and target.spm beside the checkpoint, both numbered by the shared
+# vocab.json (a map per side, format 1.9): PyTorch's greedy ids and their text through target.spm
+# (tests/fixtures/checkpoints/marian/text/translate.tsv, by make_marian_text_fixture.py). The
+# target side's pieces are not the source's, so decoding with the source model fails the text.
+mkdir "$work/marian_text" && cp "$fixtures/marian/"{config.json,pytorch_model.bin} "$fixtures/marian/text/"{source.spm,target.spm,vocab.json} "$work/marian_text/"
+notes=$(tern convert "$work/marian_text/pytorch_model.bin" --arch marian -o "$work/marian_text.tern" 2>&1 >/dev/null)
+check "marian takes source.spm and target.spm with vocab.json" grep -qF "tokenizer: took $work/marian_text/source.spm (12 pieces) and $work/marian_text/target.spm (12 pieces): SentencePiece per side, ids from $work/marian_text/vocab.json" <<<"$notes"
+check "inspect shows a map per side" grep -qF "tokenizer: SentencePiece per side mapped to model ids (format 1.9): source 12 pieces" <<<"$(tern inspect "$work/marian_text.tern")"
+check "the marian text file is format 1.9" grep -qF "format 1.9" <<<"$(tern inspect "$work/marian_text.tern")"
+while IFS=$'\t' read -r text want_ids want; do
+  out=$(printf '%s\n' "$text" | tern translate -m "$work/marian_text.tern" --max-length 10)
+  check "marian translates \"$text\" as PyTorch does" test "$out" == "$want"
+  ids=$(printf '%s\n' "$text" | tern translate -m "$work/marian_text.tern" --max-length 10 --json | grep -o '"ids": \[[0-9, ]*\]')
+  check "marian's ids for \"$text\" are PyTorch's" test "$ids" == "\"ids\": [$want_ids]"
+done <"$fixtures/marian/text/translate.tsv"
+cp -r "$work/marian_text" "$work/marian_novocab" && rm "$work/marian_novocab/vocab.json"
+expect_error "marian's spm models without vocab.json" 1 \
+  "$work/marian_novocab: --arch marian takes source.spm, target.spm and vocab.json together, and $work/marian_novocab/vocab.json does not exist (--no-tokenizer converts without a tokenizer)" \
+  tern convert "$work/marian_novocab/pytorch_model.bin" --arch marian -o "$work/novocab.tern"
+tern convert "$work/marian_novocab/pytorch_model.bin" --arch marian --no-tokenizer -o "$work/novocab.tern" --quiet
+check "--no-tokenizer converts marian without its spm models" test -s "$work/novocab.tern"
+mkdir "$work/marian_missing" && cp "$work/marian_text/"* "$work/marian_missing/"
+grep -v '"▁fed"' "$work/marian_text/vocab.json" >"$work/marian_missing/vocab.json"
+expect_error "a target piece missing from vocab.json" 1 \
+  "$work/marian_missing/target.spm: piece \"▁fed\" (id 6) is not in $work/marian_missing/vocab.json" \
+  tern convert "$work/marian_missing/pytorch_model.bin" --arch marian -o "$work/missing.tern"
+check "no output after a missing piece" test ! -e "$work/missing.tern"
+
 notes=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/notes.tern" 2>&1 >/dev/null)
 check "notes name the verified position table" grep -q "verified and dropped model.encoder.embed_positions.weight" <<<"$notes"
 check "notes name the tied lm_head" grep -q "dropped lm_head.weight: tied to model.shared.weight" <<<"$notes"
