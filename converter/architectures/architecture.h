@@ -15,7 +15,8 @@
 //   bart            Hugging Face BART: model.shared, learned positions with offset 2,
 //                   layernorm_embedding, post-LN layers, final_logits_bias; its config.json
 //   mbart           Hugging Face mBART / mBART-50: the BART layout with pre-LN layers and each
-//                   stack's final layer_norm
+//                   stack's final layer_norm; mBART-50's language codes (language_codes.h),
+//                   mBART cc25's text path refused
 //   gpt2            Hugging Face GPT-2 (decoder-only): transformer.wte/wpe, h.N.attn.c_attn
 //                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
 //   llama           Hugging Face LLaMA (decoder-only, rotary, RMSNorm, SwiGLU):
@@ -85,8 +86,11 @@ struct MappedCheckpoint {
   // about a missing tensor name what the checkpoint should have held.
   std::map<std::string, std::string> source_names;
   std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
-  // A multilingual model's language codes -> tokens (m2m100, nllb), for the file's table.
+  // A multilingual model's language codes -> tokens (m2m100, nllb, mbart), for the file's table.
   std::vector<std::pair<std::string, int32_t>> languages;
+  // Non-empty: why a SentencePiece tokenizer is refused for this checkpoint (mBART cc25's
+  // language-code convention, which tern translate does not apply); ids still convert.
+  std::string text_refusal;
 };
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.
