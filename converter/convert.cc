@@ -15,6 +15,7 @@
 #include "converter/readers/checkpoint.h"
 #include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
+#include "converter/tokenizer/marian_spm.h"
 #include "converter/tokenizer/tokenizer_json.h"
 #include "converter/tokenizer/vocab_map.h"
 #include "runtime/model/model.h"
@@ -217,22 +218,45 @@ TernContents BuildContents(const ConvertOptions& options) {
   // Beside a translation model: T5's SentencePiece spiece.model (T5, mT5, Flan-T5).
   const std::string beside_spiece = arch::DirName(options.checkpoint) + "/spiece.model";
   const bool spiece_found = tokenizer_path.empty() && !options.no_tokenizer && !decoder_only &&
-                            arch::FileExists(beside_spiece);
-  // Beside M2M100 / NLLB-200: fairseq's sentencepiece.bpe.model, whose ids the model offsets
-  // (NLLB: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with its map.
+                            mapped.arch != "opennmt" && arch::FileExists(beside_spiece);
+  // Beside M2M100 / NLLB-200 / mBART: fairseq's sentencepiece.bpe.model, whose ids the model
+  // offsets (NLLB, mBART: fairseq's dictionary) or renumbers (M2M100: vocab.json): stored with
+  // its map; beside a fairseq transformer with one dictionary: numbered by its dict.txt.
   const bool fairseq_family = mapped.arch == "nllb" || mapped.arch == "m2m100" ||
+                              mapped.arch == "mbart" ||
                               (mapped.arch == "fairseq" && !mapped.vocabulary_dict.empty());
   const std::string beside_bpe_model =
       arch::DirName(options.checkpoint) + "/sentencepiece.bpe.model";
   const bool bpe_model_found = tokenizer_path.empty() && !options.no_tokenizer && fairseq_family &&
                                arch::FileExists(beside_bpe_model);
+  // Beside a Hugging Face MarianMT checkpoint: source.spm and target.spm, both numbered by the
+  // shared vocab.json (marian_spm.h): a mapped model per side, format 1.9.
+  const bool marian_found = tokenizer_path.empty() && options.target_tokenizer.empty() &&
+                            !options.no_tokenizer && mapped.arch == "marian" &&
+                            MarianTokenizersBeside(arch::DirName(options.checkpoint));
+  std::vector<std::string> marian_inputs;
+  if (marian_found) {
+    MarianTokenizers m = ReadMarianTokenizers(arch::DirName(options.checkpoint), out.config);
+    out.source_tokenizer = std::move(m.source);
+    out.target_tokenizer = std::move(m.target);
+    out.vocabulary_map = std::move(m.source_ids);
+    out.target_vocabulary_map = std::move(m.target_ids);
+    marian_inputs = {m.source_path, m.target_path, m.vocab_path};
+    if (options.note) {
+      options.note("tokenizer: took " + m.source_path + " (" +
+                   std::to_string(out.vocabulary_map.size()) + " pieces) and " + m.target_path +
+                   " (" + std::to_string(out.target_vocabulary_map.size()) +
+                   " pieces): SentencePiece per side, ids from " + m.vocab_path);
+    }
+  }
   const std::string beside = arch::DirName(options.checkpoint) + "/tokenizer.json";
   // A tokenizer.json beside a language model, or beside a BART checkpoint (GPT-2's byte-level
   // BPE, which tern translate applies to both sides); other translation models' text paths take
   // SentencePiece models (Marian, T5's spiece.model, mBART; NLLB's tokenizer.json is not
   // byte-level).
   const bool beside_exists = tokenizer_path.empty() && !options.no_tokenizer && !model_found &&
-                             !spiece_found && !bpe_model_found && arch::FileExists(beside);
+                             !spiece_found && !bpe_model_found && !marian_found &&
+                             arch::FileExists(beside);
   const bool found = beside_exists && (decoder_only || mapped.arch == "bart");
   if (found) tokenizer_path = beside;
   if (model_found) tokenizer_path = beside_model;
@@ -245,6 +269,14 @@ TernContents BuildContents(const ConvertOptions& options) {
                  beside + " embeds it anyway");
   }
   if (!tokenizer_path.empty()) {
+    if (mapped.arch == "opennmt") {
+      // The ids are the positions in OpenNMT-py's vocab lists, and it appends no </s> to a
+      // source, which tern's text path does: a SentencePiece model alone would be wrong.
+      throw Error(tokenizer_path +
+                  ": --arch opennmt: the model's ids are its vocab lists' and OpenNMT-py "
+                  "appends no </s> to a source, which tern's text path does; convert without "
+                  "--tokenizer and translate with --ids");
+    }
     // Shared or source side; a decoder-only model has only the target vocabulary.
     const bool shared = options.target_tokenizer.empty();
     const int32_t vocab = decoder_only ? out.config.tgt_vocab_size
@@ -266,14 +298,7 @@ TernContents BuildContents(const ConvertOptions& options) {
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
       }
     } else {
-      if (mapped.arch == "mbart") {
-        // fairseq's dictionary puts <s> <pad> </s> <unk> before the SentencePiece pieces (ids
-        // offset by one) and appends the language codes: the model's ids are not the pieces'.
-        throw Error(tokenizer_path +
-                    ": --arch mbart: the SentencePiece model's ids are not mBART's (fairseq's "
-                    "dictionary offsets them and adds language codes), which tern does not "
-                    "apply yet; convert without --tokenizer and translate with --ids");
-      }
+      if (!mapped.text_refusal.empty()) throw Error(tokenizer_path + ": " + mapped.text_refusal);
       if (fairseq_family) {
         if (!shared) {
           throw Error(tokenizer_path + ": --arch " + mapped.arch +
@@ -397,6 +422,7 @@ TernContents BuildContents(const ConvertOptions& options) {
         &options.target_tokenizer, static_cast<const std::string*>(&vocab_map_path)}) {
     if (!f->empty()) out.inputs.push_back(*f);
   }
+  for (const auto& f : marian_inputs) out.inputs.push_back(f);
   return out;
 }
 

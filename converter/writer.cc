@@ -68,6 +68,18 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
           "a model file holds a byte-level BPE tokenizer or SentencePiece models, not both");
     }
     tokenizer = BuildBpeTokenizer(fbb, *c.bpe_tokenizer);
+  } else if (!c.target_vocabulary_map.empty()) {
+    if (c.source_tokenizer.empty() || c.target_tokenizer.empty() || c.vocabulary_map.empty()) {
+      throw Error("a target vocabulary map goes with a mapped SentencePiece model per side");
+    }
+    auto src_model = fbb.CreateVector(c.source_tokenizer);
+    auto src_ids = fbb.CreateVector(c.vocabulary_map);
+    auto src_mapped = schema::CreateMappedSentencePiece(fbb, src_model, src_ids);
+    auto tgt_model = fbb.CreateVector(c.target_tokenizer);
+    auto tgt_ids = fbb.CreateVector(c.target_vocabulary_map);
+    auto tgt_mapped = schema::CreateMappedSentencePiece(fbb, tgt_model, tgt_ids);
+    tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePieceMappedPair, 0, 0, 0,
+                                        src_mapped, tgt_mapped);
   } else if (!c.vocabulary_map.empty()) {
     if (c.source_tokenizer.empty() || !c.target_tokenizer.empty()) {
       throw Error("a vocabulary map goes with one SentencePiece model serving both sides");
@@ -145,6 +157,7 @@ uint16_t FormatMinor(const TernContents& contents) {
   need(contents.shortlist.has_value(), 5);
   need(!contents.languages.empty(), 7);
   need(!contents.vocabulary_map.empty(), 8);
+  need(!contents.target_vocabulary_map.empty(), 9);
   return minor;
 }
 
@@ -205,8 +218,9 @@ void WriteModelFile(const std::string& path, const TernContents& contents, bool 
     }
   }
   if (!contents.vocabulary_map.empty()) {
-    Tokenizer tokenizer;
-    const Status s = tokenizer.LoadMapped(loaded.value());
+    Tokenizer tokenizer, target;
+    Status s = tokenizer.LoadMapped(loaded.value());
+    if (s.ok()) s = target.LoadMappedTarget(loaded.value());
     if (!s.ok()) throw Error(std::string("the converted tokenizer does not load: ") + s.message());
   }
   std::vector<uint8_t>().swap(aligned);

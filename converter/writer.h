@@ -23,6 +23,10 @@ struct TernContents {
   // Non-empty: source_tokenizer's piece p is the model's id vocabulary_map[p] (-1: none), one
   // entry per piece, and it serves both sides: stored as Tokenizer.mapped, format 1.8.
   std::vector<int32_t> vocabulary_map;
+  // Non-empty (with vocabulary_map): target_tokenizer's piece p is the model's id
+  // target_vocabulary_map[p]; each side has its own model: Tokenizer.mapped (source) and
+  // Tokenizer.target_mapped, kind SentencePieceMappedPair, format 1.9 (Marian's vocab.json).
+  std::vector<int32_t> target_vocabulary_map;
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
   // The vocabulary shortlist: format 1.5.

@@ -314,9 +314,9 @@ CheckpointOptions DefaultCheckpointOptions(const std::string& arch) {
 
 const std::vector<std::string>& ArchitectureNames() {
   static const std::vector<std::string> names = {
-      "tern",  "marian", "marian_npz", "nn_transformer", "annotated", "bart",
-      "mbart", "gpt2",   "llama",      "qwen2",          "mistral",   "gemma",
-      "t5",    "mt5",    "m2m100",     "nllb",           "fairseq",   "auto"};
+      "tern",   "marian", "marian_npz", "nn_transformer", "annotated", "bart", "mbart",
+      "gpt2",   "llama",  "qwen2",      "mistral",        "gemma",     "t5",   "mt5",
+      "m2m100", "nllb",   "fairseq",    "opennmt",        "auto"};
   return names;
 }
 
@@ -413,6 +413,7 @@ MappedCheckpoint MapByName(const Checkpoint& ckpt, const ArchitectureOptions& op
   if (options.arch == "m2m100") return arch::MapM2M100(ckpt, options);
   if (options.arch == "nllb") return arch::MapNllb(ckpt, options);
   if (options.arch == "fairseq") return arch::MapFairseq(ckpt, options);
+  if (options.arch == "opennmt") return arch::MapOpenNmt(ckpt, options);
   std::string names;
   for (const auto& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
   throw Error("unknown --arch \"" + options.arch + "\"; expected one of " + names);

@@ -15,7 +15,8 @@
 //   bart            Hugging Face BART: model.shared, learned positions with offset 2,
 //                   layernorm_embedding, post-LN layers, final_logits_bias; its config.json
 //   mbart           Hugging Face mBART / mBART-50: the BART layout with pre-LN layers and each
-//                   stack's final layer_norm
+//                   stack's final layer_norm; mBART-50's language codes (language_codes.h),
+//                   mBART cc25's text path refused
 //   gpt2            Hugging Face GPT-2 (decoder-only): transformer.wte/wpe, h.N.attn.c_attn
 //                   (Conv1D, q/k/v fused), mlp.c_fc/c_proj, ln_1/ln_2/ln_f; its config.json
 //   llama           Hugging Face LLaMA (decoder-only, rotary, RMSNorm, SwiGLU):
@@ -40,6 +41,10 @@
 //                   "model" with fairseq's names (the Hugging Face BART names without "model."),
 //                   options from args (Namespace) or cfg["model"], learned positions from
 //                   pad + 1 or fairseq sinusoids, dict.SRC/TGT.txt sizes checked
+//   opennmt         OpenNMT-py 3.x training checkpoints (model, generator, vocab, opt):
+//                   encoder.transformer.N.self_attn.linear_{query,keys,values}, final_linear,
+//                   feed_forward.w_1/w_2, decoder.transformer_layers.N.context_attn,
+//                   layer_norm_1/2, emb_luts.0, pe.pe; options from opt, token ids from vocab
 //   auto            one of the Hugging Face maps, from config.json's model_type (else its
 //                   architectures' class name)
 //
@@ -85,11 +90,14 @@ struct MappedCheckpoint {
   // about a missing tensor name what the checkpoint should have held.
   std::map<std::string, std::string> source_names;
   std::vector<std::string> notes;  // what was verified and dropped, tied, inferred
-  // A multilingual model's language codes -> tokens (m2m100, nllb), for the file's table.
+  // A multilingual model's language codes -> tokens (m2m100, nllb, mbart), for the file's table.
   std::vector<std::pair<std::string, int32_t>> languages;
   // fairseq: the dict.txt both sides share, through which a sentencepiece.bpe.model beside the
   // checkpoint is numbered (VocabularyRule::kFairseqDict); empty: no such tokenizer is taken.
   std::string vocabulary_dict;
+  // Non-empty: why a SentencePiece tokenizer is refused for this checkpoint (mBART cc25's
+  // language-code convention, which tern translate does not apply); ids still convert.
+  std::string text_refusal;
 };
 
 // Maps `ckpt` per options.arch. Throws convert::Error naming the tensor/field at fault.

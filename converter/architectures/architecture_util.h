@@ -85,5 +85,6 @@ MappedCheckpoint MapMt5(const Checkpoint& ckpt, const ArchitectureOptions& optio
 MappedCheckpoint MapM2M100(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapNllb(const Checkpoint& ckpt, const ArchitectureOptions& options);
 MappedCheckpoint MapFairseq(const Checkpoint& ckpt, const ArchitectureOptions& options);
+MappedCheckpoint MapOpenNmt(const Checkpoint& ckpt, const ArchitectureOptions& options);
 
 }  // namespace tern::convert::arch

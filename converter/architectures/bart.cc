@@ -14,6 +14,10 @@
 //   lm_head.weight                               tied to model.shared (verified and dropped)
 //   final_logits_bias                            [1, V]   -> output_projection.bias
 //
+// mBART's text path (converter/architectures/language_codes.h): sentencepiece.bpe.model with
+// fairseq's offset rule, the language codes from tokenizer_config.json or fairseq's mBART-50
+// list; mBART cc25's tokenizer (source X </s> [src_lang_code]) is refused.
+//
 // BART: post-LN layers, embeddings not scaled; mBART: pre-LN layers with final norms, embeddings
 // scaled by sqrt(d_model) (both as config.json's scale_embedding says). Both: LayerNorm eps
 // 1e-5, exact GELU, decoding from decoder_start_token_id (</s> = 2).
@@ -28,6 +32,7 @@
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/architectures/hf_config.h"
 #include "converter/architectures/hf_seq2seq.h"
+#include "converter/architectures/language_codes.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
@@ -143,6 +148,13 @@ MappedCheckpoint MapBartFamily(const Checkpoint& ckpt, const ArchitectureOptions
     }
   }
   src.CheckAllUsed(v.hint);
+  if (v.pre_ln) {
+    // mBART-50's codes (or cc25's refusal) from the tokenizer files beside the checkpoint.
+    MbartLanguages languages =
+        ReadMbartLanguages(DirName(options.checkpoint), c.src_vocab_size, &out.notes);
+    out.languages = std::move(languages.codes);
+    out.text_refusal = std::move(languages.refusal);
+  }
   return out;
 }
 

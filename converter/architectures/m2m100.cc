@@ -21,79 +21,17 @@
 // (DecodingOptions::forced_bos_id).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <map>
 
 #include "converter/architectures/architecture_util.h"
 #include "converter/architectures/encoder_decoder_layout.h"
 #include "converter/architectures/hf_config.h"
 #include "converter/architectures/hf_seq2seq.h"
+#include "converter/architectures/language_codes.h"
 #include "converter/error.h"
 
 namespace tern::convert::arch {
 
 namespace {
-
-// The language codes of the tokenizer beside the checkpoint: tokenizer_config.json's
-// additional_special_tokens (NLLB's "deu_Latn", M2M100's "__de__", stored as "de"), each with
-// its id from added_tokens_decoder. No file: no language table (a note).
-std::vector<std::pair<std::string, int32_t>> ReadLanguageCodes(const std::string& dir,
-                                                               int32_t vocab,
-                                                               std::vector<std::string>* notes) {
-  const std::string path = dir + "/tokenizer_config.json";
-  std::vector<std::pair<std::string, int32_t>> out;
-  if (!FileExists(path)) {
-    notes->push_back("no " + path +
-                     ": no language table (source and target languages are given as ids)");
-    return out;
-  }
-  const nlohmann::json j = ParseJsonText(ReadTextFile(path), path);
-  if (!j.is_object() || !j.contains("additional_special_tokens")) {
-    notes->push_back(path + " has no additional_special_tokens: no language table");
-    return out;
-  }
-  std::map<std::string, int64_t> ids;
-  if (j.contains("added_tokens_decoder") && j["added_tokens_decoder"].is_object()) {
-    for (const auto& kv : j["added_tokens_decoder"].items()) {
-      if (!kv.value().is_object() || !kv.value().contains("content") ||
-          !kv.value()["content"].is_string()) {
-        throw Error(path + ": added_tokens_decoder \"" + kv.key() + "\" has no \"content\"");
-      }
-      char* end = nullptr;
-      const long long id = std::strtoll(kv.key().c_str(), &end, 10);
-      if (end == kv.key().c_str() || *end != '\0' || id < 0) {
-        throw Error(path + ": added_tokens_decoder key \"" + kv.key() + "\" is not a token id");
-      }
-      ids[kv.value()["content"].get<std::string>()] = id;
-    }
-  }
-  const nlohmann::json& codes = j["additional_special_tokens"];
-  if (!codes.is_array()) throw Error(path + ": \"additional_special_tokens\" must be a list");
-  for (const auto& c : codes) {
-    const nlohmann::json& content = c.is_object() && c.contains("content") ? c["content"] : c;
-    if (!content.is_string()) {
-      throw Error(path + ": \"additional_special_tokens\" holds a non-string entry");
-    }
-    const std::string token = content.get<std::string>();
-    auto it = ids.find(token);
-    if (it == ids.end()) {
-      throw Error(path + ": language token \"" + token + "\" has no id in added_tokens_decoder");
-    }
-    if (it->second >= vocab) {
-      throw Error(path + ": language token \"" + token + "\" has id " + std::to_string(it->second) +
-                  ", outside the vocabulary (" + std::to_string(vocab) + ")");
-    }
-    // M2M100 writes its codes __de__; callers name the language de.
-    std::string code = token;
-    if (code.size() > 4 && code.compare(0, 2, "__") == 0 &&
-        code.compare(code.size() - 2, 2, "__") == 0) {
-      code = code.substr(2, code.size() - 4);
-    }
-    out.emplace_back(code, static_cast<int32_t>(it->second));
-  }
-  notes->push_back(std::to_string(out.size()) + " language codes from " + path);
-  return out;
-}
 
 MappedCheckpoint MapM2M100Layout(const Checkpoint& ckpt, const ArchitectureOptions& options,
                                  const std::string& arch) {

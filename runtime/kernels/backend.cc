@@ -207,6 +207,10 @@ namespace {
 Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedRegion* region,
                    bool* pack) {
   const size_t need = xnn::SharedRegion::RequiredBytes(plan.packed_layers, plan.packed_bytes);
+  // A model XNNPACK packs nothing of (every layer on the reference kernel) shares nothing: the
+  // region, bound or not, stays as it is.
+  *pack = false;
+  if (need == 0) return Status::Ok();
   if (!region->bound()) {
     return Status::Error(StatusCode::kFailedPrecondition,
                          "shared weights have no memory: call SharedWeights::Init with %zu bytes",
@@ -400,8 +404,9 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   if (plan.fallbacks[0][0] > 0) {
     out.Append(
         "; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
-        "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row)",
-        plan.fallbacks[0][0]);
+        "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row%s)",
+        plan.fallbacks[0][0],
+        xnn::Qb4wTrusted() ? "" : "; its int4 blocks are wrong on this CPU (AVX512-VNNI)");
   }
   out.Append("%s", kernels_.attention->qk != nullptr ? "; attention: encoder batch_matrix_multiply "
                                                        "+ softmax_nc_f32, decoder vectorized loops"

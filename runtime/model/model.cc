@@ -533,10 +533,43 @@ Span<const uint8_t> Model::source_tokenizer() const {
 namespace {
 
 // The SentencePiece model with a vocabulary map (format 1.8), when the file's tokenizer is one.
+bool IsPair(const schema::Tokenizer* tok) {
+  return tok != nullptr && tok->kind() == schema::TokenizerKind_SentencePieceMappedPair;
+}
+
+// The (source side's) SentencePiece model with a vocabulary map (format 1.8 / 1.9), when the
+// file's tokenizer is one.
 const schema::MappedSentencePiece* MappedOf(const schema::Model* root) {
   const auto* tok = root ? root->tokenizer() : nullptr;
-  return tok != nullptr && tok->kind() == schema::TokenizerKind_SentencePieceMapped ? tok->mapped()
-                                                                                    : nullptr;
+  return tok != nullptr && (tok->kind() == schema::TokenizerKind_SentencePieceMapped || IsPair(tok))
+             ? tok->mapped()
+             : nullptr;
+}
+
+// The target side's: its own with a map per side (format 1.9), else the shared one.
+const schema::MappedSentencePiece* TargetMappedOf(const schema::Model* root) {
+  const auto* tok = root ? root->tokenizer() : nullptr;
+  return IsPair(tok) ? tok->target_mapped() : MappedOf(root);
+}
+
+// A map's ids: each -1 or inside [0, vocab), each id at most once.
+Status CheckMap(const char* field, Span<const int32_t> ids, int32_t vocab) {
+  // Seen ids as bits: the vocabulary is bounded by the config check, this runs once per load.
+  std::vector<uint8_t> seen(static_cast<size_t>(vocab), 0);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (ids[p] == -1) continue;
+    if (ids[p] < 0 || ids[p] >= vocab) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tokenizer.%s.model_ids[%zu] = %d is outside the vocabulary (%d)", field,
+                           p, ids[p], vocab);
+    }
+    if (seen[ids[p]]++) {
+      return Status::Error(StatusCode::kInvalidModel,
+                           "tokenizer.%s.model_ids[%zu] = %d: another piece has that id", field, p,
+                           ids[p]);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -553,39 +586,51 @@ Span<const int32_t> Model::vocabulary_map() const {
   return {mapped->model_ids()->data(), mapped->model_ids()->size()};
 }
 
+Span<const uint8_t> Model::target_mapped_tokenizer() const {
+  const auto* mapped = TargetMappedOf(root_);
+  if (mapped == nullptr || mapped->model() == nullptr) return {};
+  return {mapped->model()->data(), mapped->model()->size()};
+}
+
+Span<const int32_t> Model::target_vocabulary_map() const {
+  const auto* mapped = TargetMappedOf(root_);
+  if (mapped == nullptr || mapped->model_ids() == nullptr) return {};
+  return {mapped->model_ids()->data(), mapped->model_ids()->size()};
+}
+
 int32_t Model::mapped_vocab_size() const {
+  if (IsPair(root_ ? root_->tokenizer() : nullptr)) return config_.src_vocab_size;
   return config_.architecture == Architecture::kDecoderOnly
              ? config_.tgt_vocab_size
              : std::min(config_.src_vocab_size, config_.tgt_vocab_size);
 }
 
+int32_t Model::target_mapped_vocab_size() const {
+  return IsPair(root_ ? root_->tokenizer() : nullptr) ? config_.tgt_vocab_size
+                                                      : mapped_vocab_size();
+}
+
 Status Model::CheckVocabularyMap() const {
   const auto* tok = root_->tokenizer();
-  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceMapped) {
+  if (tok == nullptr ||
+      (tok->kind() != schema::TokenizerKind_SentencePieceMapped && !IsPair(tok))) {
     return Status::Ok();
   }
   if (mapped_tokenizer().empty() || vocabulary_map().empty()) {
     return Status::Error(StatusCode::kInvalidModel,
-                         "tokenizer.mapped: kind SentencePieceMapped needs a model and model_ids");
+                         IsPair(tok) ? "tokenizer.mapped: kind SentencePieceMappedPair needs a "
+                                       "model and model_ids per side"
+                                     : "tokenizer.mapped: kind SentencePieceMapped needs a model "
+                                       "and model_ids");
   }
-  const Span<const int32_t> ids = vocabulary_map();
-  const int32_t vocab = mapped_vocab_size();
-  // Seen ids as bits: the vocabulary is bounded by the config check, this runs once per load.
-  std::vector<uint8_t> seen(static_cast<size_t>(vocab), 0);
-  for (size_t p = 0; p < ids.size(); ++p) {
-    if (ids[p] == -1) continue;
-    if (ids[p] < 0 || ids[p] >= vocab) {
-      return Status::Error(StatusCode::kInvalidModel,
-                           "tokenizer.mapped.model_ids[%zu] = %d is outside the vocabulary (%d)", p,
-                           ids[p], vocab);
-    }
-    if (seen[ids[p]]++) {
-      return Status::Error(StatusCode::kInvalidModel,
-                           "tokenizer.mapped.model_ids[%zu] = %d: another piece has that id", p,
-                           ids[p]);
-    }
+  TERN_RETURN_IF_ERROR(CheckMap("mapped", vocabulary_map(), mapped_vocab_size()));
+  if (!IsPair(tok)) return Status::Ok();
+  if (target_mapped_tokenizer().empty() || target_vocabulary_map().empty()) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "tokenizer.target_mapped: kind SentencePieceMappedPair needs a model and "
+                         "model_ids per side");
   }
-  return Status::Ok();
+  return CheckMap("target_mapped", target_vocabulary_map(), target_mapped_vocab_size());
 }
 
 Span<const uint8_t> Model::target_tokenizer() const {

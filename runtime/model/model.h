@@ -90,9 +90,16 @@ class Model {
   // or inside mapped_vocab_size(), each at most once.
   Span<const uint8_t> mapped_tokenizer() const;
   Span<const int32_t> vocabulary_map() const;
+  // The target side's (format 1.9, TokenizerKind SentencePieceMappedPair: Marian's target.spm
+  // through vocab.json): its own model and map, checked by Load as the source's; with one model
+  // for both sides (SentencePieceMapped) these are mapped_tokenizer() / vocabulary_map().
+  Span<const uint8_t> target_mapped_tokenizer() const;
+  Span<const int32_t> target_vocabulary_map() const;
   // The vocabulary the map's ids lie in: the target's for a decoder-only model, else the
   // smaller of source and target (a shared tokenizer's ids are both).
   int32_t mapped_vocab_size() const;
+  // The target map's vocabulary: tgt_vocab_size with a map per side, else mapped_vocab_size().
+  int32_t target_mapped_vocab_size() const;
   // The vocabulary shortlist (format 1.5), checked by Load; present() is false without one.
   const ShortlistTable& shortlist() const { return shortlist_; }
   // The language table (format 1.7; runtime/model/languages.h), checked by Load: entries sorted

@@ -71,6 +71,12 @@ Status Tokenizer::LoadMapped(const Model& model) {
   return SetVocabularyMap(model.vocabulary_map(), model.mapped_vocab_size(), model.config().unk_id);
 }
 
+Status Tokenizer::LoadMappedTarget(const Model& model) {
+  TERN_RETURN_IF_ERROR(Load(model.target_mapped_tokenizer()));
+  return SetVocabularyMap(model.target_vocabulary_map(), model.target_mapped_vocab_size(),
+                          model.config().unk_id);
+}
+
 int32_t Tokenizer::PieceOf(int32_t id) const {
   if (!mapped()) return id;
   return model_to_piece_[id];

@@ -44,6 +44,8 @@ class Tokenizer {
   Status SetVocabularyMap(Span<const int32_t> model_ids, int32_t model_vocab, int32_t unk_id);
   // Load + SetVocabularyMap from a format 1.8 file's Tokenizer.mapped (unk_id: the config's).
   Status LoadMapped(const Model& model);
+  // The target side's (format 1.9: its own model and map; 1.8: the shared one).
+  Status LoadMappedTarget(const Model& model);
   bool mapped() const { return !piece_to_model_.empty(); }
 
   // Encodes UTF-8 text to ids and appends eos_id when append_eos. Invalid UTF-8 is an error that

@@ -6,9 +6,9 @@ namespace tern {
 
 Status TranslationTokenizer::Load(const Model& model) {
   loaded_ = is_bpe_ = false;
-  if (!model.mapped_tokenizer().empty()) {  // format 1.8: one model and its map, both sides
-    TERN_RETURN_IF_ERROR(source_.LoadMapped(model));
-    TERN_RETURN_IF_ERROR(target_.LoadMapped(model));
+  if (!model.mapped_tokenizer().empty()) {  // format 1.8: one model and its map, both sides;
+    TERN_RETURN_IF_ERROR(source_.LoadMapped(model));  // 1.9: a model and map per side
+    TERN_RETURN_IF_ERROR(target_.LoadMappedTarget(model));
     loaded_ = true;
     return Status::Ok();
   }

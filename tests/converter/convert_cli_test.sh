@@ -49,6 +49,12 @@ tern convert "$fixtures/nn_transformer/model.pt" --arch nn_transformer --map "$f
 check "nn_transformer converts to int8" test -s "$work/nn.tern"
 tern convert "$fixtures/annotated/model.pt" --arch annotated --set heads=2 -o "$work/ann.tern" --dtype int4 --quiet
 check "annotated converts to int4" test -s "$work/ann.tern"
+# OpenNMT-py: token ids as its vocab lists number them, sources without </s>.
+tern convert "$fixtures/opennmt_rel/model.pt" --arch opennmt -o "$work/onmt.tern" --quiet
+out=$(printf '12 17 11 10 18 7\n5 6 7\n6\n' | tern translate -m "$work/onmt.tern" --ids --max-length 10 --batch 3)
+check "opennmt translates ids as its PyTorch reference" test "$out" = "14 26 18 10 14 5 10 14 5 6
+10 26 14 24 14 14 14 12 14 12
+10 18 17 5 18"
 out=$(printf '5 9 12 0\n' | tern translate -m "$work/marian.tern" --ids --max-length 10)
 check "the marian model translates" test -n "$out"
 # NLLB: [src_lang] tokens </s> in, eng_Latn (98) forced first: the fixture's PyTorch greedy ids.
@@ -104,6 +110,34 @@ check "the t5 model translates text as PyTorch does" test "$out" == "$(cut -f2 "
 out=$(cut -f1 "$fixtures/t5/translate.tsv" | tern translate -m "$work/t5.tern" --max-length 10 --batch 2)
 check "the t5 model translates a batch of text as PyTorch does" test "$out" == "$(cut -f2 "$fixtures/t5/translate.tsv")"
 
+# MarianMT from text: source.spm and target.spm beside the checkpoint, both numbered by the shared
+# vocab.json (a map per side, format 1.9): PyTorch's greedy ids and their text through target.spm
+# (tests/fixtures/checkpoints/marian/text/translate.tsv, by make_marian_text_fixture.py). The
+# target side's pieces are not the source's, so decoding with the source model fails the text.
+mkdir "$work/marian_text" && cp "$fixtures/marian/"{config.json,pytorch_model.bin} "$fixtures/marian/text/"{source.spm,target.spm,vocab.json} "$work/marian_text/"
+notes=$(tern convert "$work/marian_text/pytorch_model.bin" --arch marian -o "$work/marian_text.tern" 2>&1 >/dev/null)
+check "marian takes source.spm and target.spm with vocab.json" grep -qF "tokenizer: took $work/marian_text/source.spm (12 pieces) and $work/marian_text/target.spm (12 pieces): SentencePiece per side, ids from $work/marian_text/vocab.json" <<<"$notes"
+check "inspect shows a map per side" grep -qF "tokenizer: SentencePiece per side mapped to model ids (format 1.9): source 12 pieces" <<<"$(tern inspect "$work/marian_text.tern")"
+check "the marian text file is format 1.9" grep -qF "format 1.9" <<<"$(tern inspect "$work/marian_text.tern")"
+while IFS=$'\t' read -r text want_ids want; do
+  out=$(printf '%s\n' "$text" | tern translate -m "$work/marian_text.tern" --max-length 10)
+  check "marian translates \"$text\" as PyTorch does" test "$out" == "$want"
+  ids=$(printf '%s\n' "$text" | tern translate -m "$work/marian_text.tern" --max-length 10 --json | grep -o '"ids": \[[0-9, ]*\]')
+  check "marian's ids for \"$text\" are PyTorch's" test "$ids" == "\"ids\": [$want_ids]"
+done <"$fixtures/marian/text/translate.tsv"
+cp -r "$work/marian_text" "$work/marian_novocab" && rm "$work/marian_novocab/vocab.json"
+expect_error "marian's spm models without vocab.json" 1 \
+  "$work/marian_novocab: --arch marian takes source.spm, target.spm and vocab.json together, and $work/marian_novocab/vocab.json does not exist (--no-tokenizer converts without a tokenizer)" \
+  tern convert "$work/marian_novocab/pytorch_model.bin" --arch marian -o "$work/novocab.tern"
+tern convert "$work/marian_novocab/pytorch_model.bin" --arch marian --no-tokenizer -o "$work/novocab.tern" --quiet
+check "--no-tokenizer converts marian without its spm models" test -s "$work/novocab.tern"
+mkdir "$work/marian_missing" && cp "$work/marian_text/"* "$work/marian_missing/"
+grep -v '"▁fed"' "$work/marian_text/vocab.json" >"$work/marian_missing/vocab.json"
+expect_error "a target piece missing from vocab.json" 1 \
+  "$work/marian_missing/target.spm: piece \"▁fed\" (id 6) is not in $work/marian_missing/vocab.json" \
+  tern convert "$work/marian_missing/pytorch_model.bin" --arch marian -o "$work/missing.tern"
+check "no output after a missing piece" test ! -e "$work/missing.tern"
+
 notes=$(tern convert "$fixtures/marian/pytorch_model.bin" --arch marian -o "$work/notes.tern" 2>&1 >/dev/null)
 check "notes name the verified position table" grep -q "verified and dropped model.encoder.embed_positions.weight" <<<"$notes"
 check "notes name the tied lm_head" grep -q "dropped lm_head.weight: tied to model.shared.weight" <<<"$notes"
@@ -121,14 +155,52 @@ check "bart translates text as <s> ... </s>" test -n "$text_ids" -a "$text_ids" 
 check "the fixture tells <s> ... </s> from the bare ids" test "$with_specials" != "$without"
 out=$(printf 'The cat sat on the mat.\n' | tern translate -m "$work/bart.tern" --max-length 8)
 check "bart writes text" test -n "$out"
-# mBART: no tokenizer yet (its sentencepiece.bpe.model needs fairseq's id offset): ids in and out.
-tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart -o "$work/mbart.tern" --quiet
+# mBART-50 from text: sentencepiece.bpe.model beside the checkpoint with fairseq's offset rule,
+# the language codes of tokenizer_config.json (MBart50Tokenizer), the source [src_lang] X </s>,
+# the target code forced after </s>: PyTorch's greedy translations decoded
+# (tests/fixtures/checkpoints/mbart/translate.tsv, by make_mbart50_text_fixture.py).
+notes=$(tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart -o "$work/mbart_text.tern" 2>&1 >/dev/null)
+check "mbart takes the sentencepiece.bpe.model beside it" grep -qF "tokenizer: took $fixtures/mbart/sentencepiece.bpe.model: SentencePiece, 66 pieces, both sides, ids offset as fairseq's dictionary" <<<"$notes"
+check "mbart reads its language codes" grep -qF "52 language codes from $fixtures/mbart/tokenizer_config.json" <<<"$notes"
+while IFS=$'\t' read -r src tgt text want_ids want; do
+  out=$(printf '%s\n' "$text" | tern translate -m "$work/mbart_text.tern" --source-lang "$src" --target-lang "$tgt" --max-length 10)
+  check "mbart translates \"$text\" ($src -> $tgt) as PyTorch does" test "$out" == "$want"
+  ids=$(printf '%s\n' "$text" | tern translate -m "$work/mbart_text.tern" --source-lang "$src" --target-lang "$tgt" --max-length 10 --json | grep -o '"ids": \[[0-9, ]*\]')
+  check "mbart's ids for \"$text\" ($src -> $tgt) are PyTorch's" test "$ids" == "\"ids\": [$want_ids]"
+done <"$fixtures/mbart/translate.tsv"
+while IFS=$'\t' read -r src text ids; do
+  from_text=$(printf '%s\n' "$text" | tern translate -m "$work/mbart_text.tern" --source-lang "$src" --target-lang "$src" --max-length 11 --json | grep -o '"ids": \[[0-9, ]*\]')
+  from_ids=$(printf '%s\n' "${ids#* }" | tern translate -m "$work/mbart_text.tern" --ids --source-lang "$src" --target-lang "$src" --max-length 11 --json | grep -o '"ids": \[[0-9, ]*\]')
+  check "mbart: \"$text\" gives the ids the Hugging Face tokenizer gives" test -n "$from_text" -a "$from_text" == "$from_ids"
+done <"$fixtures/mbart/translate_ids.tsv"
+expect_error "an unknown mBART code names the nearest codes" 2 \
+  'option --source-lang: unknown language code "en_US"; nearest known: en_XX, ' \
+  tern translate -m "$work/mbart_text.tern" --source-lang en_US --target-lang ro_RO
+# Without tokenizer_config.json: fairseq's mBART-50 list after the 66 pieces (120 = 66 + 2 + 52).
+mkdir "$work/mbart50_nocfg" && cp "$fixtures/mbart/"{config.json,pytorch_model.bin,sentencepiece.bpe.model} "$work/mbart50_nocfg/"
+notes=$(tern convert "$work/mbart50_nocfg/pytorch_model.bin" --arch mbart -o "$work/mbart50_nocfg.tern" 2>&1 >/dev/null)
+check "mbart without tokenizer_config.json takes fairseq's list" grep -qF "52 mBART-50 language codes (fairseq's list, ids 67..118; vocab_size 120 = 66 pieces of $work/mbart50_nocfg/sentencepiece.bpe.model + 2 + 52 codes)" <<<"$notes"
+check "fairseq's list gives tokenizer_config.json's table" test "$(tern inspect "$work/mbart50_nocfg.tern" | grep '^languages')" == "$(tern inspect "$work/mbart_text.tern" | grep '^languages')"
+check "the table has en_XX=70 ro_RO=86" grep -qF " en_XX=70 " <<<"$(tern inspect "$work/mbart_text.tern" | grep '^languages')"
+check "the table has ro_RO=86" grep -qF " ro_RO=86 " <<<"$(tern inspect "$work/mbart_text.tern" | grep '^languages')"
+# mBART cc25 / en-ro (MBartTokenizer: source X </s> [src_lang], decoding from the target code):
+# its text path is refused; ids convert with --no-tokenizer.
+mkdir "$work/mbart_cc25" && cp "$fixtures/mbart/"{config.json,pytorch_model.bin,sentencepiece.bpe.model} "$work/mbart_cc25/"
+sed 's/"MBart50Tokenizer"/"MBartTokenizer"/' "$fixtures/mbart/tokenizer_config.json" >"$work/mbart_cc25/tokenizer_config.json"
+expect_error "mbart cc25's tokenizer is refused" 1 \
+  "$work/mbart_cc25/sentencepiece.bpe.model: $work/mbart_cc25/tokenizer_config.json: tokenizer_class MBartTokenizer is mBART cc25's convention (source X </s> [src_lang_code], decoding from the target code), which tern translate does not apply (it takes mBART-50's [src_lang_code] X </s>); convert with --no-tokenizer and translate with --ids" \
+  tern convert "$work/mbart_cc25/pytorch_model.bin" --arch mbart -o "$work/cc25.tern"
+check "no cc25 output after the refusal" test ! -e "$work/cc25.tern"
+tern convert "$work/mbart_cc25/pytorch_model.bin" --arch mbart --no-tokenizer -o "$work/cc25.tern" --quiet
+check "cc25 converts with --no-tokenizer, no language table" test -s "$work/cc25.tern" -a -z "$(tern inspect "$work/cc25.tern" | grep '^languages')"
+check "cc25 translates ids" test -n "$(printf '5 9 12 2\n' | tern translate -m "$work/cc25.tern" --ids --max-length 10)"
+# (cc25 told by the piece count, without tokenizer_config.json: tests/converter/architectures/
+# language_codes_test.cc.)
+tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart --no-tokenizer -o "$work/mbart.tern" --quiet
 out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10)
 check "the mbart model translates ids" test -n "$out"
-expect_error "mbart refuses a SentencePiece model (fairseq's id offset)" 1 \
-  "--arch mbart: the SentencePiece model's ids are not mBART's (fairseq's dictionary offsets them and adds language codes)" \
-  tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart --tokenizer "$all_fixtures/tokenizer/src37.model" -o "$work/mbart_spm.tern"
-check "no mbart output with a SentencePiece model" test ! -e "$work/mbart_spm.tern"
+tern convert "$fixtures/mbart/pytorch_model.bin" --arch mbart --tokenizer "$all_fixtures/tokenizer/src37.model" -o "$work/mbart_spm.tern" --quiet
+check "mbart takes a named SentencePiece model (--tokenizer) with the offset rule" grep -qF "tokenizer: SentencePiece, 37 pieces mapped to model ids (format 1.8)" <<<"$(tern inspect "$work/mbart_spm.tern")"
 # mBART-50's target language: a token forced first (--forced-bos), the decoder's input after the
 # start token; not printed.
 out=$(printf '5 9 12 2\n' | tern translate -m "$work/mbart.tern" --ids --max-length 10 --forced-bos 119)

@@ -5,7 +5,9 @@
 // RequiredArenaBytes / Prepare run first (a refusal there must be what a session says), then
 // RequiredArenaBytes, Prepare (reference and XNNPACK backends, small limits) and a short greedy
 // and beam translation. A byte-level BPE tokenizer table is checked by BpeTokenizer::FromModel;
-// one it accepts must encode and decode texts of every kind without leaving its vocabulary.
+// one it accepts must encode and decode texts of every kind without leaving its vocabulary; so
+// must a SentencePiece model with a vocabulary map (format 1.8) that Tokenizer::LoadMapped
+// accepts, and TranslationTokenizer (tern translate's text path) must load whatever it loads.
 // Nothing here may crash, read outside the input or the arena, or hit undefined behaviour.
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "runtime/models/architectures.h"
 #include "runtime/tokenizer/bpe_tokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/translation_tokenizer.h"
 #include "tern/tern.hpp"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -110,6 +113,33 @@ void RunSession(const tern::Model& model, tern::Backend backend, int32_t beam) {
   if (produced > one.size()) Die("TranslateIds produced more ids than the output holds");
 }
 
+void RunMappedTokenizer(const tern::Model& model) {
+  const auto bytes = model.mapped_tokenizer();
+  if (bytes.empty()) return;
+  tern::Tokenizer t;
+  const tern::Status loaded = t.LoadMapped(model);
+  tern::TranslationTokenizer translation;
+  const tern::Status both = translation.Load(model);
+  if (loaded.ok() && !both.ok())
+    Die("TranslationTokenizer refused a mapped tokenizer", both.message());
+  if (!loaded.ok()) {
+    if (loaded.message()[0] == '\0') Die("a mapped tokenizer refusal without a message");
+    return;
+  }
+  const int32_t vocab = model.mapped_vocab_size();
+  for (const char* text : {"", "abc 12 xyz", "\xe6\x97\xa5\xf0\x9f\x91\x8d e\xcc\x81"}) {
+    std::vector<int32_t> ids;
+    const tern::Status s = t.Encode(text, true, model.config().eos_id, &ids);
+    if (!s.ok()) Die("a loaded mapped tokenizer failed to encode", s.message());
+    for (const int32_t id : ids) {
+      if (id < 0 || id >= vocab) Die("a mapped id is outside the vocabulary");
+    }
+    std::string back;
+    const tern::Status d = t.Decode(ids.data(), ids.size(), &back);
+    if (!d.ok()) Die("a loaded mapped tokenizer failed to decode its own ids", d.message());
+  }
+}
+
 void RunBpeTokenizer(const tern::Model& model) {
   auto loaded = tern::BpeTokenizer::FromModel(model);
   if (!loaded.ok()) {
@@ -174,6 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   RunBpeTokenizer(model);
+  RunMappedTokenizer(model);
 
   // Load checked the format only; a prepare checks the architecture first, and so does this.
   const tern::Status architecture = tern::ValidateArchitecture(model);

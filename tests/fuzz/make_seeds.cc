@@ -126,6 +126,32 @@ int main(int argc, char** argv) {
   with_shortlist.shortlist = shortlist;
   WriteFile(dir + "/load/shortlist_i8.tern", SerializeModel(with_shortlist));
 
+  // A SentencePiece model with a vocabulary map (format 1.8, as NLLB / mBART-50 store theirs):
+  // src37's piece p is model id p + 1 (fairseq's offset), piece 5 left out (-1), in a shared
+  // vocabulary of 40, so load_fuzzer reaches Model::CheckVocabularyMap and the mapped tokenizer.
+  tern::ModelConfig mapped_config = Small();
+  mapped_config.src_vocab_size = mapped_config.tgt_vocab_size = 40;
+  mapped_config.d_model = 4;
+  mapped_config.d_ff = 4;
+  auto with_map = RandomContents(mapped_config, 9, DType::kI8);
+  with_map.source_tokenizer =
+      tern::fuzz::ReadFileOrDie(std::string(TERN_FIXTURES) + "/tokenizer/src37.model");
+  for (int32_t p = 0; p < 37; ++p) with_map.vocabulary_map.push_back(p == 5 ? -1 : p + 1);
+  WriteFile(dir + "/load/mapped_i8.tern", SerializeModel(with_map));
+
+  // A mapped model per side (format 1.9, as Marian's source.spm / target.spm through vocab.json):
+  // src37 as above, tgt41's piece p is id p + 2 in a target vocabulary of 44, piece 7 left out.
+  tern::ModelConfig pair_config = mapped_config;
+  pair_config.shared_embeddings = false;
+  pair_config.tgt_vocab_size = 44;
+  auto with_pair = RandomContents(pair_config, 10, DType::kI8);
+  with_pair.source_tokenizer = with_map.source_tokenizer;
+  with_pair.vocabulary_map = with_map.vocabulary_map;
+  with_pair.target_tokenizer =
+      tern::fuzz::ReadFileOrDie(std::string(TERN_FIXTURES) + "/tokenizer/tgt41.model");
+  for (int32_t p = 0; p < 41; ++p) with_pair.target_vocabulary_map.push_back(p == 7 ? -1 : p + 2);
+  WriteFile(dir + "/load/mapped_pair_i8.tern", SerializeModel(with_pair));
+
   // The f32 tiny model's tensors under their canonical names, as a checkpoint would hold them.
   std::vector<tern::convert::HostTensor> tensors;
   for (const auto& e : RandomContents(post, 1, DType::kF32).tensors) {

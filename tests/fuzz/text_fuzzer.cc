@@ -3,6 +3,10 @@
 //  - Tokenizer::Encode (tests/fixtures/tokenizer/src37.model) must refuse exactly the invalid
 //    inputs and give ids inside the vocabulary, and Decode must take them back,
 //  - Tokenizer::Decode on arbitrary ids (some out of range) must refuse or decode, never crash,
+//  - the same SentencePiece model with a vocabulary map (format 1.8's SentencePieceMapped, as
+//    NLLB / mBART-50 store it: piece p is model id p + 1 in a vocabulary of 40, one piece
+//    unmapped) must encode into the model's ids only and decode them, and decode arbitrary ids
+//    (some without a piece, some out of range) or refuse them,
 //  - tern_translate_text (the C API's whole text path: tokenize, translate, detokenize) on a
 //    tiny random model carrying the src37 / tgt41 tokenizers must answer with a status and a
 //    NUL-terminated output that fits the buffer,
@@ -61,8 +65,11 @@ int64_t ReferenceInvalidUtf8(const uint8_t* s, size_t n) {
   return -1;
 }
 
+constexpr int32_t kMappedVocab = 40;
+
 struct TextEnv {
   tern::Tokenizer source, target;
+  tern::Tokenizer mapped;  // src37 with a vocabulary map into kMappedVocab ids
   tern::testing::AlignedBytes model_bytes;
   tern_model* model = nullptr;
   std::vector<uint8_t> arena;
@@ -84,6 +91,13 @@ TextEnv* MakeEnv() {
   if (!env->source.Load({src.data(), src.size()}).ok() ||
       !env->target.Load({tgt.data(), tgt.size()}).ok()) {
     Die("cannot load the tokenizer fixtures");
+  }
+  // fairseq's offset (piece p is id p + 1), piece 5 left out (-1: encoded as unk_id 0).
+  std::vector<int32_t> model_ids;
+  for (int32_t p = 0; p < env->source.vocab_size(); ++p) model_ids.push_back(p == 5 ? -1 : p + 1);
+  if (!env->mapped.Load({src.data(), src.size()}).ok() ||
+      !env->mapped.SetVocabularyMap({model_ids.data(), model_ids.size()}, kMappedVocab, 0).ok()) {
+    Die("cannot map the tokenizer fixture");
   }
   tern::ModelConfig c = tern::testing::TinyConfig();
   c.encoder_layers = 1;
@@ -141,6 +155,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (tern::FindInvalidUtf8(back.data(), back.size()) >= 0) Die("Decode produced invalid UTF-8");
   }
 
+  std::vector<int32_t> mapped_ids;
+  const tern::Status mapped = env->mapped.Encode(text, true, 2, &mapped_ids);
+  if (mapped.ok() != encoded.ok()) Die("the mapped tokenizer and its model disagree on the text");
+  if (mapped.ok()) {
+    for (int32_t id : mapped_ids) {
+      if (id < 0 || id >= kMappedVocab) Die("the mapped Encode gave an id outside the vocabulary");
+    }
+    std::string back;
+    const tern::Status decoded = env->mapped.Decode(mapped_ids.data(), mapped_ids.size(), &back);
+    if (!decoded.ok()) Die("the mapped Decode refused ids its Encode made", decoded.message());
+    if (tern::FindInvalidUtf8(back.data(), back.size()) >= 0)
+      Die("the mapped Decode produced invalid UTF-8");
+  }
+
   for (const tern::testing::LoadedBpe* loaded : env->bpe) {
     const tern::BpeTokenizer& t = loaded->tokenizer();
     std::vector<uint8_t> workspace(t.EncodeWorkspaceBytes(size));
@@ -178,6 +206,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int32_t id : raw) in_range = in_range && id >= 0 && id < env->target.vocab_size();
   const tern::Status d = env->target.Decode(raw.data(), raw.size(), &decoded);
   if (d.ok() != in_range) Die("Decode's answer does not match the ids' range");
+  bool in_mapped = true;
+  for (int32_t id : raw) in_mapped = in_mapped && id >= 0 && id < kMappedVocab;
+  if (env->mapped.Decode(raw.data(), raw.size(), &decoded).ok() != in_mapped)
+    Die("the mapped Decode's answer does not match the ids' range");
 
   // The C API's text path (stops at the first NUL, as a C string does).
   char out[64];

@@ -42,13 +42,21 @@ nlohmann::ordered_json DescribeTokenizer(const Model& model) {
   const schema::Tokenizer* t = model.schema()->tokenizer();
   if (t == nullptr) return j;
   if (t->kind() == schema::TokenizerKind_SentencePiece) j["kind"] = "sentencepiece";
-  if (t->kind() == schema::TokenizerKind_SentencePieceMapped) {
-    // Format 1.8: one model and its piece -> model id map, loaded as a text path loads them.
-    j["kind"] = "sentencepiece-mapped";
+  if (t->kind() == schema::TokenizerKind_SentencePieceMapped ||
+      t->kind() == schema::TokenizerKind_SentencePieceMappedPair) {
+    // Format 1.8: one model and its piece -> model id map, loaded as a text path loads them;
+    // 1.9: a model and map per side.
+    const bool pair = t->kind() == schema::TokenizerKind_SentencePieceMappedPair;
+    j["kind"] = pair ? "sentencepiece-mapped-pair" : "sentencepiece-mapped";
     j["model_bytes"] = model.mapped_tokenizer().size();
     j["pieces"] = model.vocabulary_map().size();
-    Tokenizer tokenizer;
-    const Status s = tokenizer.LoadMapped(model);
+    Tokenizer tokenizer, target;
+    Status s = tokenizer.LoadMapped(model);
+    if (pair) {
+      j["target_model_bytes"] = model.target_mapped_tokenizer().size();
+      j["target_pieces"] = model.target_vocabulary_map().size();
+      if (s.ok()) s = target.LoadMappedTarget(model);
+    }
     if (!s.ok()) j["error"] = s.message();
     return j;
   }
@@ -95,6 +103,14 @@ std::string TokenizerLine(const nlohmann::ordered_json& t) {
            t["prefix_ids"].dump() + " before and " + t["suffix_ids"].dump() + " after a text";
   }
   if (kind == "none") return "none";
+  if (kind == "sentencepiece-mapped-pair") {
+    if (t.contains("error"))
+      return "SentencePiece with vocabulary maps that do not load: " +
+             t["error"].get<std::string>();
+    return "SentencePiece per side mapped to model ids (format 1.9): source " + t["pieces"].dump() +
+           " pieces, " + t["model_bytes"].dump() + " bytes; target " + t["target_pieces"].dump() +
+           " pieces, " + t["target_model_bytes"].dump() + " bytes";
+  }
   if (kind == "sentencepiece-mapped") {
     if (t.contains("error"))
       return "SentencePiece with a vocabulary map that does not load: " +

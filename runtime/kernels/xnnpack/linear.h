@@ -47,6 +47,11 @@ inline constexpr int kLinearPathCount = 9;
 LinearPath PreferredPath(const WeightView& weight);
 // "fully_connected_nc_f32", ...; "reference" for kReference.
 const char* LinearPathName(LinearPath path);
+
+// Whether XNNPACK's blockwise int4 GEMM (qd8_f32_qb4w) is used on this CPU: not on x86-64 with
+// AVX512-VNNI, where it is wrong for some batch sizes (linear.cc); blockwise int4 layers then run
+// the reference kernel.
+bool Qb4wTrusted();
 inline constexpr uint32_t PathBit(LinearPath path) { return 1u << static_cast<uint32_t>(path); }
 
 // For tests: paths whose bit is set behave as if XNNPACK returned

@@ -13,6 +13,7 @@ size_t TableBytes(int32_t layers) { return Up(static_cast<size_t>(layers) * size
 }  // namespace
 
 size_t SharedRegion::RequiredBytes(int32_t layers, size_t packed_bytes) {
+  if (layers == 0 && packed_bytes == 0) return 0;  // nothing to share (every layer unpacked)
   return kAlign - 1 + TableBytes(layers) + packed_bytes;
 }
 
