@@ -265,6 +265,31 @@ TEST_CASE("fairseq: an unknown arch, an option tern does not implement, a wrong 
                                   "\"encoder.embed_tokens.weight\" although share_all_embeddings "
                                   "is true");
   }
+  // fairseq >= 0.10: cfg["model"], here a Namespace (as fairseq keeps legacy models' options),
+  // args None; a cfg without "model" options.
+  auto cfg_error = [&](const std::string& cfg_items) {
+    std::string model = testing::PickleStateDict({}).substr(2);
+    model.pop_back();
+    const std::string path = dir / "cfg.pt";
+    testing::WriteBytes(
+        path, testing::TorchArchive(std::string("\x80\x02}(") + testing::PickleString("args") +
+                                    "N" + testing::PickleString("cfg") + "}(" + cfg_items + "u" +
+                                    testing::PickleString("model") + model + "u."));
+    ConvertOptions c;
+    c.checkpoint = path;
+    c.arch = "fairseq";
+    return ConvertError(c);
+  };
+  CHECK(cfg_error(testing::PickleString("model") + "cargparse\nNamespace\n)\x81}(" +
+                  arch("bart_large") + "ub") ==
+        (dir / "cfg.pt") +
+            ": cfg.model: \"arch\" is \"bart_large\": --arch fairseq reads fairseq's "
+            "transformer translation models only (transformer, transformer_iwslt_de_en, "
+            "transformer_wmt_en_de, transformer_vaswani_wmt_en_de_big, "
+            "transformer_vaswani_wmt_en_fr_big, transformer_wmt_en_de_big, "
+            "transformer_wmt_en_de_big_t2t)");
+  CHECK(cfg_error(testing::PickleString("task") + "}") ==
+        (dir / "cfg.pt") + ": \"cfg\" has no \"model\" options (a dict or a Namespace)");
   // No options at all.
   const std::string bare = dir / "bare.pt";
   std::string empty_state = testing::PickleStateDict({}).substr(2);  // without its PROTO
