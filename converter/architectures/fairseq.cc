@@ -70,11 +70,13 @@ class FairseqArgs {
   }
   double Number(const std::string& key, double fallback) const {
     if (!Set(key)) return fallback;
+    Resolved(key);
     if (!j_[key].is_number()) return fallback;
     return j_[key].get<double>();
   }
   // A flag tern does not implement: refused when set true.
   void Refuse(const std::string& key, const std::string& why) const {
+    if (Set(key)) Resolved(key);
     if (Set(key) && j_[key].is_boolean() && j_[key].get<bool>())
       throw Error(label_ + ": \"" + key + "\" is true: " + why + " is not supported");
   }
@@ -82,7 +84,12 @@ class FairseqArgs {
  private:
   const nlohmann::json& Get(const std::string& key) const {
     if (!Set(key)) throw Error(label_ + ": no \"" + key + "\" (and no default for it)");
+    Resolved(key);
     return j_.at(key);
+  }
+  // An omegaconf cfg may hold "???" or "${...}" where an option is read: refused by its key.
+  void Resolved(const std::string& key) const {
+    PickleCheckResolved(j_.at(key), label_ + ": \"" + key + "\"");
   }
   nlohmann::json j_;
   std::string label_;
@@ -163,12 +170,14 @@ FairseqArgs ReadArgs(const Checkpoint& ckpt) {
   if (args != objects.end() && args->second->kind != PickleValue::Kind::kNone)
     return FairseqArgs(PickleToJson(args->second, ckpt.label() + ": args"),
                        ckpt.label() + ": args");
-  auto cfg = objects.find("cfg");
-  if (cfg != objects.end() && cfg->second->kind == PickleValue::Kind::kDict) {
-    auto it = cfg->second->string_keys.find("model");
-    if (it != cfg->second->string_keys.end()) {
-      const PickleRef& model = cfg->second->dict[it->second].second;
-      if (model->kind == PickleValue::Kind::kDict)
+  auto found = objects.find("cfg");
+  // A cfg saved as an omegaconf DictConfig (fairseq < 0.12) reads through its _content.
+  const PickleRef cfg = found == objects.end() ? nullptr : PickleOmegaConfContent(found->second);
+  if (cfg && cfg->kind == PickleValue::Kind::kDict) {
+    auto it = cfg->string_keys.find("model");
+    if (it != cfg->string_keys.end()) {
+      const PickleRef& model = cfg->dict[it->second].second;
+      if (PickleOmegaConfContent(model)->kind == PickleValue::Kind::kDict)
         return FairseqArgs(PickleToJson(model, ckpt.label() + ": cfg.model"),
                            ckpt.label() + ": cfg.model");
     }
@@ -182,16 +191,21 @@ FairseqArgs ReadArgs(const Checkpoint& ckpt) {
 std::string Lang(const Checkpoint& ckpt, const FairseqArgs& a, const char* key) {
   if (a.Set(key)) return a.String(key);
   // cfg["task"] holds the language pair in fairseq >= 0.10.
-  auto cfg = ckpt.objects().find("cfg");
-  if (cfg == ckpt.objects().end() || cfg->second->kind != PickleValue::Kind::kDict) return "";
-  auto task = cfg->second->string_keys.find("task");
-  if (task == cfg->second->string_keys.end()) return "";
-  const PickleRef& t = cfg->second->dict[task->second].second;
+  auto found = ckpt.objects().find("cfg");
+  if (found == ckpt.objects().end()) return "";
+  const PickleRef cfg = PickleOmegaConfContent(found->second);
+  if (cfg->kind != PickleValue::Kind::kDict) return "";
+  auto task = cfg->string_keys.find("task");
+  if (task == cfg->string_keys.end()) return "";
+  const PickleRef t = PickleOmegaConfContent(cfg->dict[task->second].second);
   if (t->kind != PickleValue::Kind::kDict) return "";
   auto it = t->string_keys.find(key);
-  if (it == t->string_keys.end() || t->dict[it->second].second->kind != PickleValue::Kind::kString)
-    return "";
-  return t->dict[it->second].second->s;
+  if (it == t->string_keys.end()) return "";
+  const PickleRef& node = t->dict[it->second].second;  // a str, or an omegaconf value node
+  if (PickleOmegaConfContent(node)->kind != PickleValue::Kind::kString) return "";
+  const nlohmann::json v = PickleToJson(node, ckpt.label() + ": cfg.task." + key);
+  PickleCheckResolved(v, ckpt.label() + ": cfg.task: \"" + key + "\"");
+  return v.get<std::string>();
 }
 
 std::vector<std::string> DictFiles(const std::string& dir) {

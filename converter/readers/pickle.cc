@@ -46,6 +46,23 @@ bool NumpyDataConstructor(const std::string& name) {
   return name == "numpy.dtype" || name == "_codecs.encode";
 }
 
+// Built-in types that omegaconf's metadata names (ref_type, object_type, key_type and the
+// defaultdict(dict) of its resolver cache): kept as names only. REDUCE never calls them
+// (AllowedCallable) and NEWOBJ does not stand an object on them, so a name here does nothing.
+bool TypeReference(const std::string& name) {
+  for (const char* module : {"builtins.", "__builtin__."}) {
+    for (const char* type : {"dict", "list", "tuple", "set", "frozenset", "str", "unicode", "bytes",
+                             "int", "long", "float", "bool", "object"}) {
+      if (name == std::string(module) + type) return true;
+    }
+  }
+  return false;
+}
+
+// omegaconf's classes (fairseq's cfg before fairseq 0.12 saved it as plain containers). They
+// are opaque objects like any unknown class; PickleToJson reads them as data (pickle.h).
+bool OmegaConfClass(const std::string& name) { return name.compare(0, 10, "omegaconf.") == 0; }
+
 // Modules whose members act on the system (run programs, evaluate code, open files or sockets,
 // import): a global from one is refused where it appears, whatever follows. Everything else
 // unknown is only a name, which NEWOBJ may stand an opaque object on (pickle.h).
@@ -361,18 +378,25 @@ class Machine {
     if (items.size() % 2) Fail("odd number of items for a dict");
     for (size_t k = 0; k < items.size(); k += 2) {
       const PickleRef& key = items[k];
+      PickleRef value = items[k + 1];
+      // An omegaconf node's state names its parent container ("_parent"), which is still being
+      // built: a cycle. The link is dropped (None); nothing here reads it.
+      if (key->kind == PickleValue::Kind::kString && key->s == "_parent" &&
+          value->kind == PickleValue::Kind::kObject && OmegaConfClass(value->type_name)) {
+        value = Make(PickleValue::Kind::kNone);
+      }
       Contain(dict, key);
-      Contain(dict, items[k + 1]);
+      Contain(dict, value);
       if (key->kind ==
           PickleValue::Kind::kString) {  // a repeated key replaces the value, as in Python
         auto it = dict->string_keys.find(key->s);
         if (it != dict->string_keys.end()) {
-          dict->dict[it->second].second = items[k + 1];
+          dict->dict[it->second].second = value;
           continue;
         }
         dict->string_keys.emplace(key->s, dict->dict.size());
       }
-      dict->dict.emplace_back(key, items[k + 1]);
+      dict->dict.emplace_back(key, value);
     }
   }
   void Put(uint64_t index) {
@@ -397,16 +421,9 @@ class Machine {
   }
   void Global(const std::string& module, const std::string& name) {
     const std::string full = module + "." + name;
-    if (module.compare(0, 9, "omegaconf") == 0) {
-      throw Error(label_ + ": pickle global \"" + full + "\" at offset " +
-                  std::to_string(op_offset_) +
-                  " is an omegaconf container (fairseq's cfg), which is not read here; convert "
-                  "it to plain dicts first: python3 -c \"import torch; from omegaconf import "
-                  "OmegaConf; c = torch.load('IN.pt', weights_only=False); c['cfg'] = "
-                  "OmegaConf.to_container(c['cfg'], resolve=True); torch.save(c, 'OUT.pt')\"");
-    }
     if (!AllowedCallable(full) && !StorageTypes().count(full) && !AllowedClass(full) &&
-        !NumpyDataConstructor(full) && full != "numpy.ndarray" && DangerousModule(module)) {
+        !NumpyDataConstructor(full) && full != "numpy.ndarray" && !TypeReference(full) &&
+        DangerousModule(module)) {
       throw Error(
           label_ + ": pickle global \"" + full + "\" at offset " + std::to_string(op_offset_) +
           " is not allowed: only a state_dict of tensors can be read (OrderedDict, "
@@ -473,6 +490,17 @@ class Machine {
       Push(Opaque(callable->s, args));
       return;
     }
+    // collections.defaultdict(factory) with a built-in type (or None) as the factory, as in
+    // omegaconf's ContainerMetadata.resolver_cache = defaultdict(dict): an empty dict that later
+    // SETITEMS may fill. Nothing is called; the factory is only ever a name here.
+    if (callable->kind == PickleValue::Kind::kGlobal && callable->s == "collections.defaultdict" &&
+        args->kind == PickleValue::Kind::kTuple && args->items.size() <= 1 &&
+        (args->items.empty() || args->items[0]->kind == PickleValue::Kind::kNone ||
+         (args->items[0]->kind == PickleValue::Kind::kGlobal &&
+          TypeReference(args->items[0]->s)))) {
+      Push(Make(PickleValue::Kind::kDict));
+      return;
+    }
     if (callable->kind != PickleValue::Kind::kGlobal || !AllowedCallable(callable->s)) {
       Fail(std::string(
                "REDUCE may only call OrderedDict or torch's tensor rebuild functions, not a ") +
@@ -536,7 +564,7 @@ class Machine {
     PickleRef args = Pop();
     PickleRef cls = Pop();
     if (cls->kind != PickleValue::Kind::kGlobal || AllowedCallable(cls->s) ||
-        StorageTypes().count(cls->s) || NumpyDataConstructor(cls->s)) {
+        StorageTypes().count(cls->s) || NumpyDataConstructor(cls->s) || TypeReference(cls->s)) {
       Fail(std::string("NEWOBJ may only make an argparse.Namespace or an instance of a class "
                        "not read here, not a ") +
            (cls->kind == PickleValue::Kind::kGlobal ? "\"" + cls->s + "\""
@@ -638,8 +666,82 @@ PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label) {
   return Machine(data, size, label).Run();
 }
 
+namespace {
+
+// The value of `key` in an omegaconf object's state, or null when absent.
+PickleRef StateEntry(const PickleValue& object, const char* key) {
+  const PickleValue& state = *object.items[1];
+  if (state.kind != PickleValue::Kind::kDict) return nullptr;
+  auto it = state.string_keys.find(key);
+  return it == state.string_keys.end() ? nullptr : state.dict[it->second].second;
+}
+
+// omegaconf's own markers: "???" (missing) and a string with "${" (an interpolation, which
+// omegaconf computes when the value is read). Kept as {kOmegaConfUnresolved: text}.
+bool Unresolved(const PickleValue& v) {
+  return v.kind == PickleValue::Kind::kString &&
+         (v.s == "???" || v.s.find("${") != std::string::npos);
+}
+
+nlohmann::json UnresolvedJson(const std::string& text) {
+  nlohmann::json out = nlohmann::json::object();
+  out[kOmegaConfUnresolved] = text;
+  return out;
+}
+
+}  // namespace
+
+const char kOmegaConfUnresolved[] = "<omegaconf unresolved>";
+
+void PickleCheckResolved(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_object() || value.size() != 1 || !value.contains(kOmegaConfUnresolved)) return;
+  const std::string text = value[kOmegaConfUnresolved].get<std::string>();
+  if (text == "???") {
+    throw Error(where + " is omegaconf's missing value \"???\" (the option was never set)");
+  }
+  throw Error(where + " is the omegaconf interpolation \"" + text +
+              "\", a value omegaconf computes when read, which is not resolved here; save the "
+              "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+}
+
+PickleRef PickleOmegaConfContent(const PickleRef& value) {
+  if (value->kind != PickleValue::Kind::kObject) return value;
+  const char* key = nullptr;
+  if (value->type_name == "omegaconf.dictconfig.DictConfig" ||
+      value->type_name == "omegaconf.listconfig.ListConfig") {
+    key = "_content";
+  } else if (value->type_name.compare(0, 16, "omegaconf.nodes.") == 0) {
+    key = "_val";
+  } else {
+    return value;
+  }
+  const PickleRef inner = StateEntry(*value, key);
+  return inner ? PickleOmegaConfContent(inner) : value;
+}
+
 nlohmann::json PickleToJson(const PickleRef& value, const std::string& where) {
   using Kind = PickleValue::Kind;
+  // omegaconf: a DictConfig / ListConfig is its _content, a value node its _val; metadata is
+  // not read. A container or value that is "???" or an interpolation is kept as a marker that
+  // PickleCheckResolved refuses where an option is read.
+  const bool object = value->kind == Kind::kObject;
+  const bool node = object && value->type_name.compare(0, 16, "omegaconf.nodes.") == 0;
+  const bool dict = object && value->type_name == "omegaconf.dictconfig.DictConfig";
+  const bool list = object && value->type_name == "omegaconf.listconfig.ListConfig";
+  if (node || dict || list) {
+    const PickleRef inner = StateEntry(*value, node ? "_val" : "_content");
+    if (inner == nullptr) {
+      throw Error(where + " is a \"" + value->type_name +
+                  "\" object without the state omegaconf saves (_content / _val)");
+    }
+    if (Unresolved(*inner)) return UnresolvedJson(inner->s);
+    if (inner->kind == Kind::kNone) return nullptr;
+    if ((dict && inner->kind != Kind::kDict) || (list && inner->kind != Kind::kList)) {
+      throw Error(where + ": the \"" + value->type_name + "\" holds a " +
+                  PickleKindName(inner->kind) + " as its _content");
+    }
+    return PickleToJson(inner, where);
+  }
   switch (value->kind) {
     case Kind::kNone:
       return nullptr;

@@ -10,8 +10,19 @@
 // Training checkpoints hold option objects too. fairseq's `args` is an argparse.Namespace,
 // pickled (protocol 2) as GLOBAL argparse.Namespace, EMPTY_TUPLE, NEWOBJ, then BUILD with its
 // __dict__: it becomes a dict whose type_name is "argparse.Namespace" (no object is made; NEWOBJ
-// accepts that one class only, with no arguments). omegaconf containers (fairseq's `cfg` when
-// not saved as plain dicts) are refused by name with the python line that converts them.
+// accepts that one class only, with no arguments).
+//
+// fairseq's `cfg` before fairseq 0.12 (and wav2vec 2.0 checkpoints) is a pickled
+// omegaconf.dictconfig.DictConfig. omegaconf 2.x pickles every container and value node as
+// GLOBAL omegaconf.<module>.<Class>, EMPTY_TUPLE, NEWOBJ, BUILD {_metadata, _parent, _content or
+// _val}; the metadata (omegaconf.base.ContainerMetadata / Metadata) names types (typing.Any,
+// builtins.dict / str / int / float / bool / list, the dataclass of a structured config) and
+// holds resolver_cache = REDUCE collections.defaultdict(builtins.dict). So: omegaconf objects
+// are opaque objects like any class below; the built-in type names are kept as names
+// (kGlobal; REDUCE never calls them, NEWOBJ refuses them); REDUCE of collections.defaultdict
+// with a built-in type or None as factory is an empty dict (the only call omegaconf needs; no
+// factory is called); a node's "_parent" (the container still being built, a cycle) is
+// dropped. PickleToJson reads the containers as data (below).
 //
 // A training checkpoint also holds instances of classes this reader does not know (fairseq's
 // extra_state meters: fairseq.meters.AverageMeter, StopwatchMeter, TimeMeter; numpy scalars in
@@ -97,10 +108,22 @@ const char* PickleKindName(PickleValue::Kind kind);
 std::string PickleDescribe(const PickleValue& value);
 
 // Option objects as JSON: None -> null, bool, int, float, str; tuple and list -> array; dict and
-// argparse.Namespace -> object (int keys written as decimal strings). A tensor, storage, global
+// argparse.Namespace -> object (int keys written as decimal strings); omegaconf's DictConfig ->
+// object of its _content, ListConfig -> array, a value node (AnyNode, StringNode, ...) -> its
+// _val, metadata not read. A tensor, storage, global
 // or opaque object inside is an error naming its path from `where` (e.g. "model.pt: args.lr")
 // and, for an object, its class.
 nlohmann::json PickleToJson(const PickleRef& value, const std::string& where);
+
+// omegaconf's markers, "???" (missing) and "${...}" (an interpolation), become the JSON object
+// {kOmegaConfUnresolved: text} in PickleToJson, so that a configuration holding them still
+// reads; PickleCheckResolved refuses such a value where an option is read, naming `where`.
+extern const char kOmegaConfUnresolved[];
+void PickleCheckResolved(const nlohmann::json& value, const std::string& where);
+
+// An omegaconf DictConfig / ListConfig as its _content (a dict / list of nodes), a value node
+// as its _val, repeatedly; any other value as itself.
+PickleRef PickleOmegaConfContent(const PickleRef& value);
 
 // Runs the pickle program. `label` prefixes every error (e.g. "model.pt: archive/data.pkl").
 PickleRef Unpickle(const uint8_t* data, size_t size, const std::string& label);

@@ -8,12 +8,15 @@
 //                holds fairseq.meters.* objects and a numpy scalar (read as opaque values)
 //   fairseq_cfg  cfg["model"] as plain dicts: pre-LN with final norms, learned positions,
 //                layernorm_embedding, share_all_embeddings, gelu
+//   fairseq_omegaconf  fairseq_cfg's model with cfg a pickled omegaconf DictConfig (fairseq <
+//                0.12): converts to the same .tern
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 #include <set>
 
 #include "converter/architectures/architecture.h"
+#include "converter/writer.h"
 #include "tests/converter/architecture_fixture.h"
 #include "tests/converter/checkpoint_files.h"
 
@@ -173,6 +176,73 @@ TEST_CASE("fairseq configs: args or cfg, post- or pre-LN, positions, sharing, id
                          "no tokenizer stored: fairseq's dictionaries dict.de.txt / "
                          "dict.en.txt number the tokens") == 0;
   CHECK(noted);
+}
+
+TEST_CASE("fairseq: cfg as an omegaconf DictConfig converts to the plain cfg's model",
+          "[architectures][fairseq]") {
+  const TernContents plain = BuildContents(Options("fairseq_cfg"));
+  TernContents omega = BuildContents(Options("fairseq_omegaconf"));
+  CHECK(omega.source_format == "torch-zip/fairseq");
+  // Only the provenance differs (another file).
+  CHECK(omega.source_digest != plain.source_digest);
+  omega.source_digest = plain.source_digest;
+  omega.inputs = plain.inputs;
+  omega.creation_options = plain.creation_options;
+  CHECK(SerializeModel(omega) == SerializeModel(plain));
+  CHECK(omega.config.norm_placement == NormPlacement::kPre);
+  CHECK(omega.config.activation == ref::Activation::kGELU);
+  CHECK(omega.vocabulary_map == plain.vocabulary_map);
+}
+
+// fairseq's cfg as omegaconf pickles it (pickle.h), without the metadata: a DictConfig of
+// `items`, and a value node.
+std::string OmegaDict(const std::string& items) {
+  return "comegaconf.dictconfig\nDictConfig\n)\x81}(" + testing::PickleString("_content") + "}(" +
+         items + "uub";
+}
+std::string OmegaValue(const std::string& key, const std::string& value) {
+  return testing::PickleString(key) + "comegaconf.nodes\nAnyNode\n)\x81}(" +
+         testing::PickleString("_val") + value + "ub";
+}
+
+TEST_CASE("fairseq: an omegaconf option that is an interpolation or missing is refused by name",
+          "[architectures][fairseq]") {
+  testing::ScratchDir dir;
+  auto error = [&](const std::string& model_items) {
+    std::string model = testing::PickleStateDict({}).substr(2);
+    model.pop_back();
+    const std::string path = dir / "cfg.pt";
+    testing::WriteBytes(
+        path,
+        testing::TorchArchive(std::string("\x80\x02}(") + testing::PickleString("args") + "N" +
+                              testing::PickleString("cfg") +
+                              OmegaDict(testing::PickleString("model") + OmegaDict(model_items)) +
+                              testing::PickleString("model") + model + "u."));
+    ConvertOptions c;
+    c.checkpoint = path;
+    c.arch = "fairseq";
+    return ConvertError(c);
+  };
+  const std::string at = dir / "cfg.pt";
+  const std::string arch = OmegaValue("arch", testing::PickleString("transformer"));
+  // Read through the DictConfig: the options reach the tensors (none here).
+  CHECK(error(arch) == at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
+  CHECK(error(arch + OmegaValue("encoder_layers", testing::PickleString("${model.layers}"))) ==
+        at + ": cfg.model: \"encoder_layers\" is the omegaconf interpolation \"${model.layers}\", "
+             "a value omegaconf computes when read, which is not resolved here; save the "
+             "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+  CHECK(error(OmegaValue("arch", testing::PickleString("???"))) ==
+        at + ": cfg.model: \"arch\" is omegaconf's missing value \"???\" (the option was never "
+             "set)");
+  // A flag tern refuses when true is not taken as false when omegaconf would compute it.
+  CHECK(error(arch + OmegaValue("cross_self_attention", testing::PickleString("${x}"))) ==
+        at + ": cfg.model: \"cross_self_attention\" is the omegaconf interpolation \"${x}\", a "
+             "value omegaconf computes when read, which is not resolved here; save the "
+             "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+  // An option not read may be anything omegaconf holds.
+  CHECK(error(arch + OmegaValue("seed", testing::PickleString("${common.seed}")) +
+              OmegaValue("data", testing::PickleString("???"))) ==
+        at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
 }
 
 // A training checkpoint {"args": Namespace(arch, ...), "model": {"w": tensor}}: for the errors

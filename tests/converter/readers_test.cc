@@ -317,17 +317,126 @@ TEST_CASE("a real torch.save fairseq checkpoint reads: meters and numpy scalars 
                                         "plain data"));
 }
 
-TEST_CASE("an omegaconf container (fairseq's cfg) is refused by name with the conversion",
+// omegaconf 2.x's pickle of a container / value node (see pickle.h), without the metadata.
+std::string OmegaConf(const std::string& cls, const std::string& key, const std::string& value) {
+  return "comegaconf." + cls + "\n)\x81}(" + testing::PickleString(key) + value + "ub";
+}
+std::string OmegaNode(const std::string& value) {
+  return OmegaConf("nodes\nAnyNode", "_val", value);
+}
+
+TEST_CASE("fairseq's cfg as a pickled omegaconf DictConfig reads as data, nothing run",
           "[readers][torch]") {
-  const std::string p = std::string("\x80\x02}") + testing::PickleString("cfg") +
-                        "comegaconf.dictconfig\nDictConfig\n)\x81.";
+  // tests/fixtures/checkpoints/fairseq_omegaconf/checkpoint_best.pt
+  // (make_fairseq_omegaconf_fixture.py): torch.save with cfg = OmegaConf.create(...) of
+  // omegaconf 2.2.2: DictConfig, ListConfig, AnyNode, ContainerMetadata / Metadata (typing.Any,
+  // __builtin__.dict / list / long, collections.defaultdict(dict)), each node's _parent.
+  CheckpointOptions options;
+  options.state_key = "model";
+  const Checkpoint ckpt = Checkpoint::Open(
+      std::string(TERN_FIXTURES) + "/checkpoints/fairseq_omegaconf/checkpoint_best.pt", options);
+  REQUIRE(ckpt.objects().at("cfg")->type_name == "omegaconf.dictconfig.DictConfig");
+  const nlohmann::json cfg = ckpt.ObjectJson("cfg");
+  CHECK(cfg["_name"].is_null());
+  CHECK(cfg["common"] == nlohmann::json({{"seed", 1}, {"tpu", false}}));
+  CHECK(cfg["model"]["arch"] == "transformer");
+  CHECK(cfg["model"]["encoder_layers"] == 2);
+  CHECK(cfg["model"]["encoder_normalize_before"] == true);
+  CHECK(cfg["model"]["adaptive_softmax_cutoff"].is_null());
+  CHECK(cfg["model"]["dropout"] == 0.3);
+  CHECK(cfg["model"]["lr"] == nlohmann::json::array({0.0005}));  // a ListConfig
+  CHECK(cfg["model"].size() == 38);
+  CHECK(cfg["task"]["source_lang"] == "de");
+  // What omegaconf computes ("${...}") or marks missing ("???") reads as a marker, refused by
+  // name where an option is read (fairseq.cc); unread, it is harmless.
+  PickleCheckResolved(cfg["model"]["arch"], "x");
+  REQUIRE_THROWS_WITH(PickleCheckResolved(cfg["model"]["seed"], "ckpt.pt: cfg.model: \"seed\""),
+                      "ckpt.pt: cfg.model: \"seed\" is the omegaconf interpolation "
+                      "\"${common.seed}\", a value omegaconf computes when read, which is not "
+                      "resolved here; save the checkpoint with cfg = "
+                      "OmegaConf.to_container(cfg, resolve=True)");
+  REQUIRE_THROWS_WITH(PickleCheckResolved(cfg["task"]["data"], "ckpt.pt: cfg.task: \"data\""),
+                      "ckpt.pt: cfg.task: \"data\" is omegaconf's missing value \"???\" (the "
+                      "option was never set)");
+  // PickleOmegaConfContent: the containers' _content, a node's _val.
+  const PickleRef content = PickleOmegaConfContent(ckpt.objects().at("cfg"));
+  REQUIRE(content->kind == PickleValue::Kind::kDict);
+  const PickleRef model = content->dict[content->string_keys.at("model")].second;
+  CHECK(model->type_name == "omegaconf.dictconfig.DictConfig");
+  const PickleRef model_content = PickleOmegaConfContent(model);
+  const PickleRef arch = model_content->dict[model_content->string_keys.at("arch")].second;
+  CHECK(arch->type_name == "omegaconf.nodes.AnyNode");
+  CHECK(PickleOmegaConfContent(arch)->s == "transformer");
+}
+
+TEST_CASE("omegaconf containers: lists, a missing or interpolated container, what stays refused",
+          "[readers][torch][security]") {
+  auto run = [](const std::string& body) {
+    const std::string p = std::string("\x80\x02") + body + ".";
+    return Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "x.pkl");
+  };
+  const std::string list = OmegaConf(
+      "listconfig\nListConfig", "_content",
+      "](" + OmegaNode(testing::PickleInt(3)) + OmegaNode(testing::PickleString("${a}")) + "e");
+  const std::string dict = OmegaConf(
+      "dictconfig\nDictConfig", "_content",
+      "}(" + testing::PickleString("l") + list + testing::PickleString("m") +
+          OmegaConf("dictconfig\nDictConfig", "_content", testing::PickleString("???")) +
+          testing::PickleString("n") + OmegaConf("dictconfig\nDictConfig", "_content", "N") +
+          testing::PickleString("s") + OmegaNode(testing::PickleString("x")) + "u");
+  const nlohmann::json j = PickleToJson(run(dict), "cfg");
+  const nlohmann::json interp = {{std::string(kOmegaConfUnresolved), "${a}"}};
+  const nlohmann::json missing = {{std::string(kOmegaConfUnresolved), "???"}};
+  CHECK(
+      j ==
+      nlohmann::json(
+          {{"l", nlohmann::json::array({3, interp})}, {"m", missing}, {"n", nullptr}, {"s", "x"}}));
+  // A node's _parent (the container being built: a cycle) is dropped, so the parent still
+  // builds; without that the parent's BUILD would fail as changed after use.
+  const std::string with_parent =
+      "comegaconf.dictconfig\nDictConfig\nq\x01)\x81q\x02}(" + testing::PickleString("_content") +
+      "}(" + testing::PickleString("k") + "comegaconf.nodes\nAnyNode\n)\x81}(" +
+      testing::PickleString("_parent") + "h\x02" + testing::PickleString("_val") +
+      testing::PickleInt(7) + "ub" + "uub";
+  CHECK(PickleToJson(run(with_parent), "cfg") == nlohmann::json({{"k", 7}}));
+  // Other omegaconf classes, or one without its state, are not data.
+  REQUIRE_THROWS_WITH(PickleToJson(run(OmegaConf("base\nMetadata", "ref_type", "N")), "cfg.x"),
+                      "cfg.x is a \"omegaconf.base.Metadata\" object (a class not read here; "
+                      "nothing in the file is run), not plain data");
   REQUIRE_THROWS_WITH(
-      Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "ckpt.pt: archive/data.pkl"),
-      "ckpt.pt: archive/data.pkl: pickle global \"omegaconf.dictconfig.DictConfig\" at offset 11 "
-      "is an omegaconf container (fairseq's cfg), which is not read here; convert it to plain "
-      "dicts first: python3 -c \"import torch; from omegaconf import OmegaConf; c = "
-      "torch.load('IN.pt', weights_only=False); c['cfg'] = OmegaConf.to_container(c['cfg'], "
-      "resolve=True); torch.save(c, 'OUT.pt')\"");
+      PickleToJson(run(OmegaConf("nodes\nAnyNode", "value", testing::PickleInt(1))), "cfg.x"),
+      "cfg.x is a \"omegaconf.nodes.AnyNode\" object without the state omegaconf saves "
+      "(_content / _val)");
+  REQUIRE_THROWS_WITH(
+      PickleToJson(run(OmegaConf("dictconfig\nDictConfig", "_content", "]")), "cfg"),
+      "cfg: the \"omegaconf.dictconfig.DictConfig\" holds a list as its _content");
+  // Inside a DictConfig, REDUCE is as strict as anywhere: not an omegaconf class, not a
+  // built-in type, not a defaultdict whose factory is not a built-in type; NEWOBJ does not make
+  // a built-in type.
+  const std::string head = "comegaconf.dictconfig\nDictConfig\n)\x81}(" +
+                           testing::PickleString("_content") + "}(" +
+                           testing::PickleString("k");  // 60 bytes with the PROTO
+  REQUIRE_THROWS_WITH(run(head + "comegaconf.nodes\nAnyNode\n)Ruub"),
+                      "x.pkl: pickle offset 86: REDUCE may only call OrderedDict or torch's "
+                      "tensor rebuild functions, not a \"omegaconf.nodes.AnyNode\"");
+  REQUIRE_THROWS_WITH(run(head + "c__builtin__\ndict\n)Ruub"),
+                      "x.pkl: pickle offset 79: REDUCE may only call OrderedDict or torch's "
+                      "tensor rebuild functions, not a \"__builtin__.dict\"");
+  REQUIRE_THROWS_WITH(run(head + "ccollections\ndefaultdict\nctyping\nAny\n\x85Ruub"),
+                      "x.pkl: pickle offset 98: REDUCE may only call OrderedDict or torch's "
+                      "tensor rebuild functions, not a \"collections.defaultdict\"");
+  REQUIRE_THROWS_WITH(run(head + "cbuiltins\nstr\n)\x81uub"),
+                      "x.pkl: pickle offset 75: NEWOBJ may only make an argparse.Namespace or an "
+                      "instance of a class not read here, not a \"builtins.str\"");
+  REQUIRE_THROWS_WITH(run(head + "cbuiltins\neval\nuub"),
+                      ContainsSubstring("pickle global \"builtins.eval\" at offset 60 is not "
+                                        "allowed"));
+  // The harmless uses: the built-in types as names, defaultdict(dict) as an empty dict.
+  const PickleRef ok = run(head + "ccollections\ndefaultdict\nc__builtin__\ndict\n\x85Ruub");
+  const PickleRef inner = PickleOmegaConfContent(ok);
+  REQUIRE(inner->kind == PickleValue::Kind::kDict);
+  CHECK(inner->dict[0].second->kind == PickleValue::Kind::kDict);
+  CHECK(run("cbuiltins\nfloat\n")->kind == PickleValue::Kind::kGlobal);
 }
 
 TEST_CASE("unsupported pickle opcodes are named with their offset", "[readers][torch]") {
