@@ -329,8 +329,9 @@ TEST_CASE("fairseq's cfg as a pickled omegaconf DictConfig reads as data, nothin
           "[readers][torch]") {
   // tests/fixtures/checkpoints/fairseq_omegaconf/checkpoint_best.pt
   // (make_fairseq_omegaconf_fixture.py): torch.save with cfg = OmegaConf.create(...) of
-  // omegaconf 2.2.2: DictConfig, ListConfig, AnyNode, ContainerMetadata / Metadata (typing.Any,
-  // __builtin__.dict / list / long, collections.defaultdict(dict)), each node's _parent.
+  // omegaconf 2.2.2: DictConfig, ListConfig, AnyNode, StringNode, IntegerNode, BooleanNode,
+  // ContainerMetadata / Metadata (typing.Any, __builtin__.dict / list / long / unicode / bool,
+  // the dataclass, collections.defaultdict(dict)), each node's _parent.
   CheckpointOptions options;
   options.state_key = "model";
   const Checkpoint ckpt = Checkpoint::Open(
@@ -346,7 +347,14 @@ TEST_CASE("fairseq's cfg as a pickled omegaconf DictConfig reads as data, nothin
   CHECK(cfg["model"]["dropout"] == 0.3);
   CHECK(cfg["model"]["lr"] == nlohmann::json::array({0.0005}));  // a ListConfig
   CHECK(cfg["model"].size() == 38);
+  // cfg.task is a structured config (a dataclass named fairseq.tasks.translation.
+  // TranslationConfig in its metadata; StringNode, BooleanNode, IntegerNode values).
   CHECK(cfg["task"]["source_lang"] == "de");
+  CHECK(cfg["task"]["target_lang"] == "en");
+  CHECK(cfg["task"]["_name"] == "translation");
+  CHECK(cfg["task"]["left_pad_source"] == true);
+  CHECK(cfg["task"]["max_source_positions"] == 1024);
+  CHECK(cfg["task"].size() == 6);
   // What omegaconf computes ("${...}") or marks missing ("???") reads as a marker, refused by
   // name where an option is read (fairseq.cc); unread, it is harmless.
   PickleCheckResolved(cfg["model"]["arch"], "x");
