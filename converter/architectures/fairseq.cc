@@ -177,9 +177,12 @@ FairseqArgs ReadArgs(const Checkpoint& ckpt) {
     auto it = cfg->string_keys.find("model");
     if (it != cfg->string_keys.end()) {
       const PickleRef& model = cfg->dict[it->second].second;
-      if (PickleOmegaConfContent(model)->kind == PickleValue::Kind::kDict)
-        return FairseqArgs(PickleToJson(model, ckpt.label() + ": cfg.model"),
-                           ckpt.label() + ": cfg.model");
+      if (PickleOmegaConfContent(model)->kind == PickleValue::Kind::kDict) {
+        // fairseq's structured configs default options to other options ("${model.x}").
+        nlohmann::json options = PickleToJson(model, ckpt.label() + ": cfg.model");
+        PickleResolveInterpolations(&options, found->second, ckpt.label() + ": cfg.model");
+        return FairseqArgs(std::move(options), ckpt.label() + ": cfg.model");
+      }
     }
     throw Error(ckpt.label() + ": \"cfg\" has no \"model\" options (a dict or a Namespace)");
   }
@@ -203,7 +206,8 @@ std::string Lang(const Checkpoint& ckpt, const FairseqArgs& a, const char* key) 
   if (it == t->string_keys.end()) return "";
   const PickleRef& node = t->dict[it->second].second;  // a str, or an omegaconf value node
   if (PickleOmegaConfContent(node)->kind != PickleValue::Kind::kString) return "";
-  const nlohmann::json v = PickleToJson(node, ckpt.label() + ": cfg.task." + key);
+  nlohmann::json v = PickleToJson(node, ckpt.label() + ": cfg.task." + key);
+  PickleResolveInterpolations(&v, found->second, ckpt.label() + ": cfg.task." + key);
   PickleCheckResolved(v, ckpt.label() + ": cfg.task: \"" + key + "\"");
   return v.get<std::string>();
 }

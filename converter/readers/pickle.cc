@@ -1,5 +1,6 @@
 #include "converter/readers/pickle.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -700,8 +701,74 @@ void PickleCheckResolved(const nlohmann::json& value, const std::string& where) 
     throw Error(where + " is omegaconf's missing value \"???\" (the option was never set)");
   }
   throw Error(where + " is the omegaconf interpolation \"" + text +
-              "\", a value omegaconf computes when read, which is not resolved here; save the "
-              "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+              "\", which is not resolved here (only ${a.b} paths to a value of cfg are); save "
+              "the checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+}
+
+namespace {
+
+// The keys of an absolute interpolation "${a.b.c}"; empty for any other text.
+std::vector<std::string> InterpolationPath(const std::string& text) {
+  std::vector<std::string> keys;
+  if (text.size() < 4 || text.compare(0, 2, "${") != 0 || text.back() != '}') return {};
+  std::string key;
+  for (size_t i = 2; i + 1 < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.') {
+      if (key.empty()) return {};
+      keys.push_back(key);
+      key.clear();
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      key += c;
+    } else {
+      return {};
+    }
+  }
+  if (key.empty()) return {};
+  keys.push_back(key);
+  return keys;
+}
+
+void Resolve(nlohmann::json* value, const PickleRef& root, const std::string& where, int depth) {
+  std::string text;
+  if (value->is_string()) {
+    // A cfg saved as plain containers (fairseq >= 0.12, OmegaConf.to_container without resolve)
+    // keeps its interpolations as text: the same references.
+    text = value->get<std::string>();
+    if (text.find("${") == std::string::npos) return;
+  } else if (value->is_array()) {
+    for (auto& item : *value) Resolve(&item, root, where, depth);
+    return;
+  } else if (!value->is_object()) {
+    return;
+  } else if (value->size() != 1 || !value->contains(kOmegaConfUnresolved)) {
+    for (auto& item : value->items()) Resolve(&item.value(), root, where, depth);
+    return;
+  } else {
+    text = (*value)[kOmegaConfUnresolved].get<std::string>();
+  }
+  const std::vector<std::string> path = InterpolationPath(text);
+  PickleRef node = path.empty() || depth >= 16 ? nullptr : root;
+  for (size_t k = 0; node && k < path.size(); ++k) {
+    const PickleRef container = PickleOmegaConfContent(node);
+    auto it = container->kind == PickleValue::Kind::kDict ? container->string_keys.find(path[k])
+                                                          : container->string_keys.end();
+    node = it == container->string_keys.end() ? nullptr : container->dict[it->second].second;
+  }
+  if (node == nullptr) {  // not a path to a value: refused where it is read
+    *value = UnresolvedJson(text);
+    return;
+  }
+  nlohmann::json target = PickleToJson(node, where + " (" + text + ")");
+  Resolve(&target, root, where, depth + 1);
+  *value = std::move(target);
+}
+
+}  // namespace
+
+void PickleResolveInterpolations(nlohmann::json* value, const PickleRef& root,
+                                 const std::string& where) {
+  Resolve(value, root, where, 0);
 }
 
 PickleRef PickleOmegaConfContent(const PickleRef& value) {

@@ -121,6 +121,14 @@ nlohmann::json PickleToJson(const PickleRef& value, const std::string& where);
 extern const char kOmegaConfUnresolved[];
 void PickleCheckResolved(const nlohmann::json& value, const std::string& where);
 
+// Resolves omegaconf's absolute interpolations in `value`: a marker "${a.b.c}" (what fairseq's
+// II("a.b.c") defaults write) becomes the value at that path of `root` (the whole cfg, a pickled
+// DictConfig or dict), itself resolved, at most 16 references deep (a cycle stays a marker).
+// Anything else stays a marker for PickleCheckResolved: "???", text around an interpolation,
+// resolvers ("${oc.env:X}"), relative paths ("${.a}") and paths that name nothing.
+void PickleResolveInterpolations(nlohmann::json* value, const PickleRef& root,
+                                 const std::string& where);
+
 // An omegaconf DictConfig / ListConfig as its _content (a dict / list of nodes), a value node
 // as its _val, repeatedly; any other value as itself.
 PickleRef PickleOmegaConfContent(const PickleRef& value);

@@ -229,16 +229,38 @@ TEST_CASE("fairseq: an omegaconf option that is an interpolation or missing is r
   CHECK(error(arch) == at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
   CHECK(error(arch + OmegaValue("encoder_layers", testing::PickleString("${model.layers}"))) ==
         at + ": cfg.model: \"encoder_layers\" is the omegaconf interpolation \"${model.layers}\", "
-             "a value omegaconf computes when read, which is not resolved here; save the "
+             "which is not resolved here (only ${a.b} paths to a value of cfg are); save the "
              "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
   CHECK(error(OmegaValue("arch", testing::PickleString("???"))) ==
         at + ": cfg.model: \"arch\" is omegaconf's missing value \"???\" (the option was never "
              "set)");
   // A flag tern refuses when true is not taken as false when omegaconf would compute it.
   CHECK(error(arch + OmegaValue("cross_self_attention", testing::PickleString("${x}"))) ==
-        at + ": cfg.model: \"cross_self_attention\" is the omegaconf interpolation \"${x}\", a "
-             "value omegaconf computes when read, which is not resolved here; save the "
+        at + ": cfg.model: \"cross_self_attention\" is the omegaconf interpolation \"${x}\", "
+             "which is not resolved here (only ${a.b} paths to a value of cfg are); save the "
              "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+  // A path to another option (fairseq's II("model.x") defaults) is resolved, through a chain;
+  // a cycle, a resolver or text around the reference is not.
+  const std::string layers = OmegaValue("decoder_layers", testing::PickleInt(2));
+  CHECK(error(arch + layers +
+              OmegaValue("encoder_layers", testing::PickleString("${model.decoder_layers}"))) ==
+        at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
+  CHECK(error(arch + layers + OmegaValue("a", testing::PickleString("${model.decoder_layers}")) +
+              OmegaValue("encoder_layers", testing::PickleString("${model.a}"))) ==
+        at + ": required tensor \"encoder.embed_tokens.weight\" is missing");
+  CHECK(error(arch + layers + OmegaValue("encoder_layers", testing::PickleString("x${model.a}"))) ==
+        at + ": cfg.model: \"encoder_layers\" is the omegaconf interpolation \"x${model.a}\", "
+             "which is not resolved here (only ${a.b} paths to a value of cfg are); save the "
+             "checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
+  CHECK_THAT(error(arch + OmegaValue("a", testing::PickleString("${model.b}")) +
+                   OmegaValue("b", testing::PickleString("${model.a}")) +
+                   OmegaValue("encoder_layers", testing::PickleString("${model.a}"))),
+             Catch::Matchers::ContainsSubstring(
+                 "cfg.model: \"encoder_layers\" is the omegaconf interpolation \"${model."));
+  CHECK(error(arch + OmegaValue("encoder_layers", testing::PickleString("${oc.env:LAYERS}"))) ==
+        at + ": cfg.model: \"encoder_layers\" is the omegaconf interpolation "
+             "\"${oc.env:LAYERS}\", which is not resolved here (only ${a.b} paths to a value of "
+             "cfg are); save the checkpoint with cfg = OmegaConf.to_container(cfg, resolve=True)");
   // An option not read may be anything omegaconf holds.
   CHECK(error(arch + OmegaValue("seed", testing::PickleString("${common.seed}")) +
               OmegaValue("data", testing::PickleString("???"))) ==

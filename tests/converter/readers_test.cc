@@ -360,8 +360,8 @@ TEST_CASE("fairseq's cfg as a pickled omegaconf DictConfig reads as data, nothin
   PickleCheckResolved(cfg["model"]["arch"], "x");
   REQUIRE_THROWS_WITH(PickleCheckResolved(cfg["model"]["seed"], "ckpt.pt: cfg.model: \"seed\""),
                       "ckpt.pt: cfg.model: \"seed\" is the omegaconf interpolation "
-                      "\"${common.seed}\", a value omegaconf computes when read, which is not "
-                      "resolved here; save the checkpoint with cfg = "
+                      "\"${common.seed}\", which is not resolved here (only ${a.b} paths to "
+                      "a value of cfg are); save the checkpoint with cfg = "
                       "OmegaConf.to_container(cfg, resolve=True)");
   REQUIRE_THROWS_WITH(PickleCheckResolved(cfg["task"]["data"], "ckpt.pt: cfg.task: \"data\""),
                       "ckpt.pt: cfg.task: \"data\" is omegaconf's missing value \"???\" (the "
@@ -375,6 +375,43 @@ TEST_CASE("fairseq's cfg as a pickled omegaconf DictConfig reads as data, nothin
   const PickleRef arch = model_content->dict[model_content->string_keys.at("arch")].second;
   CHECK(arch->type_name == "omegaconf.nodes.AnyNode");
   CHECK(PickleOmegaConfContent(arch)->s == "transformer");
+}
+
+TEST_CASE("omegaconf interpolations: paths into cfg resolved, plain text or DictConfig",
+          "[readers][torch]") {
+  auto run = [](const std::string& body) {
+    const std::string p = std::string("\x80\x02") + body + ".";
+    return Unpickle(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "x.pkl");
+  };
+  // A cfg saved as plain containers (OmegaConf.to_container without resolve) keeps "${...}" as
+  // text; one saved as a DictConfig keeps it in its nodes. Both resolve the same way.
+  const std::string values = testing::PickleString("a") + testing::PickleInt(3) +
+                             testing::PickleString("b") + testing::PickleString("${model.a}") +
+                             testing::PickleString("c") + testing::PickleString("${model.b}") +
+                             testing::PickleString("d") + testing::PickleString("${model.zz}") +
+                             testing::PickleString("e") + testing::PickleString("x");
+  const std::string plain = "}(" + testing::PickleString("model") + "}(" + values + "uu";
+  const nlohmann::json unresolved = {{std::string(kOmegaConfUnresolved), "${model.zz}"}};
+  const nlohmann::json want = {{"a", 3}, {"b", 3}, {"c", 3}, {"d", unresolved}, {"e", "x"}};
+  const PickleRef root = run(plain);
+  nlohmann::json model = PickleToJson(root->dict[0].second, "cfg.model");
+  PickleResolveInterpolations(&model, root, "cfg.model");
+  CHECK(model == want);
+  const std::string nodes =
+      testing::PickleString("a") + OmegaNode(testing::PickleInt(3)) + testing::PickleString("b") +
+      OmegaNode(testing::PickleString("${model.a}")) + testing::PickleString("c") +
+      OmegaNode(testing::PickleString("${model.b}")) + testing::PickleString("d") +
+      OmegaNode(testing::PickleString("${model.zz}")) + testing::PickleString("e") +
+      OmegaNode(testing::PickleString("x"));
+  const std::string omega =
+      OmegaConf("dictconfig\nDictConfig", "_content",
+                "}(" + testing::PickleString("model") +
+                    OmegaConf("dictconfig\nDictConfig", "_content", "}(" + nodes + "u") + "u");
+  const PickleRef omega_root = run(omega);
+  nlohmann::json omega_model =
+      PickleToJson(PickleOmegaConfContent(omega_root)->dict[0].second, "cfg.model");
+  PickleResolveInterpolations(&omega_model, omega_root, "cfg.model");
+  CHECK(omega_model == want);
 }
 
 TEST_CASE("omegaconf containers: lists, a missing or interpolated container, what stays refused",
