@@ -78,6 +78,36 @@ inline std::string ConvertError(const convert::ConvertOptions& options) {
   return "";
 }
 
+// The greedy ids of source `sentence` of `e`, from the model `options` converts (the pinned
+// int8 / int4 ids of the family tests), run alone on `backend` with room for `max_target` target
+// tokens. Throws with the status message when a step fails.
+inline std::vector<int32_t> GreedyIdsOf(const convert::ConvertOptions& options,
+                                        const ExpectedOutputs& e, Backend backend, int64_t sentence,
+                                        int64_t max_target,
+                                        const DecodingOptions& decoding = DecodingOptions{}) {
+  AlignedBytes bytes(convert::SerializeModel(convert::BuildContents(options)));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  if (!model.ok()) throw std::runtime_error(model.status().message());
+  Limits limits;
+  limits.backend = backend;
+  limits.max_source_length = static_cast<int32_t>(e.src_seq);
+  limits.max_target_length = static_cast<int32_t>(max_target);
+  auto need = Session::RequiredArenaBytes(model.value(), limits);
+  if (!need.ok()) throw std::runtime_error(need.status().message());
+  std::vector<uint8_t> arena(need.value());
+  Session session;
+  Status s = session.Prepare(model.value(), limits, arena.data(), arena.size());
+  if (!s.ok()) throw std::runtime_error(s.message());
+  std::vector<int32_t> out(static_cast<size_t>(max_target));
+  size_t n = 0;
+  s = session.TranslateIds(Span<const int32_t>(e.src_ids.data() + sentence * e.src_seq,
+                                               static_cast<size_t>(e.src_lengths[sentence])),
+                           Span<int32_t>(out.data(), out.size()), &n, decoding);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  out.resize(n);
+  return out;
+}
+
 // Converts with `options` and runs on `backend`: the teacher-forced logits (and the encoder
 // output) of the whole batch and of each sentence alone, and the greedy ids of the batch in one
 // call and of each sentence alone (with e.forced_bos_id forced first, when set).

@@ -78,25 +78,8 @@ TEST_CASE("OpenNMT-py: int8 and int4 greedy ids are pinned", "[architectures][op
     for (DType dtype : {DType::kI8, DType::kI4}) {
       for (Backend backend : testing::Backends()) {
         INFO(DTypeName(dtype) << ", backend " << static_cast<int>(backend));
-        const TernContents contents = BuildContents(Options(f, dtype));
-        AlignedBytes bytes(SerializeModel(contents));
-        auto model = Model::Load(bytes.data(), bytes.size());
-        REQUIRE(model.ok());
-        Limits limits;
-        limits.backend = backend;
-        limits.max_source_length = static_cast<int32_t>(e.src_seq);
-        limits.max_target_length = static_cast<int32_t>(e.max_len);
-        std::vector<uint8_t> arena(Session::RequiredArenaBytes(model.value(), limits).value());
-        Session session;
-        REQUIRE(session.Prepare(model.value(), limits, arena.data(), arena.size()).ok());
-        std::vector<int32_t> out(static_cast<size_t>(e.max_len));
-        size_t n = 0;
-        const Status s = session.TranslateIds(
-            Span<const int32_t>(e.src_ids.data(), static_cast<size_t>(e.src_lengths[0])),
-            Span<int32_t>(out.data(), out.size()), &n);
-        INFO(s.message());
-        REQUIRE(s.ok());
-        out.resize(n);
+        const std::vector<int32_t> out =
+            testing::GreedyIdsOf(Options(f, dtype), e, backend, 0, e.max_len);
         const bool reference = backend == Backend::kReference;
         std::string got;
         for (int32_t v : out) got += std::to_string(v) + ", ";
