@@ -89,6 +89,16 @@ TEST_CASE("a training checkpoint needs --state-key", "[readers][torch]") {
   options.extra_state_keys = {"epoch"};
   REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), options),
                       ContainsSubstring("entry \"epoch\" is a int, not a dict of tensors"));
+  CheckpointOptions no_key;
+  no_key.extra_state_keys = {"generator"};
+  REQUIRE_THROWS_WITH(Checkpoint::Open(Fixture("training.pt"), no_key),
+                      ContainsSubstring("data.pkl: extra state dicts need a state key"));
+  // Option data as JSON: dict keys are strings or integers (written as decimal strings).
+  const std::string keys = std::string("\x80\x02}(K\x07") + testing::PickleString("seven") + "N" +
+                           testing::PickleString("none") + "u.";
+  const PickleRef odd = Unpickle(reinterpret_cast<const uint8_t*>(keys.data()), keys.size(), "k");
+  REQUIRE_THROWS_WITH(PickleToJson(odd, "cfg"),
+                      "cfg: a dict key is a None, expected a string or an integer");
   options.extra_state_keys.clear();
   options.state_key = "optimizer";
   REQUIRE_THROWS_WITH(
