@@ -12,13 +12,17 @@ constexpr int kLanes = 16;
 
 inline float Dot(const float* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  const int64_t full = n - n % kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) {
     for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
   }
-  float sum = 0.0f;
-  for (int l = 0; l < kLanes; ++l) sum += acc[l];
-  for (; i < n; ++i) sum += a[i] * b[i];
+  // Halving the lanes pairwise keeps the reduction vectorized (4 vector adds, not 16 dependent
+  // scalar ones): at d_head 64 the serial sum cost more than the products.
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+  }
+  float sum = acc[0];
+  for (int64_t i = full; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }
 
@@ -35,11 +39,24 @@ inline float Max(const float* x, int64_t n) {
   return max;
 }
 
-// x[i] = e^(x[i] - max), returning their sum.
+// x[i] = e^(x[i] - max), returning their sum. vec::Exp (branch-free, relative error ~1e-7)
+// instead of std::exp, a library call per key that kept this loop scalar; the sum in lanes.
+// x[i] - max <= 0, and Exp's clamp at -87 adds at most ~1.6e-38 per masked-out key.
 inline float ExpSum(float* x, int64_t n, float max) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      x[i + l] = Exp(x[i + l] - max);
+      lanes[l] += x[i + l];
+    }
+  }
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  }
+  float sum = lanes[0];
+  for (; i < n; ++i) {
+    x[i] = Exp(x[i] - max);
     sum += x[i];
   }
   return sum;
@@ -48,6 +65,56 @@ inline float ExpSum(float* x, int64_t n, float max) {
 // out[0, n) += a * x[0, n)
 inline void Axpy(float a, const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += a * x[i];
+}
+
+// scores[j] = q . k_j for the n keys (rows ldk apart), and out[0, d) += sum_j w_j v_j: the two
+// loops over the K/V cache. With the head size a constant (Fixed below) the d-wide accumulator
+// stays in vector registers across the keys instead of being loaded and stored once per key,
+// which was most of a decode step's attention time (store-to-load round trips on `out`). The
+// sums run in the same order either way, so both give the same bits.
+template <int64_t D>
+inline void ScoresFixed(const float* q, const float* k, int64_t ldk, int64_t n, float* scores) {
+  for (int64_t j = 0; j < n; ++j) scores[j] = Dot(q, k + j * ldk, D);
+}
+
+template <int64_t D>
+inline void WeightedSumFixed(const float* w, float scale, const float* v, int64_t ldv, int64_t n,
+                             float* out) {
+  float acc[D] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const float a = w[j] * scale;
+    const float* vj = v + j * ldv;
+    for (int64_t c = 0; c < D; ++c) acc[c] += a * vj[c];
+  }
+  for (int64_t c = 0; c < D; ++c) out[c] += acc[c];
+}
+
+inline void Scores(const float* q, const float* k, int64_t ldk, int64_t n, int64_t d,
+                   float* scores) {
+  switch (d) {
+    case 32:
+      return ScoresFixed<32>(q, k, ldk, n, scores);
+    case 64:
+      return ScoresFixed<64>(q, k, ldk, n, scores);
+    case 128:
+      return ScoresFixed<128>(q, k, ldk, n, scores);
+    default:
+      for (int64_t j = 0; j < n; ++j) scores[j] = Dot(q, k + j * ldk, d);
+  }
+}
+
+inline void WeightedSum(const float* w, float scale, const float* v, int64_t ldv, int64_t n,
+                        int64_t d, float* out) {
+  switch (d) {
+    case 32:
+      return WeightedSumFixed<32>(w, scale, v, ldv, n, out);
+    case 64:
+      return WeightedSumFixed<64>(w, scale, v, ldv, n, out);
+    case 128:
+      return WeightedSumFixed<128>(w, scale, v, ldv, n, out);
+    default:
+      for (int64_t j = 0; j < n; ++j) Axpy(w[j] * scale, v + j * ldv, out, d);
+  }
 }
 
 }  // namespace
@@ -72,7 +139,7 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
       for (int64_t c = 0; c < d_head; ++c) oi[c] = 0.0f;
       if (visible <= 0) continue;  // Fully masked: zeros, as the reference gives.
       const float* qi = q + i * ldq + col;
-      for (int64_t j = 0; j < visible; ++j) scores[j] = Dot(qi, k + j * ldk + kv, d_head);
+      Scores(qi, k + kv, ldk, visible, d_head, scores);
       const int64_t position = rel != nullptr ? rel->query_position + i : i;
       if (shaw) {  // + q_i . a^K_clip(j-i): one dot product per clipped distance.
         float* qa = rel->scratch;
@@ -99,7 +166,7 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
         continue;
       }
       const float inv = 1.0f / ExpSum(scores, visible, max);
-      for (int64_t j = 0; j < visible; ++j) Axpy(scores[j] * inv, v + j * ldv + kv, oi, d_head);
+      WeightedSum(scores, inv, v + kv, ldv, visible, d_head, oi);
       if (shaw) {  // + sum_j alpha_ij a^V_clip(j-i), the weights summed per clipped distance.
         float* w = rel->scratch;
         for (int64_t r = 0; r < span; ++r) w[r] = 0.0f;

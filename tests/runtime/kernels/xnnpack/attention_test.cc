@@ -93,7 +93,7 @@ void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::Att
 
 TEST_CASE("xnnpack attention loops match the reference", "[xnnpack][attention]") {
   uint32_t seed = 1;
-  for (int64_t d_head : {1, 5, 16, 64, 67}) {
+  for (int64_t d_head : {1, 5, 16, 32, 64, 67, 128}) {
     for (int64_t heads : {1, 3, 8}) {
       ref::AttentionMask all;
       all.key_length = 9;
