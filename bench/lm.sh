@@ -44,6 +44,11 @@ checkpoint=$(field "$models" "j['$SHAPE']['checkpoint']")
 config=$(field "$models" "j['$SHAPE']['config']")
 onnx=$(dirname "$checkpoint")/onnx
 if [[ ",$ENGINES," == *,ort-* ]]; then
+  # The ONNX export needs python3-onnx (as bench/run.sh installs it); a fresh machine lacks it.
+  "$PY" -c 'import onnx' 2>/dev/null || {
+    echo "[lm] installing python3-onnx" >&2
+    apt-get install -y -q python3-onnx >&2
+  }
   if [[ ! -d bench/peers/node_modules/onnxruntime-node ]]; then
     (cd bench/peers && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund >&2)
   fi
