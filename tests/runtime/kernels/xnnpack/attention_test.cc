@@ -98,6 +98,9 @@ TEST_CASE("xnnpack attention loops match the reference", "[xnnpack][attention]")
       ref::AttentionMask all;
       all.key_length = 9;
       Check(1, 9, heads, d_head, all, seed++);  // one decode step over a cache of 9
+      ref::AttentionMask long_cache;
+      long_cache.key_length = 40;  // the softmax's 16-lane blocks twice, then a tail of 8
+      Check(1, 40, heads, d_head, long_cache, seed++);
       Check(9, 9, heads, d_head, all, seed++);  // encoder self-attention
       ref::AttentionMask padded;
       padded.key_length = 5;  // keys 5.. are padding
