@@ -16,6 +16,7 @@
 #include "converter/readers/file_bytes.h"
 #include "converter/sha256.h"
 #include "converter/tokenizer/marian_spm.h"
+#include "converter/tokenizer/prompt_specials.h"
 #include "converter/tokenizer/tokenizer_json.h"
 #include "converter/tokenizer/vocab_map.h"
 #include "runtime/model/model.h"
@@ -208,7 +209,8 @@ TernContents BuildContents(const ConvertOptions& options) {
   // The tokenizers are checked before the (possibly long) tensor conversion.
   const bool decoder_only = out.config.architecture == Architecture::kDecoderOnly;
   std::string tokenizer_path = options.tokenizer;
-  std::string vocab_map_path;  // a vocab.json the tokenizer's map came from
+  std::string vocab_map_path;     // a vocab.json the tokenizer's map came from
+  TokenizerConfig prompt_config;  // a language model's tokenizer_config.json, when read
   // Beside a language model: a SentencePiece tokenizer.model (LLaMA 1/2, Mistral, TinyLlama)
   // before a tokenizer.json (their tokenizer.json is a byte-fallback BPE that tern does not take;
   // GPT-2, LLaMA 3, Qwen2 and SmolLM ship no tokenizer.model).
@@ -292,7 +294,13 @@ TernContents BuildContents(const ConvertOptions& options) {
                     "takes SentencePiece models only");
       }
       out.bpe_tokenizer = ReadBpeTokenizer(tokenizer_path, found, vocab, vocab_name);
+      std::vector<std::string> specials_notes;
+      if (decoder_only) {
+        prompt_config = ReadTokenizerConfig(arch::DirName(options.checkpoint));
+        ApplyPromptSpecials(prompt_config, tokenizer_path, &*out.bpe_tokenizer, &specials_notes);
+      }
       if (options.note) {
+        for (const auto& n : specials_notes) options.note("tokenizer: " + n);
         options.note(std::string("tokenizer: ") + (found ? "took " : "") + tokenizer_path + ": " +
                      out.bpe_tokenizer->Describe());
         for (const auto& n : out.bpe_tokenizer->notes) options.note("tokenizer: " + n);
@@ -350,17 +358,42 @@ TernContents BuildContents(const ConvertOptions& options) {
                      std::to_string(sentencepiece.vocab_size()) + " pieces, both sides" +
                      (arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
       }
+      if (decoder_only) {
+        Tokenizer sentencepiece;
+        (void)sentencepiece.Load(
+            Span<const uint8_t>(out.source_tokenizer.data(), out.source_tokenizer.size()));
+        // tokenizer_config.json's add_bos_token / add_eos_token (prompt_specials.h).
+        prompt_config = ReadTokenizerConfig(arch::DirName(options.checkpoint));
+        std::vector<std::string> specials_notes;
+        const PromptSpecials specials = SentencePiecePromptSpecials(
+            prompt_config, sentencepiece, tokenizer_path, &specials_notes);
+        out.prompt_add_bos = specials.add_bos;
+        out.prompt_add_eos = specials.add_eos;
+        std::string around;
+        if (specials.add_bos && sentencepiece.bos_id() >= 0) {
+          around = "BOS " + std::to_string(sentencepiece.bos_id()) + " added before";
+        }
+        if (specials.add_eos) {
+          around += (around.empty() ? "" : " and ") + std::string("EOS ") +
+                    std::to_string(sentencepiece.eos_id()) + " added after";
+        }
+        if (options.note) {
+          options.note(
+              "tokenizer: " + std::string(model_found ? "took " : "") + tokenizer_path +
+              ": SentencePiece, " + std::to_string(sentencepiece.vocab_size()) + " pieces, " +
+              (around.empty() ? "nothing added around" : around) + " a prompt" +
+              (model_found && arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
+          for (const auto& n : specials_notes) options.note("tokenizer: " + n);
+        }
+      }
       if (model_found && options.note) {
         Tokenizer sentencepiece;
         (void)sentencepiece.Load(
             Span<const uint8_t>(out.source_tokenizer.data(), out.source_tokenizer.size()));
-        options.note("tokenizer: took " + tokenizer_path + ": SentencePiece, " +
-                     std::to_string(sentencepiece.vocab_size()) + " pieces, BOS " +
-                     std::to_string(sentencepiece.bos_id()) + " added before a prompt" +
-                     (arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
         // Prompts get the tokenizer's BOS, generation stops at the config's EOS: say so when
         // the two disagree (a config.json written for another tokenizer).
-        if (sentencepiece.bos_id() >= 0 && sentencepiece.bos_id() != out.config.bos_id) {
+        if (out.prompt_add_bos && sentencepiece.bos_id() >= 0 &&
+            sentencepiece.bos_id() != out.config.bos_id) {
           options.note("tokenizer: its BOS " + std::to_string(sentencepiece.bos_id()) +
                        " differs from the config's bos_id " + std::to_string(out.config.bos_id) +
                        "; prompts get the tokenizer's");
@@ -423,6 +456,7 @@ TernContents BuildContents(const ConvertOptions& options) {
     if (!f->empty()) out.inputs.push_back(*f);
   }
   for (const auto& f : marian_inputs) out.inputs.push_back(f);
+  if (!prompt_config.path.empty()) out.inputs.push_back(prompt_config.path);
   return out;
 }
 

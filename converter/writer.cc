@@ -89,6 +89,17 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
     auto mapped = schema::CreateMappedSentencePiece(fbb, model, ids);
     tokenizer =
         schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePieceMapped, 0, 0, 0, mapped);
+  } else if (c.NonDefaultPromptSpecials()) {
+    // (Only a decoder-only model may hold one: Model::Load checks that, before any file is
+    // written.)
+    if (!c.target_tokenizer.empty()) {
+      throw Error("a prompt's BOS / EOS rule goes with a language model's one SentencePiece model");
+    }
+    auto model = fbb.CreateVector(c.source_tokenizer);
+    auto specials =
+        schema::CreateSentencePieceSpecials(fbb, model, c.prompt_add_bos, c.prompt_add_eos);
+    tokenizer = schema::CreateTokenizer(fbb, schema::TokenizerKind_SentencePieceSpecials, 0, 0, 0,
+                                        0, 0, specials);
   } else if (!c.source_tokenizer.empty()) {
     auto src = fbb.CreateVector(c.source_tokenizer);
     auto tgt = fbb.CreateVector(c.target_tokenizer);
@@ -135,7 +146,8 @@ uint16_t FormatMinor(const TernContents& contents) {
   // 1.2 files read the same in every 1.x reader: the floor. Each config field that differs from
   // its default needs the minor that added it (config_fields.h's since column; kv_heads = heads
   // is stored as the default), and each enum value the minor that added it (ValueSince: GeGLU is
-  // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5.
+  // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5, a SentencePiece
+  // language model's own BOS / EOS rule 1.10.
   const ModelConfig c = FileConfig(contents.config);
   uint16_t minor = 2;
   auto need = [&minor](bool used, uint16_t since) {
@@ -158,6 +170,7 @@ uint16_t FormatMinor(const TernContents& contents) {
   need(!contents.languages.empty(), 7);
   need(!contents.vocabulary_map.empty(), 8);
   need(!contents.target_vocabulary_map.empty(), 9);
+  need(contents.NonDefaultPromptSpecials(), 10);
   return minor;
 }
 

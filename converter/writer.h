@@ -27,6 +27,15 @@ struct TernContents {
   // target_vocabulary_map[p]; each side has its own model: Tokenizer.mapped (source) and
   // Tokenizer.target_mapped, kind SentencePieceMappedPair, format 1.9 (Marian's vocab.json).
   std::vector<int32_t> target_vocabulary_map;
+  // A language model's SentencePiece model (source_tokenizer, no map) puts BOS before a prompt
+  // and nothing after unless these say otherwise (tokenizer_config.json): then it is stored as
+  // Tokenizer.specials, kind SentencePieceSpecials, format 1.10.
+  bool prompt_add_bos = true;
+  bool prompt_add_eos = false;
+  bool NonDefaultPromptSpecials() const {
+    return !source_tokenizer.empty() && vocabulary_map.empty() &&
+           (!prompt_add_bos || prompt_add_eos);
+  }
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
   // The vocabulary shortlist: format 1.5.

@@ -332,6 +332,7 @@ Result<Model> Model::Load(const void* data, size_t size) {
   TERN_RETURN_IF_ERROR(
       CheckLanguages(*model.root_, model.config_.src_vocab_size, model.config_.tgt_vocab_size));
   TERN_RETURN_IF_ERROR(model.CheckVocabularyMap());
+  TERN_RETURN_IF_ERROR(model.CheckSpecials());
   // The architecture's tensors (names, shapes) are checked when a session is prepared
   // (ValidateArchitecture, runtime/models/architectures.h): the loader knows the file format
   // only, so it depends on nothing above runtime/model/.
@@ -526,8 +527,43 @@ Status Model::Require(const char* name, int rank, const int64_t* expected_dims,
 
 Span<const uint8_t> Model::source_tokenizer() const {
   const auto* tok = root_ ? root_->tokenizer() : nullptr;
-  if (tok == nullptr || tok->source_model() == nullptr) return {};
+  if (tok == nullptr) return {};
+  if (tok->kind() == schema::TokenizerKind_SentencePieceSpecials) {
+    const auto* specials = tok->specials();
+    if (specials == nullptr || specials->model() == nullptr) return {};
+    return {specials->model()->data(), specials->model()->size()};
+  }
+  if (tok->source_model() == nullptr) return {};
   return {tok->source_model()->data(), tok->source_model()->size()};
+}
+
+Model::PromptSpecials Model::prompt_specials() const {
+  PromptSpecials out;
+  const auto* tok = root_ ? root_->tokenizer() : nullptr;
+  if (tok != nullptr && tok->kind() == schema::TokenizerKind_SentencePieceSpecials &&
+      tok->specials() != nullptr) {
+    out.add_bos = tok->specials()->add_bos();
+    out.add_eos = tok->specials()->add_eos();
+  }
+  return out;
+}
+
+// A SentencePieceSpecials tokenizer (format 1.10) is a language model's: translation text paths
+// do not read its add_bos / add_eos, so another architecture's file holding one is refused.
+Status Model::CheckSpecials() const {
+  const auto* tok = root_->tokenizer();
+  if (tok == nullptr || tok->kind() != schema::TokenizerKind_SentencePieceSpecials) {
+    return Status::Ok();
+  }
+  if (config_.architecture != Architecture::kDecoderOnly) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "tokenizer: kind SentencePieceSpecials is for decoder-only models");
+  }
+  if (source_tokenizer().empty()) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "tokenizer.specials: kind SentencePieceSpecials needs a model");
+  }
+  return Status::Ok();
 }
 
 namespace {

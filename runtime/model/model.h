@@ -82,8 +82,17 @@ class Model {
   bool Find(const char* name, TensorInfo* info) const;
   // Find, then check dtype class and shape. expected_dims of -1 match anything.
   Status Require(const char* name, int rank, const int64_t* expected_dims, TensorInfo* info) const;
-  // Serialized SentencePiece models; empty when the file has none.
+  // Serialized SentencePiece models; empty when the file has none. For a language model's
+  // SentencePieceSpecials (format 1.10) the source is that table's model.
   Span<const uint8_t> source_tokenizer() const;
+  // The SentencePiece tokens a language model's text path puts around a prompt: BOS before, no
+  // EOS after, unless the file's tokenizer is SentencePieceSpecials (tokenizer_config.json's
+  // add_bos_token / add_eos_token, format 1.10).
+  struct PromptSpecials {
+    bool add_bos = true;
+    bool add_eos = false;
+  };
+  PromptSpecials prompt_specials() const;
   Span<const uint8_t> target_tokenizer() const;
   // Format 1.8 (TokenizerKind SentencePieceMapped): a SentencePiece model serving both sides and
   // its piece -> model id map (empty when the file has none). Load checks the map: every id -1
@@ -115,6 +124,7 @@ class Model {
  private:
   Status CheckTensors() const;
   Status CheckVocabularyMap() const;
+  Status CheckSpecials() const;
   TensorInfo Describe(const schema::Tensor* tensor) const;
 
   const uint8_t* data_ = nullptr;

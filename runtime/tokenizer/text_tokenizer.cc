@@ -20,6 +20,8 @@ Status TextTokenizer::Load(const Model& model) {
     TERN_RETURN_IF_ERROR(sentencepiece_.Load(model.source_tokenizer()));
     kind_ = Kind::kSentencePiece;
   }
+  add_bos_ = model.prompt_specials().add_bos;
+  add_eos_ = model.prompt_specials().add_eos;
   if (kind_ != Kind::kNone) {
     const int32_t vocab =
         kind_ == Kind::kSentencePiece ? sentencepiece_.vocab_size() : bpe_.vocab_size();
@@ -53,8 +55,9 @@ Status TextTokenizer::EncodePrompt(const char* text, size_t size, bool add_speci
                                    bool parse_special, std::vector<int32_t>* ids) {
   if (kind_ == Kind::kSentencePiece) {
     TERN_RETURN_IF_ERROR(sentencepiece_.Encode(std::string(text, size), false, 0, ids));
-    const int32_t bos = sentencepiece_.bos_id();
-    if (add_special_tokens && bos >= 0) ids->insert(ids->begin(), bos);
+    const int32_t bos = sentencepiece_.bos_id(), eos = sentencepiece_.eos_id();
+    if (add_special_tokens && add_bos_ && bos >= 0) ids->insert(ids->begin(), bos);
+    if (add_special_tokens && add_eos_ && eos >= 0) ids->push_back(eos);
     return Status::Ok();
   }
   if (kind_ != Kind::kByteLevelBpe) {

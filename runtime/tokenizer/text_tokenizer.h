@@ -9,7 +9,10 @@
 //                   TemplateProcessing's single template, e.g. LLaMA 3's <|begin_of_text|>;
 //                   none for GPT-2, whose tokenizer.json has only a ByteLevel post-processor);
 //   SentencePiece   the model's BOS piece before the text when it has one (bos_id >= 0), as
-//                   Hugging Face's LlamaTokenizer (add_bos_token) and llama.cpp do.
+//                   Hugging Face's LlamaTokenizer (add_bos_token) and llama.cpp do; a
+//                   SentencePieceSpecials file (format 1.10) says instead whether BOS goes
+//                   before and EOS after (tokenizer_config.json's add_bos_token /
+//                   add_eos_token, Model::prompt_specials).
 // Special tokens of the output: BPE's special added tokens and SentencePiece's control pieces
 // (<s>, </s>, padding) give no bytes unless `print_special`.
 //
@@ -59,6 +62,8 @@ class TextTokenizer {
 
  private:
   Kind kind_ = Kind::kNone;
+  bool add_bos_ = true;  // SentencePiece: Model::prompt_specials
+  bool add_eos_ = false;
   BpeTokenizer bpe_;
   Tokenizer sentencepiece_;
   std::vector<uint8_t> workspace_;  // BPE encode workspace, grown to the longest prompt

@@ -131,6 +131,13 @@ int32_t Tokenizer::bos_id() const {
   return piece_to_model_[bos];
 }
 
+int32_t Tokenizer::eos_id() const {
+  if (!processor_) return -1;
+  const int32_t eos = processor_->eos_id();
+  if (!mapped() || eos < 0) return eos;
+  return piece_to_model_[eos];
+}
+
 Status Tokenizer::PieceBytes(int32_t id, bool print_control, std::string* bytes) const {
   if (!processor_) return Status::Error(StatusCode::kFailedPrecondition, "tokenizer not loaded");
   if (id < 0 || id >= vocab_size()) {

@@ -58,6 +58,8 @@ class Tokenizer {
   int32_t vocab_size() const;
   // The model's BOS id (-1 when it has none).
   int32_t bos_id() const;
+  // The model's EOS id (-1 when it has none).
+  int32_t eos_id() const;
   // The bytes `id` streams as, appended to *bytes: the piece with U+2581 as a space (the first
   // piece of a text keeps its space: a continuation follows its prompt), a byte piece <0xAB> as
   // that byte, the unknown piece as " \u2047 " (SentencePiece's default surface), a control

@@ -73,5 +73,56 @@ mistral mistral spm_llama.model 1000 1
 gemma gemma spm_llama.model 1000 1
 EOF_FAMILIES
 
+# tokenizer_config.json beside the checkpoint (converter/tokenizer/prompt_specials.h): the
+# prompt's ids are BEFORE + the text's + AFTER. Per case: a family above, its tokenizer_config.
+same_ids() {  # same_ids WITH WITHOUT BEFORE AFTER: WITH == BEFORE + WITHOUT + AFTER
+  python3 -c 'import json, sys
+w, wo, b, a = (json.loads(x) for x in sys.argv[1:])
+sys.exit(w != b + wo + a)' "$@"
+}
+while read -r name base before after config; do
+  dir=$work/specials_$name
+  cp -r "$work/$base" "$dir"
+  # The same command without the config first (its options are in the file's metadata).
+  tern convert "$dir/model.safetensors" --arch auto -o "$dir.tern" 2>/dev/null && mv "$dir.tern" "$dir.plain"
+  printf '%s\n' "$config" >"$dir/tokenizer_config.json"
+  notes=$(tern convert "$dir/model.safetensors" --arch auto -o "$dir.tern" 2>&1 >/dev/null)
+  p=$(tern generate -m "$dir.tern" --prompt "$prompt" --max-new-tokens 6 --ignore-eos --json)
+  q=$(tern generate -m "$dir.tern" --prompt "$prompt" --max-new-tokens 6 --ignore-eos --json --no-special-tokens)
+  check "$name: the prompt is $before + its text + $after" \
+    same_ids "$(json prompt_ids <<<"$p")" "$(json prompt_ids <<<"$q")" "$before" "$after"
+  r=$(tern generate -m "$dir.tern" --ids "$(ids_of "$(json prompt_ids <<<"$p")")" --max-new-tokens 6 --ignore-eos --json)
+  check "$name: --prompt generates what --ids generates from its ids" \
+    test "$(json ids <<<"$p")" == "$(json ids <<<"$r")"
+  case $name in
+    llama2_no_bos_eos)
+      check "$name: convert says what the config changed" \
+        grep -qF "add_bos_token false, add_eos_token true: a prompt gets no BOS before and EOS after (format 1.10)" <<<"$notes"
+      check "$name: convert says what a prompt gets" grep -qF "pieces, EOS 2 added after a prompt" <<<"$notes"
+      check "$name: inspect shows it" grep -qF "a prompt gets no BOS before and EOS after (format 1.10)" <<<"$(tern inspect "$dir.tern")" ;;
+    llama2_default)
+      # The default said out loud: the file is byte for byte the one without the config.
+      check "$name: the same file as without tokenizer_config.json" cmp -s "$dir.tern" "$dir.plain" ;;
+    llama3_fast)
+      check "$name: convert says it replaced the post-processor's" \
+        grep -qF "replaces the post-processor's [1993] before and [] after a text with [] and [1994]" <<<"$notes" ;;
+  esac
+done <<'EOF_SPECIALS'
+llama2_no_bos_eos llama2 [] [2] {"tokenizer_class": "LlamaTokenizer", "add_bos_token": false, "add_eos_token": true, "bos_token": "<s>", "eos_token": "</s>"}
+llama2_default llama2 [1] [] {"tokenizer_class": "LlamaTokenizer", "add_bos_token": true, "bos_token": {"__type": "AddedToken", "content": "<s>"}}
+gemma_eos gemma [1] [2] {"tokenizer_class": "GemmaTokenizer", "add_eos_token": true}
+llama3_fast llama3 [] [1994] {"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": false, "add_eos_token": true, "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+smollm_agrees smollm [] [] {"tokenizer_class": "GPT2Tokenizer", "add_bos_token": false, "bos_token": "<|endoftext|>"}
+EOF_SPECIALS
+
+# A config that disagrees with a class's post-processor is refused, and no file is written.
+dir=$work/specials_refused
+cp -r "$work/smollm" "$dir"
+echo '{"tokenizer_class": "GPT2Tokenizer", "add_bos_token": true, "bos_token": "<|endoftext|>"}' >"$dir/tokenizer_config.json"
+err=$(tern convert "$dir/model.safetensors" --arch auto -o "$dir.tern" 2>&1 >/dev/null)
+check "a disagreeing add_bos_token is refused by name" \
+  grep -qF "$dir/tokenizer_config.json: add_bos_token is true, but $dir/tokenizer.json's post-processor puts [] before a text (bos_token \"<|endoftext|>\" is id 0)" <<<"$err"
+check "no file after the refusal" test ! -e "$dir.tern"
+
 echo "generate_families_cli_test: $pass passed, $failures failed"
 [ "$failures" -eq 0 ]

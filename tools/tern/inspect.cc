@@ -42,6 +42,13 @@ nlohmann::ordered_json DescribeTokenizer(const Model& model) {
   const schema::Tokenizer* t = model.schema()->tokenizer();
   if (t == nullptr) return j;
   if (t->kind() == schema::TokenizerKind_SentencePiece) j["kind"] = "sentencepiece";
+  if (t->kind() == schema::TokenizerKind_SentencePieceSpecials) {
+    // Format 1.10: a language model's SentencePiece model with its own BOS / EOS rule.
+    j["kind"] = "sentencepiece-specials";
+    j["add_bos"] = model.prompt_specials().add_bos;
+    j["add_eos"] = model.prompt_specials().add_eos;
+    return j;
+  }
   if (t->kind() == schema::TokenizerKind_SentencePieceMapped ||
       t->kind() == schema::TokenizerKind_SentencePieceMappedPair) {
     // Format 1.8: one model and its piece -> model id map, loaded as a text path loads them;
@@ -110,6 +117,11 @@ std::string TokenizerLine(const nlohmann::ordered_json& t) {
     return "SentencePiece per side mapped to model ids (format 1.9): source " + t["pieces"].dump() +
            " pieces, " + t["model_bytes"].dump() + " bytes; target " + t["target_pieces"].dump() +
            " pieces, " + t["target_model_bytes"].dump() + " bytes";
+  }
+  if (kind == "sentencepiece-specials") {
+    return "SentencePiece, " + t["source_bytes"].dump() + " bytes; a prompt gets " +
+           (t["add_bos"].get<bool>() ? "BOS" : "no BOS") + " before and " +
+           (t["add_eos"].get<bool>() ? "EOS" : "no EOS") + " after (format 1.10)";
   }
   if (kind == "sentencepiece-mapped") {
     if (t.contains("error"))
