@@ -2,8 +2,9 @@
 # Issue 15's language-model benchmark: tern against PyTorch and ONNX Runtime on a decoder-only
 # model of a published shape (bench/models/make_lm.py: SmolLM-135M by default, random weights),
 # same checkpoint, same prompts, interleaved rounds (engine order rotates), plus this machine's
-# read bandwidth in the same run. ONNX Runtime runs bench/peers/export_lm_onnx.py's graphs
-# (fp32, and int8 with DynamicQuantizeMatMul) through bench/peers/ort_lm_bench.js.
+# read bandwidth at each thread count in the same run (bench/tools/read_bandwidth.c). ONNX
+# Runtime runs bench/peers/export_lm_onnx.py's graphs (fp32, and int8 with DynamicQuantizeMatMul)
+# through bench/peers/ort_lm_bench.js.
 #
 #   bench/lm.sh        -> bench/results/<date>-lm.json + .md, and the table on stdout
 #
@@ -38,6 +39,11 @@ PRIO=()
 [[ -n "$NICE" && $(id -u) -eq 0 ]] && PRIO=(nice -n "$NICE")
 
 [[ -x "$TERN" ]] || { echo "no $TERN: run make build first" >&2; exit 1; }
+# make_lm.py writes the checkpoint with PyTorch; a fresh machine lacks it.
+"$PY" -c 'import torch' 2>/dev/null || {
+  echo "[lm] installing python3-torch" >&2
+  apt-get install -y -q python3-torch >&2
+}
 models=$("$PY" bench/models/make_lm.py --tern "$TERN" --shapes "$SHAPE" --dtypes fp32,int8,int4,int4row)
 field() { "$PY" -c 'import json,sys; print(eval(sys.argv[2], {"j": json.loads(sys.argv[1])}))' "$1" "$2"; }
 checkpoint=$(field "$models" "j['$SHAPE']['checkpoint']")
@@ -59,6 +65,7 @@ if [[ ",$ENGINES," == *,ort-* ]]; then
 fi
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
+cc -O2 -march=native -pthread bench/tools/read_bandwidth.c -o "$raw/read_bandwidth"
 runs=$raw/runs.jsonl
 IFS=, read -ra engines <<<"$ENGINES"
 IFS=, read -ra threads <<<"$THREADS"
@@ -84,14 +91,9 @@ for ((round = 0; round < ROUNDS; round++)); do
         "$json" "$e" "$round" >>"$runs"
     done
   done
-  # The machine's read bandwidth between rounds (numpy dot of two 256 MiB float32 vectors: a
-  # lower bound of what a vectorized kernel streams).
-  "$PY" -c '
-import json, time, numpy as np
-a = np.ones(64 << 20, dtype=np.float32); b = np.ones(64 << 20, dtype=np.float32)
-np.dot(a, b); t = time.perf_counter()
-for _ in range(5): np.dot(a, b)
-print(json.dumps({"name": "bandwidth", "bytes_per_s": 2 * a.nbytes * 5 / (time.perf_counter() - t)}))' >>"$runs"
+  # The machine's read bandwidth between rounds, at each thread count (bench/tools/
+  # read_bandwidth.c: a 1 GiB buffer summed in wide loads, median of 7 passes).
+  for t in "${threads[@]}"; do "${PRIO[@]}" "$raw/read_bandwidth" "$t" >>"$runs"; done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$(dirname "$OUT")"

@@ -19,7 +19,15 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     runs = [json.loads(line) for line in open(a.runs)]
-    bandwidth = statistics.median(r["bytes_per_s"] for r in runs if r["name"] == "bandwidth")
+    # The read bandwidth per thread count (bench/tools/read_bandwidth.c between rounds; older
+    # runs: one numpy figure without a thread count, used for every row).
+    probes = defaultdict(list)
+    for r in runs:
+        if r["name"] == "bandwidth":
+            probes[r.get("threads")].append(r["bytes_per_s"])
+    bandwidths = {t: statistics.median(v) for t, v in probes.items()}
+    bandwidth_of = lambda t: bandwidths.get(t, bandwidths.get(None, max(bandwidths.values())))  # noqa: E731
+    probe = "bench/tools/read_bandwidth.c" if None not in bandwidths else "numpy dot"
     by = defaultdict(list)  # (engine, threads) -> runs
     for r in runs:
         if r["name"] != "bandwidth":
@@ -33,10 +41,13 @@ def main():
         return statistics.median(values) if values else None
 
     lines = [f"# tern language-model benchmark ({a.shape})", "",
-             f"git {a.git}; load average {a.load}; read bandwidth {bandwidth / 1e9:.1f} GB/s "
-             "(numpy dot, median of rounds)", "",
+             f"git {a.git}; load average {a.load}; read bandwidth " +
+             ", ".join(f"{v / 1e9:.1f} GB/s" + (f" at {t} thread{'s' if t > 1 else ''}" if t else "")
+                       for t, v in sorted(bandwidths.items(), key=lambda kv: kv[0] or 0)) +
+             f" ({probe}, median of rounds)", "",
              "| engine | threads | prefill tokens/s | decode ms/token | decode tokens/s | peak RSS MiB "
-             "| decode vs streaming the file once |", "|---|--:|--:|--:|--:|--:|--:|"]
+             "| file + arena + 8 MiB | decode vs streaming the file once |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|"]
     table = []
     ids = {}
     for (engine, threads), rs in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -46,14 +57,18 @@ def main():
                "prefill_tokens_per_s": med(rs, "prefill_tokens_per_s"),
                "decode_ms_per_token": step, "decode_tokens_per_s": med(rs, "decode_tokens_per_s"),
                "peak_rss_mib": med(rs, "peak_rss_bytes") / 2**20}
+        budget = ""
         if "model_bytes" in rs[0]:
-            stream_ms = rs[0]["model_bytes"] / bandwidth * 1e3
+            stream_ms = rs[0]["model_bytes"] / bandwidth_of(threads) * 1e3
             row["decode_vs_stream"] = step / stream_ms
             stream = f"{step / stream_ms:.2f}x"
+        if "arena_bytes" in rs[0]:  # issue 15's memory target: peak RSS <= this
+            row["budget_mib"] = (rs[0]["model_bytes"] + rs[0]["arena_bytes"]) / 2**20 + 8
+            budget = f"{row['budget_mib']:.0f} ({'met' if row['peak_rss_mib'] <= row['budget_mib'] else 'over'})"
         table.append(row)
         ids[engine] = rs[0]["ids"]
         lines.append(f"| {engine} | {threads} | {row['prefill_tokens_per_s']:.1f} | {step:.2f} | "
-                     f"{row['decode_tokens_per_s']:.1f} | {row['peak_rss_mib']:.0f} | {stream} |")
+                     f"{row['decode_tokens_per_s']:.1f} | {row['peak_rss_mib']:.0f} | {budget} | {stream} |")
     lines += ["", "| decode speed-up (median of per-round ratios) | threads | ratio |",
               "|---|--:|--:|"]
     threads_seen = sorted({t for _, t in by})
@@ -79,7 +94,7 @@ def main():
     lines += ["", "Generated ids equal to the first engine's: " +
               ", ".join(f"{e} {'yes' if ok else 'no'}" for e, ok in sorted(agree.items()))]
     with open(a.out + ".json", "w") as f:
-        json.dump({"shape": a.shape, "load": a.load, "git": a.git, "bandwidth_bytes_per_s": bandwidth,
+        json.dump({"shape": a.shape, "load": a.load, "git": a.git, "bandwidth_bytes_per_s": {str(t): v for t, v in bandwidths.items()},
                    "table": table, "ids_agree": agree}, f, indent=1)
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
