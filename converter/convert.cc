@@ -385,14 +385,9 @@ TernContents BuildContents(const ConvertOptions& options) {
               (model_found && arch::FileExists(beside) ? " (" + beside + " not used)" : ""));
           for (const auto& n : specials_notes) options.note("tokenizer: " + n);
         }
-      }
-      if (model_found && options.note) {
-        Tokenizer sentencepiece;
-        (void)sentencepiece.Load(
-            Span<const uint8_t>(out.source_tokenizer.data(), out.source_tokenizer.size()));
         // Prompts get the tokenizer's BOS, generation stops at the config's EOS: say so when
         // the two disagree (a config.json written for another tokenizer).
-        if (out.prompt_add_bos && sentencepiece.bos_id() >= 0 &&
+        if (model_found && options.note && out.prompt_add_bos && sentencepiece.bos_id() >= 0 &&
             sentencepiece.bos_id() != out.config.bos_id) {
           options.note("tokenizer: its BOS " + std::to_string(sentencepiece.bos_id()) +
                        " differs from the config's bos_id " + std::to_string(out.config.bos_id) +

@@ -152,6 +152,17 @@ int main(int argc, char** argv) {
   for (int32_t p = 0; p < 41; ++p) with_pair.target_vocabulary_map.push_back(p == 7 ? -1 : p + 2);
   WriteFile(dir + "/load/mapped_pair_i8.tern", SerializeModel(with_pair));
 
+  // A language model's SentencePiece model with its own prompt specials (format 1.10,
+  // SentencePieceSpecials: no BOS, EOS after), so load_fuzzer reaches Model::CheckSpecials.
+  tern::ModelConfig lm_config = mapped_config;
+  lm_config.architecture = tern::Architecture::kDecoderOnly;
+  lm_config.encoder_layers = 0;
+  auto with_specials = RandomContents(lm_config, 11, DType::kI8);
+  with_specials.source_tokenizer = with_map.source_tokenizer;
+  with_specials.prompt_add_bos = false;
+  with_specials.prompt_add_eos = true;
+  WriteFile(dir + "/load/specials_lm_i8.tern", SerializeModel(with_specials));
+
   // The f32 tiny model's tensors under their canonical names, as a checkpoint would hold them.
   std::vector<tern::convert::HostTensor> tensors;
   for (const auto& e : RandomContents(post, 1, DType::kF32).tensors) {
