@@ -84,9 +84,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < threads; ++i) pthread_join(ids[i], NULL);
   qsort(seconds, (size_t)passes, sizeof(double), Compare);
   const double read = (double)words_per_thread * sizeof(uint64_t) * (double)threads;
-  printf("{\"name\": \"bandwidth\", \"threads\": %d, \"bytes_per_s\": %.0f, \"probe\": "
-         "\"read_bandwidth.c\"}\n",
-         threads, read / seconds[passes / 2]);
+  printf(
+      "{\"name\": \"bandwidth\", \"threads\": %d, \"bytes_per_s\": %.0f, \"probe\": "
+      "\"read_bandwidth.c\"}\n",
+      threads, read / seconds[passes / 2]);
   free(seconds);
   free(ids);
   free(data);

@@ -152,7 +152,7 @@ struct LinearKernel {
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
-  PoolGovernor pool;                      // with a thread pool: whether this layer uses it
+  RowClassGovernors pool;                 // with a thread pool: whether this layer uses it
 };
 
 // Creates the operator of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes

@@ -116,6 +116,43 @@ TEST_CASE("a pool within the margin of one thread is not used", "[xnnpack][pool]
   CHECK(Calls(g, 1000, 47500.0f, 50000.0f).pooled <= 1000 / 16);
 }
 
+// A language model's layer: a 32-row prefill (100 us on one thread: 3 us per row, the weights
+// read once for all rows), then one-row decode steps that stream the whole matrix (50 us on one
+// thread, 33 us on two: memory bandwidth). Returns how many of the decode calls were pooled.
+template <typename Governor>
+int PooledDecodeCalls(Governor&& governor_for, int decode_calls) {
+  PoolBudget budget;
+  auto call = [&](int64_t rows, float single_ns, float pooled_ns) {
+    PoolGovernor& g = governor_for(rows);
+    const Run run = g.Choose(static_cast<float>(rows), budget);
+    g.Record(run, run == Run::kPooled ? pooled_ns : single_ns, static_cast<float>(rows), &budget);
+    return run == Run::kPooled;
+  };
+  for (int i = 0; i < 20; ++i) call(32, 100000.0f, 60000.0f);
+  int pooled = 0;
+  for (int i = 0; i < decode_calls; ++i) pooled += call(1, 50000.0f, 33000.0f);
+  return pooled;
+}
+
+TEST_CASE("a layer's one-row calls are governed apart from its prefill", "[xnnpack][pool]") {
+  CHECK(RowClassGovernors::ClassOf(1) == 0);
+  CHECK(RowClassGovernors::ClassOf(2) == 1);
+  CHECK(RowClassGovernors::ClassOf(7) == 1);
+  CHECK(RowClassGovernors::ClassOf(8) == 2);
+  CHECK(RowClassGovernors::ClassOf(63) == 2);
+  CHECK(RowClassGovernors::ClassOf(64) == 3);
+  CHECK(RowClassGovernors::ClassOf(4096) == 3);
+  RowClassGovernors layer;
+  const int calls = 1000;
+  CHECK(PooledDecodeCalls([&](int64_t rows) -> PoolGovernor& { return layer.For(rows); }, calls) >=
+        calls - calls / static_cast<int>(PoolGovernor::kFirstInterval));
+  CHECK(layer.For(1).pooled_ns() > 0.0f);
+  // One governor for all row counts (the old way) takes the decode step for 3 us of work and
+  // never measures the pool on it.
+  PoolGovernor one;
+  CHECK(PooledDecodeCalls([&](int64_t) -> PoolGovernor& { return one; }, calls) == 0);
+}
+
 }  // namespace
 }  // namespace tern::xnn
 
