@@ -65,6 +65,7 @@ Status BackendPlan::Finish(const AttentionCall& call) {
   attention_shape.d_head = call.d_head;
   attention_shape.max_queries = call.max_queries;
   attention_shape.max_keys = call.max_keys;
+  attention_shape.loop_keys = call.loop_keys;
   attention = xnn::AttentionNeeds();
   if (call.max_queries > 0) {
     TERN_RETURN_IF_ERROR(xnn::MeasureAttention(attention_shape, &attention));
@@ -158,6 +159,15 @@ void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int ba
         p->Add("attention_qk_workspace", a.qk_workspace_bytes, batched_first, batched_last);
     ids->att_av_workspace =
         p->Add("attention_av_workspace", a.av_workspace_bytes, batched_first, batched_last);
+  }
+  // With a pool the one-query loops split by head: a row of scores per head.
+  const xnn::AttentionShape& shape = plan.attention_shape;
+  if (plan.threads > 1 && shape.heads > 1 && shape.loop_keys > 0) {
+    ids->att_loop_scores = p->Add("attention_loop_scores",
+                                  CheckedMul(CheckedMul(static_cast<size_t>(shape.heads),
+                                                        static_cast<size_t>(shape.loop_keys)),
+                                             sizeof(float)),
+                                  prepare, last);
   }
 #else
   (void)plan, (void)prepare, (void)last, (void)batched_first, (void)batched_last, (void)p,
@@ -292,6 +302,9 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
     attention->qk_workspace_bytes = a.qk_workspace_bytes;
     attention->av_workspace = at(ids.att_av_workspace);
     attention->av_workspace_bytes = a.av_workspace_bytes;
+  }
+  if (ids.att_loop_scores >= 0 && pool_ != nullptr) {
+    attention->loop_scores = reinterpret_cast<float*>(at(ids.att_loop_scores));
   }
   kernels_.attention = attention;
   kernels_.vectorized = true;

@@ -48,11 +48,14 @@ struct LinearCall {
 
 // The many-query attention a model runs (the encoder's): heads x d_head, at most max_queries
 // queries over max_keys keys per call; max_queries == 0: none (one query per call only).
+// loop_keys: the most keys a call of the loops sees (a decoder step over its caches, a causal
+// prompt); with a thread pool the loops split by head, each head scoring in its own row.
 struct AttentionCall {
   int64_t heads = 0;
   int64_t d_head = 0;
   int64_t max_queries = 0;
   int64_t max_keys = 0;
+  int64_t loop_keys = 0;
 };
 
 // What planning decided; identical in RequiredArenaBytes and Prepare for the same inputs (and,
@@ -101,7 +104,7 @@ struct BackendBuffers {
   int region = -1, context = -1, kernels = -1, scratch = -1;
   int qd8_input = -1, qd8_params = -1, f16_input = -1, f16_output = -1;
   int attention = -1, att_gather = -1, att_scores = -1, att_qk_workspace = -1,
-      att_av_workspace = -1;
+      att_av_workspace = -1, att_loop_scores = -1;
 };
 
 // Adds the operators' region, the context and the kernel records, alive from `prepare` to

@@ -66,8 +66,13 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   TERN_RETURN_IF_ERROR(CheckLimits(model, limits));
   const ModelConfig& c = model.config();
   plan->calls = Calls(c, limits);
-  // Attention runs as loops (a causal prompt, or one query per step): nothing batched.
-  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, AttentionCall(), plan));
+  // Attention runs as loops (a causal prompt, or one query per step): nothing batched. A call
+  // sees at most max_target_length keys (the cache's capacity).
+  AttentionCall attention;
+  attention.heads = c.heads;
+  attention.d_head = c.d_head();
+  attention.loop_keys = limits.max_target_length;
+  TERN_RETURN_IF_ERROR(PlanBackend(model, limits, attention, plan));
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d
   const size_t ff = static_cast<size_t>(c.d_ff);

@@ -63,8 +63,10 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   const ModelConfig& c = model.config();
   plan->calls = Calls(c, limits);
   // The encoder's self-attention runs many queries at once: the backend's batched path.
-  const AttentionCall attention{c.heads, c.d_head(), limits.max_source_length,
-                                limits.max_source_length};
+  // The decoder's loops see at most the longer of a source and a target in keys.
+  const AttentionCall attention{
+      c.heads, c.d_head(), limits.max_source_length, limits.max_source_length,
+      std::max<int64_t>(limits.max_source_length, limits.max_target_length)};
   TERN_RETURN_IF_ERROR(PlanBackend(model, limits, attention, plan));
   const size_t d = static_cast<size_t>(c.d_model);
   const size_t d_kv = static_cast<size_t>(c.d_kv());  // grouped-query attention: < d

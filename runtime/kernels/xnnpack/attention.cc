@@ -1,5 +1,6 @@
 #include "runtime/kernels/xnnpack/attention.h"
 
+#include <pthreadpool.h>
 #include <xnnpack.h>
 
 #include <chrono>
@@ -199,6 +200,65 @@ Status CreateAttention(const AttentionShape& shape, Attention* a) {
   return Status::Ok();
 }
 
+namespace {
+
+// The loops for a subset of heads: head h as a one-head call of vec::MultiHeadAttention (its
+// K/V head h / group), scoring in its own row of loop_scores. Each head's arithmetic is the
+// all-heads call's, so the outputs are the same bits whichever thread runs it.
+struct HeadLoops {
+  const float *q, *k, *v;
+  int64_t ldq, ldk, ldv, tq, tk, d_head, group, ldo, loop_keys;
+  const ref::AttentionMask* mask;
+  float* scores;
+  float* out;
+};
+
+void RunHead(void* context, size_t head) {
+  const HeadLoops& c = *static_cast<const HeadLoops*>(context);
+  const int64_t h = static_cast<int64_t>(head);
+  const int64_t kv = (h / c.group) * c.d_head;
+  vec::MultiHeadAttention(c.q + h * c.d_head, c.ldq, c.k + kv, c.ldk, c.v + kv, c.ldv, c.tq, c.tk,
+                          1, c.d_head, *c.mask, c.scores + h * c.loop_keys, c.out + h * c.d_head,
+                          c.ldo, nullptr, 1);
+}
+
+// A decoder step's attention over its caches (or a causal prompt's) on the pool, head by head,
+// when the governor measures it faster; false: not this call's way (the caller runs the loops).
+// Relative positions keep to the calling thread (T5's bias and Shaw's scratch are per call).
+bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                 const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                 const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                 const ref::RelativePositions* rel, int64_t kv_heads) {
+  if (a.loop_scores == nullptr || a.pool == nullptr || a.pool_budget == nullptr || rel != nullptr ||
+      heads < 2 || heads > a.shape.heads || tk > a.shape.loop_keys) {
+    return false;
+  }
+  const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
+  const float units = static_cast<float>(heads * tq * (visible > 0 ? visible : 1));
+  const PoolGovernor::Run run = a.loop_choice.Choose(units, *a.pool_budget);
+  if (run == PoolGovernor::Run::kUnmeasured) return false;
+  const auto start = std::chrono::steady_clock::now();
+  if (run == PoolGovernor::Run::kPooled) {
+    HeadLoops c{q,      k,
+                v,      ldq,
+                ldk,    ldv,
+                tq,     tk,
+                d_head, ref::HeadGroup(heads, kv_heads),
+                ldo,    a.shape.loop_keys,
+                &mask,  a.loop_scores,
+                out};
+    pthreadpool_parallelize_1d(a.pool, RunHead, &c, static_cast<size_t>(heads), 0);
+  } else {
+    vec::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
+                            nullptr, kv_heads);
+  }
+  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
+  a.loop_choice.Record(run, ns.count(), units, a.pool_budget);
+  return true;
+}
+
+}  // namespace
+
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
                         const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,
                         int64_t d_head, const ref::AttentionMask& mask, float* scores, float* out,
@@ -209,6 +269,10 @@ void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* 
       d_head == a.shape.d_head && tq <= a.shape.max_queries && visible <= a.shape.max_keys &&
       Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel,
               ref::HeadGroup(heads, kv_heads))) {
+    return;
+  }
+  if (LoopsOnPool(a, q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel,
+                  kv_heads)) {
     return;
   }
   vec::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,

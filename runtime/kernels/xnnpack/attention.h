@@ -46,6 +46,7 @@ struct AttentionShape {
   int64_t d_head = 0;
   int64_t max_queries = 0;  // most queries of a batched call (the encoder's max source length)
   int64_t max_keys = 0;
+  int64_t loop_keys = 0;  // most keys of a call of the loops (backend.h's AttentionCall)
 };
 
 struct AttentionNeeds {
@@ -78,6 +79,10 @@ struct Attention {
   int64_t reshaped[2] = {-1, -1};     // (queries, keys) the operators were last reshaped for
   PoolGovernor pool_choice;           // with a pool: whether the products and softmax use it
   PoolBudget* pool_budget = nullptr;  // the session's (xnn::Context's); set with the pool
+  // With a pool: the loops' heads run as the pool's tasks, head h scoring in
+  // loop_scores[h * shape.loop_keys, ...) (null: the loops run on the calling thread).
+  float* loop_scores = nullptr;
+  PoolGovernor loop_choice;  // whether the loops use the pool
 };
 
 // Creates the operators inside an ArenaScope; the caller has set the buffers and the pool.

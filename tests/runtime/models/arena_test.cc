@@ -360,7 +360,8 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
   }
 }
 
-TEST_CASE("xnnpack with a thread pool: same arena bytes, reported", "[arena][xnnpack]") {
+TEST_CASE("xnnpack with a thread pool: a row of scores per head more, reported",
+          "[arena][xnnpack]") {
   testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 6, DType::kI8, 0);
   auto model = Model::Load(bytes.data(), bytes.size());
   REQUIRE(model.ok());
@@ -370,8 +371,17 @@ TEST_CASE("xnnpack with a thread pool: same arena bytes, reported", "[arena][xnn
   limits.max_target_length = 16;
   Limits threaded = limits;
   threaded.threads = 2;
-  CHECK(Session::RequiredArenaBytes(model.value(), threaded).value() ==
-        Session::RequiredArenaBytes(model.value(), limits).value());
+  // The decoder's attention loops split by head over the pool: each of the 4 heads scores its
+  // keys (at most max(11, 16)) in its own row, which the greedy placement may put after a
+  // 64-byte alignment gap. Nothing grows with the thread count itself.
+  const size_t single = Session::RequiredArenaBytes(model.value(), limits).value();
+  const size_t rows = 4 * 16 * sizeof(float);
+  const size_t two = Session::RequiredArenaBytes(model.value(), threaded).value();
+  CHECK(two >= single + rows);
+  CHECK(two <= single + rows + 64);
+  threaded.threads = 3;
+  CHECK(Session::RequiredArenaBytes(model.value(), threaded).value() == two);
+  threaded.threads = 2;
   std::string report;
   CheckExactArena(model.value(), threaded, Backend::kXnnpack, &report);
   CHECK(report.find("xnnpack, 2 threads") == 0);

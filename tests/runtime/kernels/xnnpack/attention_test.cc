@@ -6,7 +6,10 @@
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 
+#include <pthreadpool.h>
+
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -201,6 +204,55 @@ TEST_CASE(
       }
     }
   }
+}
+
+TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits",
+          "[xnnpack][attention][pool]") {
+  // Grouped-query heads (9 over 3 K/V heads, SmolLM's) and plain ones, a decode step over a
+  // long cache (enough work for the governor to try the pool) and a causal prompt.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  uint32_t seed = 9000;
+  for (int64_t kv_heads : {3, 0}) {
+    const int64_t heads = 9, d_head = 64, d = heads * d_head, max_keys = 1500;
+    const int64_t d_kv = kv_heads > 0 ? kv_heads * d_head : d;
+    xnn::PoolBudget budget;
+    std::vector<float> loop_scores(static_cast<size_t>(heads * max_keys));
+    xnn::Attention a;  // no operators: the loops only
+    a.pool = pool;
+    a.pool_budget = &budget;
+    a.shape.heads = heads;
+    a.shape.d_head = d_head;
+    a.shape.loop_keys = max_keys;
+    a.loop_scores = loop_scores.data();
+    for (int64_t tq : {1, 3}) {
+      std::mt19937 rng(seed++);
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      const int64_t tk = max_keys;
+      std::vector<float> q(static_cast<size_t>(tq * d)), k(static_cast<size_t>(tk * d_kv)),
+          v(k.size());
+      for (auto* t : {&q, &k, &v}) {
+        for (auto& x : *t) x = dist(rng);
+      }
+      ref::AttentionMask mask;
+      mask.key_length = tk - 7;
+      mask.causal = tq > 1;
+      mask.causal_offset = tk - 7 - tq;  // the prompt's last query sees every valid key
+      std::vector<float> scores(static_cast<size_t>(tk)), want(static_cast<size_t>(tq * d));
+      vec::MultiHeadAttention(q.data(), d, k.data(), d_kv, v.data(), d_kv, tq, tk, heads, d_head,
+                              mask, scores.data(), want.data(), d, nullptr, kv_heads);
+      for (int call = 0; call < 4; ++call) {  // the first call measures one thread, then the pool
+        std::vector<float> got(want.size(), 9.0f);
+        xnn::MultiHeadAttention(a, q.data(), d, k.data(), d_kv, v.data(), d_kv, tq, tk, heads,
+                                d_head, mask, scores.data(), got.data(), d, nullptr, kv_heads);
+        INFO("kv_heads " << kv_heads << " tq " << tq << " call " << call);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      }
+    }
+    CHECK(a.loop_choice.single_ns() > 0.0f);
+    CHECK(a.loop_choice.pooled_ns() > 0.0f);  // the pool ran some of them
+  }
+  pthreadpool_destroy(pool);
 }
 
 }  // namespace
