@@ -8,6 +8,9 @@ Usage (after `make build`):
       [--sets ding,everyday,technical] [--dtypes fp32,fp16,int8,int4] [--no-tern]
       (a dtype int4:gN converts with --group-size N: int4 in blocks of N weights, g0 per row)
       [--tern build/x86_64/tools/tern] [--work build/bleu] [--limit N] [--max-length 128]
+      [--quality examples/translation/quality.tsv]
+--quality: also write the int8 rows as the table `make demo` prints (tools/demo.sh), with the
+model file's SHA-256 so that the demo can tell when they were measured for other weights.
 Test sets: ding = testset/test.{de,en} (Ding example sentences, v1's set), everyday =
 testset/test_everyday.* (game dialogue and descriptions, GNOME help), technical =
 testset/test_technical.* (package descriptions, Debian handbook); NAME=SRC:REF adds another.
@@ -22,6 +25,7 @@ Prints Markdown tables and writes them (bleu_table.md, results.json), with every
 file, under --work.
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -95,6 +99,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bleu"))
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--quality", default="",
+                    help="write the tern int8 rows here (TSV with the model's SHA-256)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
@@ -165,7 +171,26 @@ def main():
         f.write(table)
     with open(os.path.join(args.work, "results.json"), "w") as f:
         json.dump({"model": args.model, "sets": results}, f, indent=1)
+    if args.quality:
+        write_quality(args.quality, args.model, args.max_length, results)
     print(table)
+
+
+def write_quality(path, model, max_length, results):
+    """The int8 rows for tools/demo.sh: one line per test set, the weights' SHA-256 first."""
+    with open(model, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    lines = [f"# model_sha256\t{digest}",
+             f"# tern int8, greedy, max length {max_length}, held-out test sets "
+             "(tools/train/bleu_table.py --quality)",
+             "# set\tsentences\tBLEU\tchrF\toutputs_with_a_loop"]
+    for name, r in results.items():
+        row = next((x for x in r["rows"] if x["model"] == "tern int8"), None)
+        if row is None:
+            raise SystemExit("--quality needs int8 among --dtypes")
+        lines.append(f"{name}\t{r['n']}\t{row['bleu']:.2f}\t{row['chrf']:.2f}\t{row['loops']}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# examples/translation/quality.tsv (what `make demo` prints about the weights' quality) must have
+# been measured for the shipped model.safetensors: new weights without a new table fail here,
+# instead of the demo quoting another model's BLEU. Also checks the table's shape.
+# usage: demo_quality_test.sh SOURCE_DIR
+set -euo pipefail
+dir=$1/examples/translation
+table=$dir/quality.tsv
+want=$(awk -F'\t' '/^# model_sha256/ { print $2 }' "$table")
+have=$(sha256sum "$dir/model.safetensors" | cut -d' ' -f1)
+if [[ "$want" != "$have" ]]; then
+  echo "quality.tsv was measured for weights with SHA-256 $want; model.safetensors is $have." >&2
+  echo "Rerun: /usr/bin/python3 tools/train/bleu_table.py --quality $table" >&2
+  exit 1
+fi
+rows=$(awk -F'\t' '!/^#/ && NF == 5 && $2 > 0 && $3 ~ /^[0-9.]+$/ { n++ } END { print n + 0 }' "$table")
+if [[ "$rows" -lt 3 ]]; then
+  echo "quality.tsv: expected a row (set, sentences, BLEU, chrF, loops) per test set, found $rows" >&2
+  exit 1
+fi
+echo "quality.tsv: $rows test sets, measured for model.safetensors ($have)"
