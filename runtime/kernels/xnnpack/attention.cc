@@ -136,6 +136,7 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
     const auto ns =
         std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
     a.pool_choice.Record(run, ns.count(), units, a.pool_budget);
+    if (run == PoolGovernor::Run::kPooled && !a.pool_choice.prefers_pool()) ParkWorkers(a.pool);
   }
   for (int64_t h = 0; h < s.heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
@@ -204,7 +205,9 @@ namespace {
 
 // The loops for a subset of heads: head h as a one-head call of vec::MultiHeadAttention (its
 // K/V head h / group), scoring in its own row of loop_scores. Each head's arithmetic is the
-// all-heads call's, so the outputs are the same bits whichever thread runs it.
+// all-heads call's, so the outputs are the same bits whichever thread runs it (as long as the
+// workers' floating-point environment is the caller's: an application that sets flush-to-zero
+// on its thread after Prepare changes only the calling thread's).
 struct HeadLoops {
   const float *q, *k, *v;
   int64_t ldq, ldk, ldv, tq, tk, d_head, group, ldo, loop_keys;
@@ -235,7 +238,8 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
   }
   const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
   const float units = static_cast<float>(heads * tq * (visible > 0 ? visible : 1));
-  const PoolGovernor::Run run = a.loop_choice.Choose(units, *a.pool_budget);
+  PoolGovernor& governor = a.loop_choice.For(tq);
+  const PoolGovernor::Run run = governor.Choose(units, *a.pool_budget);
   if (run == PoolGovernor::Run::kUnmeasured) return false;
   const auto start = std::chrono::steady_clock::now();
   if (run == PoolGovernor::Run::kPooled) {
@@ -253,7 +257,8 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
                             nullptr, kv_heads);
   }
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  a.loop_choice.Record(run, ns.count(), units, a.pool_budget);
+  governor.Record(run, ns.count(), units, a.pool_budget);
+  if (run == PoolGovernor::Run::kPooled && !governor.prefers_pool()) ParkWorkers(a.pool);
   return true;
 }
 

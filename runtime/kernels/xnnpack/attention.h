@@ -82,7 +82,9 @@ struct Attention {
   // With a pool: the loops' heads run as the pool's tasks, head h scoring in
   // loop_scores[h * shape.loop_keys, ...) (null: the loops run on the calling thread).
   float* loop_scores = nullptr;
-  PoolGovernor loop_choice;  // whether the loops use the pool
+  // Whether the loops use the pool, by query count (a decoder step's one query against a
+  // prompt's many: their work per unit differs).
+  RowClassGovernors loop_choice;
 };
 
 // Creates the operators inside an ArenaScope; the caller has set the buffers and the pool.

@@ -448,7 +448,10 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   const bool ok =
       RunOnce(kn, run == PoolGovernor::Run::kPooled ? pool : nullptr, x, m, ldx, y, ldy);
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  if (ok) governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget);
+  if (ok) {
+    governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget);
+    if (run == PoolGovernor::Run::kPooled && !governor.prefers_pool()) ParkWorkers(pool);
+  }
   return ok;
 }
 

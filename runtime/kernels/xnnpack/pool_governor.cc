@@ -1,6 +1,20 @@
 #include "runtime/kernels/xnnpack/pool_governor.h"
 
+#include <pthreadpool.h>
+
 namespace tern::xnn {
+
+namespace {
+void Nothing(void*, size_t) {}
+}  // namespace
+
+void ParkWorkers(pthreadpool* pool) {
+  if (pool == nullptr) return;
+  // One empty task per thread with the yield flag: every worker takes the command, then waits
+  // in the kernel instead of spinning (PTHREADPOOL_FLAG_YIELD_WORKERS).
+  pthreadpool_parallelize_1d(pool, Nothing, nullptr, pthreadpool_get_threads_count(pool),
+                             PTHREADPOOL_FLAG_YIELD_WORKERS);
+}
 
 PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) const {
   if (single_ns_ == 0.0f) return Run::kSingle;  // the calling thread is measured first

@@ -27,7 +27,18 @@
 
 #include <cstdint>
 
+struct pthreadpool;
+
 namespace tern::xnn {
+
+// Sends the pool's workers to sleep in the kernel now. After a command, pthreadpool's workers
+// spin-wait for the next one (milliseconds): on a quiet machine that makes the next dispatch
+// cheap, but on a busy one the spinning worker takes CPU from the calling thread, which then
+// runs the following layers alone. Called after a pooled run the governor found slower (a
+// probe of a losing pool), so that a session whose pool does not pay does not keep a spinning
+// worker beside it: measured on the demo model at load 3.3 on 2 cores, `--threads 2` took 1.7x
+// the time of one thread before this.
+void ParkWorkers(pthreadpool* pool);
 
 // Shared by the governors of one session: the time their calls took and the time that probes
 // of a pool lost against the calling thread.
@@ -54,6 +65,7 @@ class PoolGovernor {
 
   float pooled_ns() const { return pooled_ns_; }  // ns per unit; 0: not measured yet
   float single_ns() const { return single_ns_; }
+  bool prefers_pool() const { return prefer_pool_; }
 
  private:
   float pooled_ns_ = 0.0f;
@@ -69,8 +81,9 @@ class PoolGovernor {
 // 32-row prefill reads it once for all 32, so its time per row is 10-30x smaller. With one
 // per-row average a language model's prefill made its layers look too small to pool at one
 // row (3 us per row x 1 < kMinPooledNs), and its decode steps ran on one thread for good:
-// SmolLM-135M int8 decoded 1.06x faster with two threads than with one. Within a class the rows
-// differ by at most 8x (the classes: 1, 2-7, 8-63, 64 and more rows).
+// SmolLM-135M int8 decoded 1.06x faster with two threads than with one. The classes: 1, 2-7,
+// 8-63 (rows within each differ by at most 8x), and 64 or more (all large enough that a row's
+// share of the weight reads is small).
 class RowClassGovernors {
  public:
   static constexpr int kClasses = 4;
