@@ -136,7 +136,7 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
     const auto ns =
         std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
     a.pool_choice.Record(run, ns.count(), units, a.pool_budget);
-    if (run == PoolGovernor::Run::kPooled && !a.pool_choice.prefers_pool()) ParkWorkers(a.pool);
+    if (a.pool_choice.ShouldPark(run, ns.count(), units)) ParkWorkers(a.pool);
   }
   for (int64_t h = 0; h < s.heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
@@ -258,7 +258,7 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
   }
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
   governor.Record(run, ns.count(), units, a.pool_budget);
-  if (run == PoolGovernor::Run::kPooled && !governor.prefers_pool()) ParkWorkers(a.pool);
+  if (governor.ShouldPark(run, ns.count(), units)) ParkWorkers(a.pool);
   return true;
 }
 

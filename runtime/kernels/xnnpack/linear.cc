@@ -450,7 +450,7 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
   if (ok) {
     governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget);
-    if (run == PoolGovernor::Run::kPooled && !governor.prefers_pool()) ParkWorkers(pool);
+    if (governor.ShouldPark(run, ns.count(), static_cast<float>(m))) ParkWorkers(pool);
   }
   return ok;
 }
