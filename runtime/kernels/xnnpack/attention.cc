@@ -135,8 +135,7 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
   if (run != PoolGovernor::Run::kUnmeasured) {
     const auto ns =
         std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-    a.pool_choice.Record(run, ns.count(), units, a.pool_budget);
-    if (a.pool_choice.ShouldPark(run, ns.count(), units)) ParkWorkers(a.pool);
+    if (a.pool_choice.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
   }
   for (int64_t h = 0; h < s.heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
@@ -257,8 +256,7 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
                             nullptr, kv_heads);
   }
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  governor.Record(run, ns.count(), units, a.pool_budget);
-  if (governor.ShouldPark(run, ns.count(), units)) ParkWorkers(a.pool);
+  if (governor.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
   return true;
 }
 

@@ -449,8 +449,9 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
       RunOnce(kn, run == PoolGovernor::Run::kPooled ? pool : nullptr, x, m, ldx, y, ldy);
   const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
   if (ok) {
-    governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget);
-    if (governor.ShouldPark(run, ns.count(), static_cast<float>(m))) ParkWorkers(pool);
+    if (governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget)) {
+      ParkWorkers(pool);
+    }
   }
   return ok;
 }

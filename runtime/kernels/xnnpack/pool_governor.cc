@@ -26,7 +26,12 @@ PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) co
   return Run::kPooled;
 }
 
-void PoolGovernor::Record(Run run, float ns, float units, PoolBudget* budget) {
+bool PoolGovernor::Record(Run run, float ns, float units, PoolBudget* budget) {
+  Update(run, ns, units, budget);
+  return run == Run::kPooled && !prefer_pool_ && ns > kParkAfter * single_ns_ * units;
+}
+
+void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   if (run == Run::kUnmeasured || !(units > 0.0f)) return;
   const bool pooled = run == Run::kPooled;
   const float per_unit = ns / units;

@@ -35,7 +35,7 @@ namespace tern::xnn {
 // spin-wait for the next one (milliseconds): on a quiet machine that makes the next dispatch
 // cheap, but on a busy one the spinning worker takes CPU from the calling thread, which then
 // runs the following layers alone. Called after a pooled run that took more than twice the
-// calling thread's time (PoolGovernor::ShouldPark: a busy machine), so that a session whose
+// calling thread's time (PoolGovernor::Record says when: a busy machine), so that a session whose
 // pool does not pay does not keep a spinning worker beside it: measured on the demo model at
 // load 3.3 on 2 cores, `--threads 2` took 1.7x the time of one thread before this. Not after
 // every losing probe: on a quiet machine the next pooled layer would then pay the workers'
@@ -62,22 +62,20 @@ class PoolGovernor {
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
   Run Choose(float units, const PoolBudget& budget) const;
-  // Records the call just run as `run` (kUnmeasured: ignored) and its time.
-  void Record(Run run, float ns, float units, PoolBudget* budget);
+  // Records the call just run as `run` (kUnmeasured: ignored) and its time. Returns whether to
+  // park the workers now (ParkWorkers): a pooled call that took more than kParkAfter times the
+  // calling thread's time, which on a quiet machine (a pool that only does not pay for a small
+  // layer: 1-1.5x) does not happen, and on a busy one (a worker waiting for a core: 10-1000x)
+  // does.
+  static constexpr float kParkAfter = 2.0f;
+  bool Record(Run run, float ns, float units, PoolBudget* budget);
 
   float pooled_ns() const { return pooled_ns_; }  // ns per unit; 0: not measured yet
   float single_ns() const { return single_ns_; }
-  bool prefers_pool() const { return prefer_pool_; }
-  // Whether to park the workers (ParkWorkers) after the call just recorded: a pooled call that
-  // took more than kParkAfter times the calling thread's time, which on a quiet machine (a
-  // pool that only does not pay for a small layer: 1-1.5x) does not happen, and on a busy one
-  // (a worker waiting for a core: 10-1000x) does.
-  static constexpr float kParkAfter = 2.0f;
-  bool ShouldPark(Run run, float ns, float units) const {
-    return run == Run::kPooled && !prefer_pool_ && ns > kParkAfter * single_ns_ * units;
-  }
 
  private:
+  void Update(Run run, float ns, float units, PoolBudget* budget);
+
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
   uint32_t interval_ = kFirstInterval;  // runs between probes of the other way

@@ -121,18 +121,15 @@ TEST_CASE("workers are parked after a pooled call that lost badly, not a mild lo
   auto probe = [](float pooled_ns) {  // one thread at 50 us, then the pool's first probe
     PoolBudget budget;
     PoolGovernor g;
-    g.Record(g.Choose(1.0f, budget), 50000.0f, 1.0f, &budget);
+    CHECK_FALSE(g.Record(g.Choose(1.0f, budget), 50000.0f, 1.0f, &budget));  // one thread
     const Run run = g.Choose(1.0f, budget);
     REQUIRE(run == Run::kPooled);
-    g.Record(run, pooled_ns, 1.0f, &budget);
-    return g.ShouldPark(run, pooled_ns, 1.0f);
+    return g.Record(run, pooled_ns, 1.0f, &budget);
   };
   CHECK(probe(5000000.0f));      // a busy machine: the join waited a time slice
   CHECK(probe(150000.0f));       // 3x
   CHECK_FALSE(probe(60000.0f));  // a quiet machine's small layer: the dispatch did not pay
   CHECK_FALSE(probe(30000.0f));  // a winning pool keeps its workers spinning
-  PoolGovernor g;
-  CHECK_FALSE(g.ShouldPark(Run::kSingle, 1e9f, 1.0f));  // only pooled calls park
 }
 
 // A language model's layer: a 32-row prefill (100 us on one thread: 3 us per row, the weights
