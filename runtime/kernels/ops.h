@@ -73,6 +73,18 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
   ref::Linear(x, m, ldx, w, bias, y, ldy);
 }
 
+// Whether a layer's calls quantize each row of activations to int8 first (XNNPACK's qd8 paths)
+// instead of computing in float.
+inline bool QuantizesRowsToInt8(const xnn::LinearKernel* kernel) {
+#if TERN_OPS_XNNPACK
+  return kernel != nullptr && (kernel->path == xnn::LinearPath::kQd8Qc8w ||
+                               kernel->path == xnn::LinearPath::kQd8Qc4w);
+#else
+  (void)kernel;
+  return false;
+#endif
+}
+
 // See ref::MultiHeadAttention.
 inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t ldq, const float* k,
                                int64_t ldk, const float* v, int64_t ldv, int64_t tq, int64_t tk,

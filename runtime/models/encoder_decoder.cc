@@ -134,6 +134,9 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("shortlist_counts", b, kEncoder, kDecoder, &shortlist_counts_, shortlist_ != nullptr);
   p.Add("shortlist_marks", (static_cast<size_t>(c.tgt_vocab_size) + 63) / 64, kEncoder, kEncoder,
         &shortlist_marks_, shortlist_ != nullptr);
+  // One decoder row quantized to int8 at a time, when the full projection quantizes its rows
+  // (XNNPACK's qd8 paths) and the candidates' logits are computed the same way.
+  p.Add("shortlist_row_q", d, kDecoder, kDecoder, &shortlist_row_q_, shortlist_ != nullptr);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
   p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
@@ -350,11 +353,21 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   if (shortlist_listed_) {
     // Only the sentence's candidate rows, packed: row r's logits at r * capacity (the logits
     // buffer holds [rows, tgt_vocab] for use_shortlist = false, and capacity <= tgt_vocab).
+    // Rounded as the full projection rounds on this backend, so a candidate's logit is the one
+    // the full vocabulary would give it (to the bit where the projection quantizes its rows).
+    const WeightView& w = weights_.output.weight;
+    const bool qd8 = ops::QuantizesRowsToInt8(weights_.output.kernel) && vec::Qd8Rows(w);
     for (int32_t r = 0; r < rows; ++r) {
       float* y = logits_ + r * shortlist_capacity_;
       const int32_t b = r / rows_per_sentence_;
-      vec::LinearRows(dec_x_ + r * d, weights_.output.weight, weights_.output.bias,
-                      shortlist_ids_ + b * shortlist_capacity_, shortlist_counts_[b], y);
+      const int32_t* ids = shortlist_ids_ + b * shortlist_capacity_;
+      if (qd8) {
+        const vec::Qd8Row p = vec::QuantizeQd8(dec_x_ + r * d, d, shortlist_row_q_);
+        vec::LinearRowsQd8(shortlist_row_q_, p, w, weights_.output.bias, ids, shortlist_counts_[b],
+                           y);
+      } else {
+        vec::LinearRows(dec_x_ + r * d, w, weights_.output.bias, ids, shortlist_counts_[b], y);
+      }
     }
   } else {
     Linear(dec_x_, rows, d, weights_.output, logits_, config_.tgt_vocab_size);

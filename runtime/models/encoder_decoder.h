@@ -137,6 +137,7 @@ class EncoderDecoder final : public TransformerModel {
   int32_t* shortlist_ids_ = nullptr;     // [max_batch, capacity]
   int32_t* shortlist_counts_ = nullptr;  // [max_batch]
   uint64_t* shortlist_marks_ = nullptr;  // [ceil(tgt_vocab / 64)] while listing
+  int16_t* shortlist_row_q_ = nullptr;   // [d_model]: a decoder row quantized (vec::QuantizeQd8)
   int32_t batch_ = 0;
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;

@@ -1,5 +1,7 @@
 #include "runtime/kernels/vectorized/linear_rows.h"
 
+#include <cmath>
+
 #include "runtime/core/fp16.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
@@ -82,7 +84,77 @@ float RowDot(const float* x, const WeightView& w, int64_t r) {
   }
 }
 
+// sum_c xq[c] * w[c]: exact in int32 (|xq| <= 255, |w| <= 128, k < 2^16 columns), so the
+// order of the sums does not matter and the compiler may vectorize freely.
+int32_t DotQd8Int8(const int16_t* xq, const int8_t* w, int64_t k) {
+  int32_t sum = 0;
+  for (int64_t c = 0; c < k; ++c) sum += int32_t{xq[c]} * int32_t{w[c]};
+  return sum;
+}
+
+int32_t DotQd8Int4(const int16_t* xq, const uint8_t* row, int64_t k) {
+  int32_t sum = 0;
+  const int64_t pairs = k / 2;
+  for (int64_t i = 0; i < pairs; ++i) {
+    sum += int32_t{xq[2 * i]} * Low(row[i]) + int32_t{xq[2 * i + 1]} * High(row[i]);
+  }
+  if ((k & 1) != 0) sum += int32_t{xq[k - 1]} * Low(row[pairs]);
+  return sum;
+}
+
 }  // namespace
+
+bool Qd8Rows(const WeightView& w) {
+  return (w.dtype == DType::kI8 || w.dtype == DType::kI4) && w.groups_per_row() == 1 &&
+         w.cols < (int64_t{1} << 16);
+}
+
+TERN_VECTOR_CLONES Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
+  float lo = 0.0f, hi = 0.0f;  // the range always includes 0
+  for (int64_t c = 0; c < k; ++c) {
+    lo = x[c] < lo ? x[c] : lo;
+    hi = x[c] > hi ? x[c] : hi;
+  }
+  // xnn_f32_qd8_asymmetric_quantization_params, step by step in float.
+  const float qmin = -128.0f, qmax = 127.0f;
+  const float scale = lo == hi ? 1.0f : (qmax - qmin) / (hi - lo);
+  const float lo_scaled = lo * scale;
+  const float hi_scaled = hi * scale;
+  float zero_point =
+      (qmin + lo_scaled) + (qmax + hi_scaled) > 0.0f ? qmin - lo_scaled : qmax - hi_scaled;
+  zero_point = zero_point < qmin ? qmin : zero_point;
+  zero_point = zero_point > qmax ? qmax : zero_point;
+  Qd8Row p;
+  p.zero_point = static_cast<int32_t>(std::nearbyint(zero_point));
+  p.inv_scale = 1.0f / scale;
+  // The convert kernel multiplies by 1 / inv_scale (not `scale`: the round trip can differ in
+  // the last bit), rounds to nearest even and saturates to int8.
+  const float multiplier = 1.0f / p.inv_scale;
+  const float max_less_zero_point = static_cast<float>(127 - p.zero_point);
+  for (int64_t c = 0; c < k; ++c) {
+    float v = x[c] * multiplier;
+    v = v < max_less_zero_point ? v : max_less_zero_point;
+    int32_t q = static_cast<int32_t>(std::nearbyint(v)) + p.zero_point;
+    q = q < -128 ? -128 : q;
+    xq[c] = static_cast<int16_t>(q - p.zero_point);
+  }
+  return p;
+}
+
+TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightView& w,
+                                      const float* bias, const int32_t* rows, int64_t count,
+                                      float* y) {
+  const int64_t k = w.cols;
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t r = rows[i];
+    const int32_t sum = w.dtype == DType::kI8
+                            ? DotQd8Int8(xq, reinterpret_cast<const int8_t*>(w.row(r)), k)
+                            : DotQd8Int4(xq, w.row(r), k);
+    // As the GEMM's epilogue: one rounding for the product, one for the fused multiply-add.
+    const float scaled = static_cast<float>(sum) * p.inv_scale;
+    y[i] = std::fma(scaled, w.scales[r], bias ? bias[r] : 0.0f);
+  }
+}
 
 TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const float* bias,
                                    const int32_t* rows, int64_t count, float* y) {

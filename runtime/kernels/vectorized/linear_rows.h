@@ -13,7 +13,31 @@
 
 namespace tern::vec {
 
+// Float dot products with the weights converted per element: what the reference backend's
+// ref::Linear computes (to rounding).
 void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
                 int64_t count, float* y);
+
+// One row of activations quantized as XNNPACK's convert_nc_f32_qd8 quantizes it for its qd8
+// fully-connected paths (XNNPACK 2024-11: xnn_f32_qd8_asymmetric_quantization_params and the
+// f32-qs8-vcvt kernels): min and max of the row widened to include 0, a multiplier of
+// 255 / (max - min) taken through its inverse and back as XNNPACK does, the zero point rounded
+// to nearest even, q = clamp(rint(x * multiplier) + zero point, -128, 127).
+struct Qd8Row {
+  int32_t zero_point = 0;
+  float inv_scale = 1.0f;  // the dequantization scale the GEMM multiplies by
+};
+// Writes q - zero_point for each of the k columns (in [-255, 255]) into xq.
+Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
+
+// The rows of an int8 or int4 per-row weight (Qd8Rows(w)) as XNNPACK's qd8_f32_qc8w / qc4w GEMMs
+// compute them: the exact int32 sum of (q - zero point) x weight, then
+// fma(float(sum) * inv_scale, row scale, bias). A candidate's logit is then the full projection's
+// to the bit on that backend, so the shortlist changes a translation only where the full
+// vocabulary's choice lies outside the candidates.
+void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightView& w, const float* bias,
+                   const int32_t* rows, int64_t count, float* y);
+// Whether LinearRowsQd8 takes this weight: int8 or int4 with one scale per row.
+bool Qd8Rows(const WeightView& w);
 
 }  // namespace tern::vec

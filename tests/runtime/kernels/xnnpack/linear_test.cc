@@ -21,6 +21,7 @@
 #include "converter/quantize.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/linear.h"
 
@@ -378,6 +379,73 @@ TEST_CASE("calls outside what prepare planned are answered by the reference kern
     REQUIRE(xnn::RunLinear(one8.kernel, x.data(), m, 20, got.data(), 12));
     ref::Linear(x.data(), m, 20, spec.weight, nullptr, want.data(), 12);
     for (int64_t i = 0; i < m * 12; ++i) CHECK(std::fabs(got[i] - want[i]) < 0.02f);
+  }
+}
+
+// The vocabulary shortlist's row kernel (kernels/vectorized/linear_rows.h) must give a candidate
+// the logit the full projection gives it, bit for bit, or the shortlist changes translations
+// whose argmax it holds: the qd8 emulation against XNNPACK's qd8 operators, rows listed in any
+// order, with and without bias, odd K (int4's padding nibble), and rows whose quantization is
+// an edge case (all positive, constant, all zero, one huge value).
+TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit",
+          "[xnnpack][linear][shortlist]") {
+  uint32_t seed = 700;
+  const Case shapes[] = {{7, 13, 0}, {33, 17, 0}, {64, 96, 0}, {130, 257, 0}, {300, 512, 0}};
+  for (DType dtype : {DType::kI8, DType::kI4}) {
+    for (const Case& c : shapes) {
+      for (bool bias : {false, true}) {
+        const Weight w = MakeWeight(c.n, c.k, dtype, 0, seed, seed % 3 == 0);
+        std::mt19937 rng(seed + 1);
+        ++seed;
+        std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+        std::vector<float> b(static_cast<size_t>(c.n));
+        for (auto& v : b) v = dist(rng);
+        const int64_t m = 6;
+        std::vector<float> x(static_cast<size_t>(m * c.k) + kPad);
+        for (auto& v : x) v = dist(rng);
+        for (int64_t i = 0; i < c.k; ++i) {
+          x[c.k + i] = std::fabs(x[c.k + i]);  // all positive
+          x[2 * c.k + i] = -0.375f;            // constant
+          x[3 * c.k + i] = 0.0f;               // all zero
+        }
+        x[4 * c.k + c.k / 2] = 1e4f;  // one value dominates the range
+
+        xnn::LinearSpec spec;
+        spec.weight = w.view();
+        spec.bias = bias ? b.data() : nullptr;
+        spec.max_rows = m;
+        spec.input_stride = c.k;
+        spec.output_stride = c.n;
+        OneLinear one;
+        INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " bias=" << bias);
+        REQUIRE(Make(spec, &one).ok());
+        const LinearPath qd8 = dtype == DType::kI8 ? LinearPath::kQd8Qc8w : LinearPath::kQd8Qc4w;
+        REQUIRE(one.choice.path == qd8);
+        REQUIRE(ops::QuantizesRowsToInt8(&one.kernel));
+        REQUIRE(vec::Qd8Rows(spec.weight));
+        std::vector<float> full(static_cast<size_t>(m * c.n) + kPad);
+        REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, c.k, full.data(), c.n));
+
+        std::vector<int32_t> rows(static_cast<size_t>(c.n));
+        for (int64_t j = 0; j < c.n; ++j) rows[j] = static_cast<int32_t>(c.n - 1 - j);
+        std::shuffle(rows.begin(), rows.end(), rng);
+        std::vector<int16_t> xq(static_cast<size_t>(c.k));
+        std::vector<float> y(static_cast<size_t>(c.n));
+        int mismatches = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          const vec::Qd8Row p = vec::QuantizeQd8(x.data() + i * c.k, c.k, xq.data());
+          vec::LinearRowsQd8(xq.data(), p, spec.weight, spec.bias, rows.data(), c.n, y.data());
+          for (int64_t j = 0; j < c.n; ++j) {
+            const float want = full[i * c.n + rows[j]];
+            if (std::memcmp(&y[j], &want, sizeof(float)) != 0 && ++mismatches <= 3) {
+              UNSCOPED_INFO("row " << i << " column " << rows[j] << ": " << y[j] << " vs XNNPACK "
+                                   << want);
+            }
+          }
+        }
+        CHECK(mismatches == 0);
+      }
+    }
   }
 }
 
