@@ -104,6 +104,21 @@ int32_t DotQd8Int4(const int16_t* xq, const uint8_t* row, int64_t k) {
 
 }  // namespace
 
+// Whether XNNPACK's qd8 GEMM epilogue fuses `scaled * row scale + bias` (one rounding) on this
+// CPU: its AVX2 / AVX-512 and aarch64 NEON kernels do (_mm256_fmadd_ps, vfmaq_f32); its SSE,
+// armv7 NEON (vmlaq_f32) and scalar kernels multiply and add with two roundings. Without a bias
+// both give the same bits.
+bool Qd8EpilogueFused() {
+#if defined(__aarch64__)
+  return true;
+#elif defined(__x86_64__) || defined(__i386__)
+  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return fused;
+#else
+  return false;
+#endif
+}
+
 bool Qd8Rows(const WeightView& w) {
   return (w.dtype == DType::kI8 || w.dtype == DType::kI4) && w.groups_per_row() == 1 &&
          w.cols < (int64_t{1} << 16);
@@ -145,14 +160,23 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
                                       const float* bias, const int32_t* rows, int64_t count,
                                       float* y) {
   const int64_t k = w.cols;
+  const bool fused = bias != nullptr && Qd8EpilogueFused();
   for (int64_t i = 0; i < count; ++i) {
     const int32_t r = rows[i];
     const int32_t sum = w.dtype == DType::kI8
                             ? DotQd8Int8(xq, reinterpret_cast<const int8_t*>(w.row(r)), k)
                             : DotQd8Int4(xq, w.row(r), k);
-    // As the GEMM's epilogue: one rounding for the product, one for the fused multiply-add.
+    // As the GEMM's epilogue: one rounding for the product by the row's input scale, then the
+    // row scale and the bias with one rounding (fused) or two.
     const float scaled = static_cast<float>(sum) * p.inv_scale;
-    y[i] = std::fma(scaled, w.scales[r], bias ? bias[r] : 0.0f);
+    if (bias == nullptr) {
+      y[i] = scaled * w.scales[r];
+    } else if (fused) {
+      y[i] = std::fma(scaled, w.scales[r], bias[r]);
+    } else {
+      volatile float product = scaled * w.scales[r];  // volatile: never contracted into an fma
+      y[i] = product + bias[r];
+    }
   }
 }
 
