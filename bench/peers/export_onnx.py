@@ -244,7 +244,11 @@ def quantize_graph(path_in, path_out):
     g.initializer.extend(keep + new_inits)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    onnx.save(model, path_out)
+    if model.ByteSize() > 1_800_000_000:  # protobuf's 2 GB limit (LLaMA 1B's shape): weights beside it
+        onnx.save(model, path_out, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=os.path.basename(path_out) + ".data")
+    else:
+        onnx.save(model, path_out)
     return replaced
 
 

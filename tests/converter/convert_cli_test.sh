@@ -409,6 +409,17 @@ check "shortlist: read back from text, the same table" cmp -s "$work/sl.txt" "$w
 check "shortlist: read back from text, the same inspect line" test \
   "$(tern inspect "$work/sl.tern" | grep ^shortlist)" == "$(tern inspect "$work/sl2.tern" | grep ^shortlist)"
 check "shortlist: a file without one says so" grep -q "^shortlist: none" <(tern inspect "$work/qt.tern")
+# Using it: translate with and without (--no-shortlist), and tern bench timing both.
+printf 'hello world\nabc\n' >"$work/sl_in.de"
+tern translate -m "$work/sl.tern" --max-length 6 --json "$work/sl_in.de" >"$work/sl_on.json"
+tern translate -m "$work/sl.tern" --max-length 6 --json --no-shortlist "$work/sl_in.de" >"$work/sl_off.json"
+check "shortlist: translate writes a line per source with and without it" test \
+  "$(wc -l <"$work/sl_on.json") $(wc -l <"$work/sl_off.json")" == "2 2"
+check "shortlist: tern bench times with and without it" grep -q '"no_shortlist_decode_ms_per_token"' \
+  <(tern bench -m "$work/sl.tern" --tokens 3 --repeat 1 --warmup 0 --source-length 4 --json)
+check "shortlist: tern bench --no-shortlist times the full vocabulary only" test \
+  "$(tern bench -m "$work/sl.tern" --tokens 3 --repeat 1 --warmup 0 --source-length 4 --json \
+     --no-shortlist | grep -c no_shortlist_decode)" == "0"
 printf 'hallo welt\nabd\n' >"$work/short.en"
 expect_error "shortlist: line counts differ" 1 "has 3 lines" \
   sl -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/short.en"

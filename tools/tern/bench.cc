@@ -45,7 +45,7 @@ namespace {
 const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
     "       tern bench --linear [-m MODEL] [--rows 1,4,16,64] [--int4-block 32] [--threads N]\n"
-    "                           [--working-set MIB] [--repeat R] [--json]\n"
+    "                           [--working-set MIB] [--repeat R] [--json] [--gather C]\n"
     "\n"
     "A language model (decoder-only): a batch of --batch prompts of --prompt-length tokens is\n"
     "prefilled and --tokens tokens per prompt generated greedily (EOS not stopping them):\n"
@@ -82,7 +82,11 @@ const char kHelp[] =
     "converter's) on XNNPACK: microseconds per call, GB/s of weights streamed, and int4's\n"
     "time over int8's (where int4 stops paying). The calls cycle through copies of each layer\n"
     "that take --working-set MiB together (default 96, more than a last-level cache: weights\n"
-    "come from memory, as in a decode step; 0: one copy, weights in cache).\n";
+    "come from memory, as in a decode step; 0: one copy, weights in cache).\n"
+    "--linear --gather C: the vocabulary shortlist's row kernel on C of the vocabulary x d\n"
+    "layer's rows against copying those rows out and packing an operator for them once per\n"
+    "sentence (int8 and int4 per row): us per step, us per sentence, and after how many steps\n"
+    "gathering would pay.\n";
 
 using bench::Check;
 using bench::Clock;
@@ -174,6 +178,8 @@ int BenchLinearCommand(const Args& args) {
   s.working_set_bytes =
       static_cast<double>(args.get_int("working-set", 96, 0, 1 << 16)) * 1024.0 * 1024.0;
   s.json = args.has("json");
+  s.gather_rows = args.get_int("gather", 0, 0, 1 << 24);
+  if (s.gather_rows > 0 && s.json) throw UsageError("--gather prints a table; no --json");
   return BenchLinear(s);
 }
 
@@ -182,7 +188,7 @@ int BenchLinearCommand(const Args& args) {
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "source-length", "prompt-length", "tokens", "batch",
-             "beam", "repeat", "warmup", "rows", "int4-block", "working-set"},
+             "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather"},
             {"json", "no-mmap", "no-shortlist", "linear", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -190,6 +196,7 @@ int Bench(int argc, char** argv) {
   }
   if (args.has("linear")) return BenchLinearCommand(args);
   if (args.has("rows")) throw UsageError("--rows is for --linear");
+  if (args.has("gather")) throw UsageError("--gather is for --linear");
   if (!args.has("model")) throw UsageError("--model is required");
   const std::string path = args.get("model");
   const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));

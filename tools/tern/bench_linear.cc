@@ -19,6 +19,7 @@
 #include "converter/quantize.h"
 #include "runtime/kernels/backend.h"
 #include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/linear_rows.h"
 #include "tools/tern/bench_util.h"
 
 #if TERN_XNNPACK_BUILD
@@ -80,6 +81,8 @@ struct Layer {
   }
 };
 
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer);
+
 void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool_t pool,
            Layer* layer) {
   convert::HostTensor t;
@@ -90,6 +93,12 @@ void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& x : t.values) x = dist(rng) * 0.05f;
   layer->encoded = convert::Encode(t, v.dtype, v.group);
+  Create(max_rows, pool, layer);
+}
+
+// The second half of Build: the operator for layer->encoded, as Prepare creates it.
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer) {
+  const int64_t n = layer->encoded.shape[0], k = layer->encoded.shape[1];
   layer->bias.assign(static_cast<size_t>(n), 0.01f);
 
   xnn::LinearSpec spec;
@@ -150,6 +159,89 @@ double Pass(std::vector<Layer>& copies, const Shape& sh, const float* x, float* 
   return Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
 }
 
+// The vocabulary shortlist's two ways to compute C candidate rows of the output projection
+// (docs/shortlist.md), on the model's vocabulary x d layer at int8 and int4 per row, weights
+// from memory (calls cycle through copies, as Pass does):
+//  - row kernel: every step quantizes x and computes the C rows' dot products from the full
+//    weight (vec::QuantizeQd8 + LinearRowsQd8, what the runtime does);
+//  - gather: once per sentence the C rows (and scales) are copied out and an XNNPACK operator
+//    is created on them (packing, as Prepare does; the buffers are allocated here too, which an
+//    arena would not do: an upper bound), then every step runs that operator on one row.
+// Gathering pays after setup / (row step - gathered step) steps, if the gathered step is faster.
+int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count) {
+  const int64_t n = s.shapes.back().first, k = s.shapes.back().second;
+  const int64_t c = std::min(s.gather_rows, n);
+  std::mt19937 rng(11);
+  std::vector<int32_t> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<int32_t> rows(all.begin(), all.begin() + c);
+  std::sort(rows.begin(), rows.end());
+  std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& e : x) e = dist(rng);
+  std::vector<int16_t> xq(static_cast<size_t>(k));
+  std::printf("shortlist of %lld of %lld rows (k %lld), 1 thread, weights from memory; us\n",
+              static_cast<long long>(c), static_cast<long long>(n), static_cast<long long>(k));
+  std::printf("%-9s %14s %16s %14s %18s\n", "weights", "row kernel/step", "gather+pack/sent",
+              "gathered/step", "gather pays after");
+  for (int v = 0; v < count; ++v) {
+    Layer probe;
+    Build(n, k, variants[v], 1, nullptr, &probe);
+    const size_t copies_count = static_cast<size_t>(
+        std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
+    std::vector<Layer> copies(copies_count);
+    for (Layer& layer : copies) Build(n, k, variants[v], 1, nullptr, &layer);
+    std::vector<double> row_us, setup_us, gathered_us;
+    for (int r = 0; r < s.warmup + s.repeat; ++r) {
+      // Row kernel: one step per copy.
+      Clock::time_point t0 = Clock::now();
+      for (Layer& layer : copies) {
+        const WeightView w = layer.view();
+        const vec::Qd8Row p = vec::QuantizeQd8(x.data(), k, xq.data());
+        vec::LinearRowsQd8(xq.data(), p, w, layer.bias.data(), rows.data(), c, y.data());
+      }
+      const double row = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
+      // Gather + create per copy (each a sentence), then one step on each gathered operator.
+      std::vector<Layer> gathered(copies.size());
+      t0 = Clock::now();
+      for (size_t i = 0; i < copies.size(); ++i) {
+        const convert::EncodedTensor& full = copies[i].encoded;
+        convert::EncodedTensor& g = gathered[i].encoded;
+        const size_t row_bytes = full.data.size() / static_cast<size_t>(n);
+        g.dtype = full.dtype;
+        g.shape = {c, k};
+        g.data.resize(row_bytes * static_cast<size_t>(c));
+        g.scales.resize(static_cast<size_t>(c));
+        for (int64_t j = 0; j < c; ++j) {
+          const size_t src = static_cast<size_t>(rows[static_cast<size_t>(j)]);
+          std::memcpy(g.data.data() + static_cast<size_t>(j) * row_bytes,
+                      full.data.data() + src * row_bytes, row_bytes);
+          g.scales[static_cast<size_t>(j)] = full.scales[src];
+        }
+        Create(1, nullptr, &gathered[i]);
+      }
+      const double setup = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
+      const Shape sh{c, k, 1};
+      const double step = Pass(gathered, sh, x.data(), y.data());
+      if (r >= s.warmup) {
+        row_us.push_back(row);
+        setup_us.push_back(setup);
+        gathered_us.push_back(step);
+      }
+    }
+    const double row = Median(row_us), setup = Median(setup_us), step = Median(gathered_us);
+    char pays[32];
+    if (step < row) {
+      std::snprintf(pays, sizeof(pays), "%.0f steps", std::ceil(setup / (row - step)));
+    } else {
+      std::snprintf(pays, sizeof(pays), "never");
+    }
+    std::printf("%-9s %14.1f %16.1f %14.1f %18s\n", variants[v].label, row, setup, step, pays);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int BenchLinear(const LinearBenchSettings& s) {
@@ -160,6 +252,7 @@ int BenchLinear(const LinearBenchSettings& s) {
                               {"int4/row", DType::kI4, 0},
                               {"int4/block", DType::kI4, s.int4_block}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
+  if (s.gather_rows > 0) return BenchGather(s, variants + 2, 2);  // int8, int4 per row
   pthreadpool_t pool = s.threads > 1 ? pthreadpool_create(static_cast<size_t>(s.threads)) : nullptr;
   const int64_t max_rows = *std::max_element(s.rows.begin(), s.rows.end());
 

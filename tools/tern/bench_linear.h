@@ -21,6 +21,9 @@ struct LinearBenchSettings {
   // in a decode step where the other layers evicted them; 0: one copy, weights in cache.
   double working_set_bytes = 96.0 * 1024 * 1024;
   bool json = false;
+  // > 0: instead of the table, the vocabulary shortlist's row kernel against gathering this
+  // many rows into an operator of their own (the last shape: vocabulary x d).
+  int64_t gather_rows = 0;
 };
 
 // Times f32, f16, int8 (qc8w), int4 per row (qc4w) and int4 per block (qb4w) on random weights

@@ -102,12 +102,13 @@ int32_t DotQd8Int4(const int16_t* xq, const uint8_t* row, int64_t k) {
   return sum;
 }
 
-}  // namespace
-
 // Whether XNNPACK's qd8 GEMM epilogue fuses `scaled * row scale + bias` (one rounding) on this
-// CPU: its AVX2 / AVX-512 and aarch64 NEON kernels do (_mm256_fmadd_ps, vfmaq_f32); its SSE,
-// armv7 NEON (vmlaq_f32) and scalar kernels multiply and add with two roundings. Without a bias
-// both give the same bits.
+// CPU: its AVX2 / AVX-512 / AVX-VNNI kernels and its aarch64 NEON C kernels do (vfmadd,
+// vfmaq_f32); its SSE, armv7 NEON (vmlaq_f32) and scalar kernels multiply and add with two
+// roundings. Without a bias both give the same bits. Not matched: the aarch64 / aarch32
+// assembly kernels for dot-product CPUs without i8mm (4x16c4 neondot ld128 and cortex_a55),
+// which XNNPACK runs for several rows and which fold the two scales into one product first:
+// there a batch's candidate logits agree with the full projection's to rounding, not bitwise.
 bool Qd8EpilogueFused() {
 #if defined(__aarch64__)
   return true;
@@ -118,6 +119,15 @@ bool Qd8EpilogueFused() {
   return false;
 #endif
 }
+
+// Round to nearest even without a library call (rint is one on baseline x86-64): exact for
+// |v| <= 2^22, and every value rounded here is within [-383, 383].
+inline float RoundToEven(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (v + kMagic) - kMagic;
+}
+
+}  // namespace
 
 bool Qd8Rows(const WeightView& w) {
   return (w.dtype == DType::kI8 || w.dtype == DType::kI4) && w.groups_per_row() == 1 &&
@@ -137,10 +147,12 @@ TERN_VECTOR_CLONES Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
   const float hi_scaled = hi * scale;
   float zero_point =
       (qmin + lo_scaled) + (qmax + hi_scaled) > 0.0f ? qmin - lo_scaled : qmax - hi_scaled;
-  zero_point = zero_point < qmin ? qmin : zero_point;
+  // Written so that a NaN (a row with an infinity) clamps to qmin instead of reaching the
+  // integer conversion.
+  zero_point = zero_point >= qmin ? zero_point : qmin;
   zero_point = zero_point > qmax ? qmax : zero_point;
   Qd8Row p;
-  p.zero_point = static_cast<int32_t>(std::nearbyint(zero_point));
+  p.zero_point = static_cast<int32_t>(RoundToEven(zero_point));
   p.inv_scale = 1.0f / scale;
   // The convert kernel multiplies by 1 / inv_scale (not `scale`: the round trip can differ in
   // the last bit), rounds to nearest even and saturates to int8.
@@ -148,8 +160,9 @@ TERN_VECTOR_CLONES Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
   const float max_less_zero_point = static_cast<float>(127 - p.zero_point);
   for (int64_t c = 0; c < k; ++c) {
     float v = x[c] * multiplier;
-    v = v < max_less_zero_point ? v : max_less_zero_point;
-    int32_t q = static_cast<int32_t>(std::nearbyint(v)) + p.zero_point;
+    v = v < max_less_zero_point ? v : max_less_zero_point;    // NaN too
+    v = v > -383.0f ? v : -383.0f;                             // below -128 - zero point anyway
+    int32_t q = static_cast<int32_t>(RoundToEven(v)) + p.zero_point;
     q = q < -128 ? -128 : q;
     xq[c] = static_cast<int16_t>(q - p.zero_point);
   }

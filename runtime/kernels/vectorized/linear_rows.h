@@ -33,9 +33,10 @@ Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
 // The rows of an int8 or int4 per-row weight (Qd8Rows(w)) as XNNPACK's qd8_f32_qc8w / qc4w GEMMs
 // compute them: the exact int32 sum of (q - zero point) x weight, then
 // float(sum) * inv_scale, times the row scale plus the bias (fused where XNNPACK's kernel for
-// this CPU fuses it). A candidate's logit is then the full projection's
-// to the bit on that backend, so the shortlist changes a translation only where the full
-// vocabulary's choice lies outside the candidates.
+// this CPU fuses it). A candidate's logit is then the full projection's to the bit (on x86-64,
+// and on ARM except the multi-row assembly kernels linear_rows.cc names, where it agrees to
+// rounding), so the shortlist changes a translation only where the full vocabulary's choice
+// lies outside the candidates.
 void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightView& w, const float* bias,
                    const int32_t* rows, int64_t count, float* y);
 // Whether LinearRowsQd8 takes this weight: int8 or int4 with one scale per row.
