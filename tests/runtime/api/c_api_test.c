@@ -1,6 +1,8 @@
 /* The C API from C99: load, size, create, translate ids and text, every error path, and
  * several threads translating at once with one shared model (results equal the
- * single-threaded ones). usage: c_api_test MODEL.tern (pre_gelu fixture with tokenizers). */
+ * single-threaded ones); with a second model, the same weights with a vocabulary shortlist,
+ * options.no_shortlist. usage: c_api_test MODEL.tern [SHORTLIST_MODEL.tern] (pre_gelu fixture
+ * with tokenizers; the shortlist is tests/tools/c_api_test.sh's). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +48,44 @@ static void* worker(void* p) {
   return NULL;
 }
 
+/* The shortlist model (c_api_test.sh): frequent token 30, source token 22 -> 35. Its candidates
+ * for kSource are those and the special ids 0-3, so the parity output (which has 26) cannot
+ * come out with the shortlist on, and must with no_shortlist. */
+static void check_shortlist(const char* path) {
+  tern_model* model = NULL;
+  CHECK(tern_model_load_from_file(path, &model) == TERN_OK);
+  if (model == NULL) return;
+  tern_limits limits = tern_default_limits();
+  limits.max_source_length = 16;
+  limits.max_target_length = 12;
+  size_t need = 0;
+  CHECK(tern_required_arena_bytes(model, &limits, &need) == TERN_OK);
+  void* arena = malloc(need);
+  tern_session* session = NULL;
+  CHECK(tern_session_create(model, &limits, arena, need, &session) == TERN_OK);
+  if (session != NULL) {
+    tern_translate_options options = tern_default_translate_options();
+    int32_t out[12];
+    size_t n = 0;
+    CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_OK);
+    CHECK(n > 0);
+    for (size_t i = 0; i < n; ++i) CHECK(out[i] <= 3 || out[i] == 30 || out[i] == 35);
+    options.no_shortlist = 1;
+    CHECK(tern_translate_ids(session, kSource, 7, &options, out, 12, &n) == TERN_OK);
+    CHECK(n == sizeof kExpected / sizeof kExpected[0]);
+    CHECK(memcmp(out, kExpected, sizeof kExpected) == 0);
+    tern_session_free(session);
+  }
+  free(arena);
+  tern_model_free(model);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MODEL.tern\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s MODEL.tern [SHORTLIST_MODEL.tern]\n", argv[0]);
     return 2;
   }
+  if (argc == 3) check_shortlist(argv[2]);
   CHECK(strlen(tern_version()) > 0);
   CHECK(strcmp(tern_status_string(TERN_ARENA_TOO_SMALL), "arena too small") == 0);
 
