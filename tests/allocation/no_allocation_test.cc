@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/api/session_internal.h"
@@ -235,10 +236,16 @@ TEST_CASE("translate with shared weights allocates nothing after prepare", "[all
 TEST_CASE("translate with a vocabulary shortlist allocates nothing after prepare",
           "[allocation][shortlist]") {
   for (Backend backend : testing::Backends()) {
-    for (DType dtype : {DType::kF32, DType::kF16, DType::kI8, DType::kI4}) {
-      INFO("backend " << static_cast<int>(backend) << ", " << DTypeName(dtype));
+    // int8 and int4 per row: XNNPACK's qd8 paths, which the row kernel follows (QuantizeQd8);
+    // blocks of 32: float row dot products.
+    const std::pair<DType, int64_t> cases[] = {{DType::kF32, 0},  {DType::kF16, 0},
+                                               {DType::kI8, 0},   {DType::kI8, 32},
+                                               {DType::kI4, 0},   {DType::kI4, 32}};
+    for (const auto& [dtype, group] : cases) {
+      INFO("backend " << static_cast<int>(backend) << ", " << DTypeName(dtype) << " group "
+                      << group);
       const testing::AlignedBytes bytes =
-          testing::ShortlistModelBytes(testing::WideConfig(), 21, dtype, 32);
+          testing::ShortlistModelBytes(testing::WideConfig(), 21, dtype, group);
       Limits limits = LimitsFor(backend, 10);
       limits.beam_size = 2;
       Prepared<Session> p;
