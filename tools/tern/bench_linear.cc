@@ -165,8 +165,9 @@ double Pass(std::vector<Layer>& copies, const Shape& sh, const float* x, float* 
 //  - row kernel: every step quantizes x and computes the C rows' dot products from the full
 //    weight (vec::QuantizeQd8 + LinearRowsQd8, what the runtime does);
 //  - gather: once per sentence the C rows (and scales) are copied out and an XNNPACK operator
-//    is created on them (packing, as Prepare does; the buffers are allocated here too, which an
-//    arena would not do: an upper bound), then every step runs that operator on one row.
+//    is created on them (packing, as Prepare does; the buffers, context and path choice are
+//    made here too, which a runtime would make once: an upper bound), then every step runs that
+//    operator on one row.
 // Gathering pays after setup / (row step - gathered step) steps, if the gathered step is faster.
 int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count) {
   const int64_t n = s.shapes.back().first, k = s.shapes.back().second;
@@ -193,8 +194,18 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
     std::vector<Layer> copies(copies_count);
     for (Layer& layer : copies) Build(n, k, variants[v], 1, nullptr, &layer);
     std::vector<double> row_us, setup_us, gathered_us;
+    // The candidates' rows of every copy take only C x k bytes each, which the last-level cache
+    // holds: before each timed part, untimed, a read of working_set_bytes evicts them, as the
+    // other layers of a decode step do.
+    std::vector<uint64_t> evict(
+        static_cast<size_t>(std::max(s.working_set_bytes, 64.0 * 1024 * 1024) / 8), 1);
+    uint64_t sink = 0;
+    auto flush = [&] {
+      for (uint64_t e : evict) sink += e;
+    };
     for (int r = 0; r < s.warmup + s.repeat; ++r) {
       // Row kernel: one step per copy.
+      flush();
       Clock::time_point t0 = Clock::now();
       for (Layer& layer : copies) {
         const WeightView w = layer.view();
@@ -223,6 +234,7 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
       }
       const double setup = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
       const Shape sh{c, k, 1};
+      flush();
       const double step = Pass(gathered, sh, x.data(), y.data());
       if (r >= s.warmup) {
         row_us.push_back(row);
@@ -238,6 +250,7 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
       std::snprintf(pays, sizeof(pays), "never");
     }
     std::printf("%-9s %14.1f %16.1f %14.1f %18s\n", variants[v].label, row, setup, step, pays);
+    if (sink == 42) std::printf(" ");  // keeps the eviction reads
   }
   return 0;
 }

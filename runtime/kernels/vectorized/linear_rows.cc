@@ -258,8 +258,11 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
   for (int64_t i = 0; i < count; ++i) {
     const int32_t r = rows[i];
     if (i + kAhead < count) {
-      const char* next = reinterpret_cast<const char*>(w.row(rows[i + kAhead]));
-      for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
+      // Every cache line the row touches, from the one its first byte is in.
+      const uintptr_t first = reinterpret_cast<uintptr_t>(w.row(rows[i + kAhead]));
+      for (uintptr_t a = first & ~uintptr_t{63}; a < first + row_bytes; a += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(a));
+      }
     }
     const int32_t sum = w.dtype == DType::kI8
                             ? dots.int8(xq, reinterpret_cast<const int8_t*>(w.row(r)), k)

@@ -390,7 +390,9 @@ TEST_CASE("calls outside what prepare planned are answered by the reference kern
 TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit",
           "[xnnpack][linear][shortlist]") {
   uint32_t seed = 700;
-  const Case shapes[] = {{7, 13, 0}, {33, 17, 0}, {64, 96, 0}, {130, 257, 0}, {300, 512, 0}};
+  // K 100 and 257: tails after the AVX2 kernels' 16 / 32 columns (even and odd).
+  const Case shapes[] = {{7, 13, 0},   {33, 17, 0},   {64, 96, 0},
+                         {40, 100, 0}, {130, 257, 0}, {300, 512, 0}};
   for (DType dtype : {DType::kI8, DType::kI4}) {
     for (const Case& c : shapes) {
       for (bool bias : {false, true}) {
