@@ -1,6 +1,7 @@
 #include "runtime/models/encoder_decoder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "runtime/kernels/ops.h"
@@ -137,6 +138,36 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   // One decoder row quantized to int8 at a time, when the full projection quantizes its rows
   // (XNNPACK's qd8 paths) and the candidates' logits are computed the same way.
   p.Add("shortlist_row_q", d, kDecoder, kDecoder, &shortlist_row_q_, shortlist_ != nullptr);
+  // The candidates' rows of the output projection (and their scales) copied together at Encode,
+  // sentence after sentence: read in place they are scattered over the whole weight, which costs
+  // about 4x per step what reading the same bytes front to back does (docs/shortlist.md,
+  // measured). The copies never take more than the weight itself: a sentence whose rows no
+  // longer fit reads them in place (the same bytes, the same logits).
+  shortlist_copy_row_bytes_ = 0;
+  shortlist_copy_groups_ = 0;
+  shortlist_copy_rows_ = 0;
+  if (shortlist_ != nullptr) {
+    const char* output = !c.tied_output        ? "output_projection.weight"
+                         : c.shared_embeddings ? "encoder.embed_tokens.weight"
+                                               : "decoder.embed_tokens.weight";
+    TensorInfo info;
+    if (model.Find(output, &info)) {
+      const WeightView w = info.AsWeight();
+      if (w.rows == c.tgt_vocab_size) {
+        shortlist_copy_row_bytes_ = w.row_bytes();
+        shortlist_copy_groups_ = w.scales != nullptr ? w.groups_per_row() : 0;
+        shortlist_copy_rows_ = static_cast<int64_t>(
+            std::min<size_t>(static_cast<size_t>(w.rows), CheckedMul(b, capacity)));
+      }
+    }
+  }
+  const bool copy = shortlist_copy_rows_ > 0;
+  const size_t copy_rows = static_cast<size_t>(shortlist_copy_rows_);
+  p.Add("shortlist_copy", CheckedMul(copy_rows, shortlist_copy_row_bytes_), kEncoder, kDecoder,
+        &shortlist_copy_, copy);
+  p.Add("shortlist_copy_scales", CheckedMul(copy_rows, static_cast<size_t>(shortlist_copy_groups_)),
+        kEncoder, kDecoder, &shortlist_copy_scales_, copy && shortlist_copy_groups_ > 0);
+  p.Add("shortlist_copy_at", b, kEncoder, kDecoder, &shortlist_copy_at_, copy);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
   p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
@@ -241,9 +272,18 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
     CrossKeysValues(config_, layers_.decoder[i].cross, enc_x_, batch, seq, Cross(i).kv);
   shortlist_listed_ = shortlist_ != nullptr && shortlist_on_;
   if (shortlist_listed_) {
+    int64_t copied = 0;  // rows of shortlist_copy_ taken by earlier sentences
     for (int32_t b = 0; b < batch; ++b) {
       ListCandidates(src_ids + b * src_stride, lengths[b], shortlist_ids_ + b * shortlist_capacity_,
                      &shortlist_counts_[b]);
+      if (shortlist_copy_ == nullptr) continue;
+      if (copied + shortlist_counts_[b] <= shortlist_copy_rows_) {
+        shortlist_copy_at_[b] = static_cast<int32_t>(copied);
+        CopyCandidateRows(b);
+        copied += shortlist_counts_[b];
+      } else {
+        shortlist_copy_at_[b] = -1;  // read in place
+      }
     }
   }
   position_ = 0;
@@ -274,6 +314,27 @@ void EncoderDecoder::ListCandidates(const int32_t* src, int32_t length, int32_t*
     }
   }
   *count = c;
+}
+
+// Sentence b's candidate rows of the output weight, and their scales, front to back from row
+// shortlist_copy_at_[b] of the copy.
+void EncoderDecoder::CopyCandidateRows(int32_t b) {
+  const WeightView& w = weights_.output.weight;
+  const size_t row_bytes = shortlist_copy_row_bytes_;
+  const size_t groups = static_cast<size_t>(shortlist_copy_groups_);
+  const size_t at = static_cast<size_t>(shortlist_copy_at_[b]);
+  const int32_t* ids =
+      shortlist_ids_ + static_cast<size_t>(b) * static_cast<size_t>(shortlist_capacity_);
+  uint8_t* rows = shortlist_copy_ + at * row_bytes;
+  float* scales =
+      shortlist_copy_scales_ != nullptr ? shortlist_copy_scales_ + at * groups : nullptr;
+  for (int32_t j = 0; j < shortlist_counts_[b]; ++j) {
+    std::memcpy(rows + static_cast<size_t>(j) * row_bytes, w.row(ids[j]), row_bytes);
+    if (scales != nullptr) {
+      std::memcpy(scales + static_cast<size_t>(j) * groups,
+                  w.scales + static_cast<size_t>(ids[j]) * groups, groups * sizeof(float));
+    }
+  }
 }
 
 Status EncoderDecoder::SetRowsPerSentence(int32_t rows) {
@@ -361,12 +422,26 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
       float* y = logits_ + r * shortlist_capacity_;
       const int32_t b = r / rows_per_sentence_;
       const int32_t* ids = shortlist_ids_ + b * shortlist_capacity_;
+      // The sentence's rows copied together at Encode (rows 0 .. count - 1, the bias still by
+      // vocabulary id), or read in place.
+      WeightView rows_w = w;
+      const int32_t* rows_at = ids;
+      if (shortlist_copy_ != nullptr && shortlist_copy_at_[b] >= 0) {
+        const size_t at = static_cast<size_t>(shortlist_copy_at_[b]);
+        rows_w.data = shortlist_copy_ + at * shortlist_copy_row_bytes_;
+        rows_w.rows = shortlist_counts_[b];
+        if (shortlist_copy_scales_ != nullptr) {
+          rows_w.scales = shortlist_copy_scales_ + at * static_cast<size_t>(shortlist_copy_groups_);
+        }
+        rows_at = nullptr;
+      }
       if (qd8) {
         const vec::Qd8Row p = vec::QuantizeQd8(dec_x_ + r * d, d, shortlist_row_q_);
-        vec::LinearRowsQd8(shortlist_row_q_, p, w, weights_.output.bias, ids, shortlist_counts_[b],
-                           y);
+        vec::LinearRowsQd8(shortlist_row_q_, p, rows_w, weights_.output.bias, rows_at,
+                           shortlist_counts_[b], y, ids);
       } else {
-        vec::LinearRows(dec_x_ + r * d, w, weights_.output.bias, ids, shortlist_counts_[b], y);
+        vec::LinearRows(dec_x_ + r * d, rows_w, weights_.output.bias, rows_at, shortlist_counts_[b],
+                        y, ids);
       }
     }
   } else {

@@ -91,6 +91,11 @@ class EncoderDecoder final : public TransformerModel {
   Span<const int32_t> shortlist_rows(int32_t b) const {
     return {shortlist_ids_ + b * shortlist_capacity_, static_cast<size_t>(shortlist_counts_[b])};
   }
+  // Whether sentence b's candidate rows were copied together at the last Encode (else each step
+  // reads them in place).
+  bool shortlist_copied(int32_t b) const {
+    return shortlist_active() && shortlist_copy_ != nullptr && shortlist_copy_at_[b] >= 0;
+  }
 
   int32_t batch() const { return batch_; }
   int64_t position() const { return position_; }
@@ -115,6 +120,7 @@ class EncoderDecoder final : public TransformerModel {
   void UniversalDecoderSteps(const StepShape& shape);
   bool universal() const { return config_.architecture == Architecture::kUniversal; }
   void ListCandidates(const int32_t* src, int32_t length, int32_t* out, int32_t* count);
+  void CopyCandidateRows(int32_t b);
 
   float* step_signal_ = nullptr;      // Universal: [d_model], PE(step)
   ActState enc_act_{}, dec_act_{};    // Universal with ACT only
@@ -138,6 +144,15 @@ class EncoderDecoder final : public TransformerModel {
   int32_t* shortlist_counts_ = nullptr;  // [max_batch]
   uint64_t* shortlist_marks_ = nullptr;  // [ceil(tgt_vocab / 64)] while listing
   int16_t* shortlist_row_q_ = nullptr;   // [d_model]: a decoder row quantized (vec::QuantizeQd8)
+  // [min(tgt_vocab, max_batch x capacity)] rows of the output weight (and their scales): the
+  // sentences' candidate rows copied at Encode, sentence b's from row shortlist_copy_at_[b]
+  // (-1: its rows did not fit, and are read in place).
+  uint8_t* shortlist_copy_ = nullptr;
+  float* shortlist_copy_scales_ = nullptr;
+  int32_t* shortlist_copy_at_ = nullptr;  // [max_batch]
+  size_t shortlist_copy_row_bytes_ = 0;
+  int64_t shortlist_copy_groups_ = 0;
+  int64_t shortlist_copy_rows_ = 0;
   int32_t batch_ = 0;
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;

@@ -126,7 +126,8 @@ __attribute__((target("avx2"))) int32_t DotQd8Int8Avx2(const int16_t* xq, const 
   __m256i acc = _mm256_setzero_si256();
   int64_t c = 0;
   for (; c + 16 <= k; c += 16) {
-    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
+    const __m256i wv =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c)));
     const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + c));
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, wv));
   }
@@ -140,8 +141,8 @@ __attribute__((target("avx2"))) int32_t DotQd8Int4Avx2(const int16_t* xq, const 
   __m256i acc = _mm256_setzero_si256();
   int64_t c = 0;
   for (; c + 32 <= k; c += 32) {  // 16 bytes: columns c .. c + 31
-    const __m256i b = _mm256_cvtepi8_epi16(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2)));
+    const __m256i b =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2)));
     const __m256i low = _mm256_srai_epi16(_mm256_slli_epi16(b, 12), 12);  // even columns
     const __m256i high = _mm256_srai_epi16(b, 4);                         // odd columns
     // Interleaved back into column order: per 128-bit lane unpack gives columns 0-7 | 16-23
@@ -237,8 +238,8 @@ TERN_VECTOR_CLONES Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
   const float max_less_zero_point = static_cast<float>(127 - p.zero_point);
   for (int64_t c = 0; c < k; ++c) {
     float v = x[c] * multiplier;
-    v = v < max_less_zero_point ? v : max_less_zero_point;    // NaN too
-    v = v > -383.0f ? v : -383.0f;                             // below -128 - zero point anyway
+    v = v < max_less_zero_point ? v : max_less_zero_point;  // NaN too
+    v = v > -383.0f ? v : -383.0f;                          // below -128 - zero point anyway
     int32_t q = static_cast<int32_t>(RoundToEven(v)) + p.zero_point;
     q = q < -128 ? -128 : q;
     xq[c] = static_cast<int16_t>(q - p.zero_point);
@@ -248,7 +249,7 @@ TERN_VECTOR_CLONES Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
 
 TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightView& w,
                                       const float* bias, const int32_t* rows, int64_t count,
-                                      float* y) {
+                                      float* y, const int32_t* bias_ids) {
   const int64_t k = w.cols;
   const bool fused = bias != nullptr && Qd8EpilogueFused();
   const RowDots& dots = Dots();
@@ -256,8 +257,9 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
   constexpr int64_t kAhead = 4;  // rows prefetched ahead: candidates are scattered rows, which
                                  // the hardware prefetcher does not foresee
   for (int64_t i = 0; i < count; ++i) {
-    const int32_t r = rows[i];
-    if (i + kAhead < count) {
+    const int32_t r = rows != nullptr ? rows[i] : static_cast<int32_t>(i);
+    const int32_t b = bias_ids != nullptr ? bias_ids[i] : r;
+    if (rows != nullptr && i + kAhead < count) {  // a copy is read front to back: no need
       // Every cache line the row touches, from the one its first byte is in.
       const uintptr_t first = reinterpret_cast<uintptr_t>(w.row(rows[i + kAhead]));
       for (uintptr_t a = first & ~uintptr_t{63}; a < first + row_bytes; a += 64) {
@@ -273,20 +275,21 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
     if (bias == nullptr) {
       y[i] = scaled * w.scales[r];
     } else if (fused) {
-      y[i] = std::fma(scaled, w.scales[r], bias[r]);
+      y[i] = std::fma(scaled, w.scales[r], bias[b]);
     } else {
       volatile float product = scaled * w.scales[r];  // volatile: never contracted into an fma
-      y[i] = product + bias[r];
+      y[i] = product + bias[b];
     }
   }
 }
 
 TERN_VECTOR_CLONES void LinearRows(const float* x, const WeightView& w, const float* bias,
-                                   const int32_t* rows, int64_t count, float* y) {
+                                   const int32_t* rows, int64_t count, float* y,
+                                   const int32_t* bias_ids) {
   for (int64_t i = 0; i < count; ++i) {
-    const int32_t r = rows[i];
+    const int32_t r = rows != nullptr ? rows[i] : static_cast<int32_t>(i);
     const float dot = RowDot(x, w, r);
-    y[i] = bias ? dot + bias[r] : dot;
+    y[i] = bias ? dot + bias[bias_ids != nullptr ? bias_ids[i] : r] : dot;
   }
 }
 

@@ -15,8 +15,10 @@ namespace tern::vec {
 
 // Float dot products with the weights converted per element: what the reference backend's
 // ref::Linear computes (to rounding).
+// rows null: rows 0 .. count - 1 (the candidates' rows copied together, docs/shortlist.md);
+// bias_ids: which entry of bias belongs to row i (null: rows[i], or i).
 void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
-                int64_t count, float* y);
+                int64_t count, float* y, const int32_t* bias_ids = nullptr);
 
 // One row of activations quantized as XNNPACK's convert_nc_f32_qd8 quantizes it for its qd8
 // fully-connected paths (XNNPACK 2024-11: xnn_f32_qd8_asymmetric_quantization_params and the
@@ -37,8 +39,9 @@ Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
 // and on ARM except the multi-row assembly kernels linear_rows.cc names, where it agrees to
 // rounding), so the shortlist changes a translation only where the full vocabulary's choice
 // lies outside the candidates.
+// rows and bias_ids as for LinearRows.
 void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightView& w, const float* bias,
-                   const int32_t* rows, int64_t count, float* y);
+                   const int32_t* rows, int64_t count, float* y, const int32_t* bias_ids = nullptr);
 // Whether LinearRowsQd8 takes this weight: int8 or int4 with one scale per row.
 bool Qd8Rows(const WeightView& w);
 

@@ -102,6 +102,14 @@ TEST_CASE("shortlist logits: the candidates' rows of the full projection, packed
       REQUIRE(ed.Encode(kIds, 9, kLengths, 3).ok());
       REQUIRE(ed.shortlist_active());
       REQUIRE(ed.DecodeStep(start, &logits).ok());
+      // The copies of the candidates' rows hold at most the vocabulary's 40 rows: the first
+      // sentence's are copied, the second's no longer fit and are read in place, the third's
+      // fit after the first's. Both ways give the same logits.
+      REQUIRE(CandidatesOf(config, 0).size() + CandidatesOf(config, 1).size() > 40);
+      REQUIRE(CandidatesOf(config, 0).size() + CandidatesOf(config, 2).size() <= 40);
+      CHECK(ed.shortlist_copied(0));
+      CHECK(!ed.shortlist_copied(1));
+      CHECK(ed.shortlist_copied(2));
       for (int32_t b = 0; b < 3; ++b) {
         const std::vector<int32_t> want = CandidatesOf(config, b);
         const Span<const int32_t> got = ed.shortlist_rows(b);
