@@ -214,7 +214,8 @@ TEST_CASE("the arena plan holds the shortlist's buffers", "[shortlist][arena]") 
   auto b = Session::RequiredArenaBytes(Model::Load(without.data(), without.size()).value(), limits);
   REQUIRE(a.ok());
   REQUIRE(b.ok());
-  // 3 sentences x min(40, 2 + 3 x 9 + 4) candidates, 3 counts and a bitmap of 40 bits.
+  // 3 sentences x min(40, 2 + 3 x 9 + 4) candidates, 3 counts, a bitmap of 40 bits and the
+  // candidates' rows copied together (at most the 40 rows of the output weight).
   CHECK(a.value() > b.value());
 }
 
