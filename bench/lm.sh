@@ -9,7 +9,8 @@
 #   bench/lm.sh        -> bench/results/<date>-lm.json + .md, and the table on stdout
 #
 # Knobs (environment): SHAPE=smollm (or llama1b), ENGINES=tern-fp32,tern-int8,tern-int4,
-# pytorch-fp32,pytorch-int8,ort-fp32,ort-int8 (also tern-int4row: int4 per row), THREADS=1,2,
+# pytorch-fp32,pytorch-int8,ort-fp32,ort-int8 (also tern-int4row: int4 per row; tern-int4all:
+# per row, the tied embedding / output projection int4 too), THREADS=1,2,
 # PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3, REPEAT=3, WARMUP=1,
 # TERN_BUILD_DIR=build/x86_64 (its tools/tern, built by `make build`),
 # NICE=-10 (as bench/run.sh: the measured processes' priority when root), OUT=prefix.
@@ -38,13 +39,16 @@ PY=/usr/bin/python3
 PRIO=()
 [[ -n "$NICE" && $(id -u) -eq 0 ]] && PRIO=(nice -n "$NICE")
 
+# The tern files the engines need (make_lm.py converts each dtype once and keeps it).
+DTYPES=$(tr , '\n' <<<"$ENGINES" | sed -n 's/^tern-//p' | paste -sd,)
+DTYPES=${DTYPES:-int8}
 [[ -x "$TERN" ]] || { echo "no $TERN: run make build first" >&2; exit 1; }
 # make_lm.py writes the checkpoint with PyTorch; a fresh machine lacks it.
 "$PY" -c 'import torch' 2>/dev/null || {
   echo "[lm] installing python3-torch" >&2
   apt-get install -y -q python3-torch >&2
 }
-models=$("$PY" bench/models/make_lm.py --tern "$TERN" --shapes "$SHAPE" --dtypes fp32,int8,int4,int4row)
+models=$("$PY" bench/models/make_lm.py --tern "$TERN" --shapes "$SHAPE" --dtypes "$DTYPES")
 field() { "$PY" -c 'import json,sys; print(eval(sys.argv[2], {"j": json.loads(sys.argv[1])}))' "$1" "$2"; }
 checkpoint=$(field "$models" "j['$SHAPE']['checkpoint']")
 config=$(field "$models" "j['$SHAPE']['config']")

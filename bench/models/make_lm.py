@@ -49,7 +49,10 @@ SHAPES = {
                                   "rope_type": "llama3"}),
 }
 DTYPE_FLAGS = {"fp32": [], "fp16": ["--dtype", "fp16"], "int8": ["--dtype", "int8"],
-               "int4": ["--dtype", "int4", "--group-size", "32"], "int4row": ["--dtype", "int4", "--group-size", "0"]}
+               "int4": ["--dtype", "int4", "--group-size", "32"], "int4row": ["--dtype", "int4", "--group-size", "0"],
+               # int4 per row with the tied embedding / output projection int4 too (the
+               # converter keeps an int4 model's embeddings int8 unless told)
+               "int4all": ["--dtype", "int4", "--group-size", "0", "--keep", "int4:*embed_tokens*"]}
 
 
 def make_checkpoint(cfg, path):

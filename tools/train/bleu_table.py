@@ -6,7 +6,8 @@ PyTorch's, and how many outputs hold a repeated-word loop (tools/data/quality.py
 Usage (after `make build`):
   /usr/bin/python3 tools/train/bleu_table.py [--model examples/translation/model.safetensors]
       [--sets ding,everyday,technical] [--dtypes fp32,fp16,int8,int4] [--no-tern]
-      (a dtype int4:gN converts with --group-size N: int4 in blocks of N weights, g0 per row)
+      (a dtype int4:gN converts with --group-size N: int4 in blocks of N weights, g0 per row;
+      int4+emb also stores the embeddings int4)
       [--tern build/x86_64/tools/tern] [--work build/bleu] [--limit N] [--max-length 128]
       [--quality examples/translation/quality.tsv]
 --quality: also write the int8 rows as the table `make demo` prints (tools/demo.sh), with the
@@ -68,10 +69,15 @@ def pytorch_greedy(model_path, src_ids, max_len, batch=64):
 
 
 def tern_convert(tern, model_path, spm_path, dtype, work):
-    """dtype: fp32, fp16, int8, int4, or int4:gN (int4 in blocks of N weights; g0: per row)."""
-    name, _, group = dtype.partition(":g")
-    tern_file = os.path.join(work, f"de-en.{dtype.replace(':', '-')}.tern")
+    """dtype: fp32, fp16, int8, int4, or int4:gN (int4 in blocks of N weights; g0: per row);
+    a +emb suffix stores the embeddings (the tied output projection) in that dtype too, where
+    the converter's default keeps int4 models' embeddings int8."""
+    spec, emb, _ = dtype.partition("+emb")
+    name, _, group = spec.partition(":g")
+    tern_file = os.path.join(work, f"de-en.{dtype.replace(':', '-').replace('+', '-')}.tern")
     extra = ["--group-size", group] if group else []
+    if emb:
+        extra += ["--keep", f"{name}:*embed_tokens*"]
     subprocess.run([tern, "convert", model_path, "-o", tern_file, "--dtype", name,
                     "--tokenizer", spm_path, "--force", "--quiet"] + extra, check=True)
     return tern_file
