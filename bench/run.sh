@@ -17,7 +17,9 @@
 #                         each round runs every setting x thread count x engine, interleaved,
 #                         and report.py gives a table per setting (plot.py: tokens/s per setting)
 #   ENGINES=...           default: tern-fp32,tern-fp16,tern-int8,tern-int4,pytorch-fp32,
-#                         pytorch-int8,ort-fp32,ort-int8
+#                         pytorch-int8,ort-fp32,ort-int8; also tern-int4row (int4 per row) and
+#                         tern-<dtype>sl (e.g. tern-int8sl: with a vocabulary shortlist,
+#                         make_base.py; the base model's from a synthetic corpus)
 #   TERN_BUILD_DIR=build/x86_64   where `tern` is built: `cmake --build DIR --target tern` when
 #                         configured, else `make DIR` (set-up, configure, build)
 #   NO_BUILD=1            use $TERN_BUILD_DIR/tools/tern as it is
@@ -91,7 +93,10 @@ fi
 
 # --- models -----------------------------------------------------------------------------------
 log "models ($MODELS)"
-"$PY" bench/models/make_base.py --tern "$TERN" --out "$WORK/models" --models "$MODELS" >"$RAW/models.json"
+# The dtypes the tern engines name (tern-int8, tern-old-int8, tern-int8sl: int8 with a shortlist).
+DTYPES=$(tr , '\n' <<<"$ENGINES" | sed -n 's/^tern-\(old-\)\{0,1\}//p' | sort -u | paste -sd,)
+"$PY" bench/models/make_base.py --tern "$TERN" --out "$WORK/models" --models "$MODELS" \
+  --dtypes "${DTYPES:-int8}" >"$RAW/models.json"
 mapfile -t LABELS < <("$PY" -c 'import json,sys; [print(k) for k in json.load(open(sys.argv[1]))]' "$RAW/models.json")
 for label in "${LABELS[@]}"; do
   ckpt=$WORK/models/$label/model.safetensors

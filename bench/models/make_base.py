@@ -15,6 +15,7 @@ number of tokens (EOS masked), so random weights measure what trained ones would
 
 Usage: make_base.py --tern build/x86_64/tools/tern [--out build/bench/models]
                     [--models base,demo] [--dtypes fp32,fp16,int8,int4,int4row] [--force]
+                   (a dtype with the suffix sl, e.g. int8sl, adds a vocabulary shortlist)
 Prints one JSON line: {"<model>": {"checkpoint", "config", "tern": {"fp32": path, ...}}}.
 Existing files are kept unless --force (the checkpoint is seeded, so it is reproducible).
 """
@@ -60,11 +61,26 @@ def random_checkpoint(cfg_dict, seed):
     return cfg, {k: v.detach().contiguous() for k, v in model.state_dict().items()}
 
 
-def convert(tern, checkpoint, config, out, dtype, tokenizer=None):
+def shortlist_flags(d, label, vocab):
+    """The model's vocabulary shortlist: the shipped demo's own table; for random weights one built
+    from a synthetic id corpus (bench/models/synthetic_corpus.py: speed only)."""
+    if label == "demo":
+        return ["--shortlist", os.path.join(ROOT, "examples", "translation", "shortlist.txt")]
+    corpus = os.path.join(d, "shortlist-corpus")
+    if not os.path.exists(os.path.join(corpus, "train.tgt.ids")):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "models", "synthetic_corpus.py"),
+                        "--vocab", str(vocab), "--pairs", "20000", "--out", corpus], check=True)
+    return ["--shortlist-corpus", os.path.join(corpus, "train.src.ids"),
+            os.path.join(corpus, "train.tgt.ids")]
+
+
+def convert(tern, checkpoint, config, out, dtype, tokenizer=None, shortlist=()):
     """dtype: fp32, fp16, int8, int4 (blocks of 32: --group-size 32, XNNPACK's qb4w kernels), or
-    int4row (int4 per row, the converter's default: --group-size 0, qc4w; tern bench --linear)."""
+    int4row (int4 per row, the converter's default: --group-size 0, qc4w; tern bench --linear);
+    shortlist: flags that add a vocabulary shortlist (the dtype's "sl" suffix, e.g. int8sl)."""
     flags = {"int4": ["--dtype", "int4", "--group-size", "32"],
              "int4row": ["--dtype", "int4", "--group-size", "0"]}.get(dtype, ["--dtype", dtype])
+    flags = flags + list(shortlist)
     cmd = [tern, "convert", checkpoint, "--config", config, "-o", out] + flags + [
            "--force", "--quiet"]
     if tokenizer:
@@ -120,7 +136,12 @@ def main():
         for dtype in [t for t in args.dtypes.split(",") if t]:
             out = os.path.join(d, f"model-{dtype}.tern")
             if args.force or not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(ckpt):
-                convert(args.tern, ckpt, cfg_path, out, dtype, tokenizer)
+                base_dtype, shortlist = dtype, ()
+                if dtype.endswith("sl"):  # e.g. int8sl: int8 with a vocabulary shortlist
+                    base_dtype = dtype[:-2]
+                    vocab = tern_torch.Config.load(cfg_path).tgt_vocab_size
+                    shortlist = shortlist_flags(d, label, vocab)
+                convert(args.tern, ckpt, cfg_path, out, base_dtype, tokenizer, shortlist)
                 print(f"{label}: wrote {out} ({os.path.getsize(out)} bytes)", file=sys.stderr)
             terns[dtype] = out
         result[label] = {"checkpoint": ckpt, "config": cfg_path, "tern": terns}
