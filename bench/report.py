@@ -32,8 +32,8 @@ MIB = 1024.0 * 1024.0
 TIME_KEYS = ["encode_ms_32", "encode_ms_128", "decode_ms_per_token", "decode_first_step_ms",
              "decode_last_step_ms", "total_ms", "load_prepare_ms", "cpu_encode_ms",
              "cpu_decode_ms_per_token", "cpu_total_ms"]
-ORDER = ["tern-fp32", "tern-fp16", "tern-int8", "tern-int4", "tern-int4row", "ort-fp32", "ort-int8",
-         "pytorch-fp32", "pytorch-int8"]
+ORDER = ["tern-fp32", "tern-fp16", "tern-int8", "tern-int4", "tern-int4row", "tern-int8sl",
+         "tern-int4rowsl", "ort-fp32", "ort-int8", "pytorch-fp32", "pytorch-int8"]
 # (name, faster engine, slower engine, target speed-up or None)
 RATIOS = [
     ("tern int8 vs ONNX Runtime int8", "tern-int8", "ort-int8", 1.0),
@@ -47,6 +47,11 @@ RATIOS = [
     ("tern int4 vs tern int8", "tern-int4", "tern-int8", None),
     ("tern int4 per row vs tern int8", "tern-int4row", "tern-int8", None),
     ("tern int4 per row vs ONNX Runtime int8", "tern-int4row", "ort-int8", None),
+    # With the vocabulary shortlist (engines tern-<dtype>sl): against the same model without.
+    ("tern int8 + shortlist vs ONNX Runtime int8", "tern-int8sl", "ort-int8", None),
+    ("tern int8 + shortlist vs tern int8", "tern-int8sl", "tern-int8", None),
+    ("tern int4 per row + shortlist vs ONNX Runtime int8", "tern-int4rowsl", "ort-int8", None),
+    ("tern int4 per row + shortlist vs tern int4 per row", "tern-int4rowsl", "tern-int4row", None),
 ] + [(f"tern {d} vs baseline tern {d} (TERN_BASELINE)", f"tern-{d}", f"tern-old-{d}", None)
      for d in ("fp32", "fp16", "int8", "int4", "int4row")]
 PARTS = [("encode 32", "encode_ms_32"), ("encode 128", "encode_ms_128"),
@@ -181,9 +186,11 @@ def fmt(v, digits=1):
 
 def weights_label(eid, e):
     if eid.startswith("tern"):
-        if eid.endswith("int4row"):
-            return "int4 per row (emb. int8)"
-        return {"f32": "fp32", "f16": "fp16", "i8": "int8", "i4": "int4 blocks of 32 (emb. int8)"}.get(e.get("weights_dtype"), "?")
+        shortlist = " + shortlist" if eid.endswith("sl") else ""
+        if eid.removesuffix("sl").endswith("int4row"):
+            return "int4 per row (emb. int8)" + shortlist
+        return {"f32": "fp32", "f16": "fp16", "i8": "int8",
+                "i4": "int4 blocks of 32 (emb. int8)"}.get(e.get("weights_dtype"), "?") + shortlist
     if eid == "pytorch-int8":
         return f"int8 dyn. ({e.get('quantized_engine')})"
     if eid == "ort-int8":

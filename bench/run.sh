@@ -173,7 +173,7 @@ done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report -----------------------------------------------------------------------------------
-COMMAND="bench/run.sh  (MODELS=$MODELS ROUNDS=$ROUNDS REPEAT=$REPEAT WARMUP=$WARMUP THREADS=$THREADS SETTINGS=$SETTINGS SOURCE=$SOURCE TOKENS=$TOKENS NICE=$NICE)"
+COMMAND="bench/run.sh  (MODELS=$MODELS ENGINES=$ENGINES ROUNDS=$ROUNDS REPEAT=$REPEAT WARMUP=$WARMUP THREADS=$THREADS SETTINGS=$SETTINGS SOURCE=$SOURCE TOKENS=$TOKENS NICE=$NICE)"
 "$PY" bench/report.py --runs "$RAW/runs.jsonl" --out "$OUT" --command "$COMMAND" \
   --load "$LOAD_START -> $LOAD_END (1-minute average after each round: ${LOADS[*]})" --tern "$TERN"
 "$PY" bench/plot.py "$OUT.json" "$OUT.png"
