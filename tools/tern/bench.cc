@@ -258,7 +258,7 @@ int Bench(int argc, char** argv) {
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   Check(need.status(), "arena size");
   CheckArenaFits(need.value());  // refused before allocating, as translate and generate do
-  std::vector<uint8_t> arena(need.value());
+  posix::ArenaMemory arena = AllocateArena(need.value());
   Session session;
   Check(session.Prepare(loaded.model, limits, arena.data(), arena.size()), "prepare");
   const double load_prepare_ms = Ms(t_load, Clock::now());

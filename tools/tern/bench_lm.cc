@@ -59,7 +59,7 @@ int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
   auto need = Generator::RequiredArenaBytes(loaded.model, limits);
   Check(need.status(), "arena size");
   CheckArenaFits(need.value());
-  std::vector<uint8_t> arena(need.value());
+  posix::ArenaMemory arena = AllocateArena(need.value());
   Generator generator;
   Check(generator.Prepare(loaded.model, limits, arena.data(), arena.size()), "prepare");
   const double load_prepare_ms = bench::Ms(t_load, Clock::now());

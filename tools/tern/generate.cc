@@ -194,7 +194,7 @@ int Generate(int argc, char** argv) {
   auto need = Generator::RequiredArenaBytes(model, limits);
   if (!need.ok()) throw std::runtime_error(need.status().message());
   CheckArenaFits(need.value());
-  std::vector<uint8_t> arena(need.value());
+  posix::ArenaMemory arena = AllocateArena(need.value());
   Generator generator;
   const Status prepared = generator.Prepare(model, limits, arena.data(), arena.size());
   if (!prepared.ok()) throw std::runtime_error(prepared.message());

@@ -6,6 +6,7 @@
 #include <climits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tern::cli {
 
@@ -68,6 +69,12 @@ void CheckArenaFits(size_t arena_bytes) {
                              " bytes (" + source +
                              "); lower --batch, --beam, --max-source or --max-length");
   }
+}
+
+posix::ArenaMemory AllocateArena(size_t bytes) {
+  auto memory = posix::ArenaMemory::Allocate(bytes);
+  if (!memory.ok()) throw std::runtime_error(memory.status().message());
+  return std::move(memory.value());
 }
 
 }  // namespace tern::cli

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "platforms/posix/arena_memory.h"
 #include "runtime/model/config.h"
 #include "tern/limits.h"
 #include "tools/tern/args.h"
@@ -33,6 +34,10 @@ Limits ParseLimits(const Args& args, const ModelConfig& config);
 // the physical memory (sysconf), or RLIMIT_AS when it is set and lower. Called before the
 // arena is allocated, so a huge --batch fails at once instead of swapping for a minute.
 void CheckArenaFits(size_t arena_bytes);
+
+// Memory for an arena (or shared packed weights) of `bytes`: huge pages where the kernel
+// offers them (platforms/posix/arena_memory.h says why). Throws std::runtime_error on failure.
+posix::ArenaMemory AllocateArena(size_t bytes);
 
 // The memory limit CheckArenaFits applies, in bytes, and where it comes from.
 size_t MemoryLimitBytes(std::string* source);

@@ -259,11 +259,11 @@ int Translate(int argc, char** argv) {
   // With several workers the sessions share one packed copy of the weights (SharedWeights):
   // the first Prepare packs them, the others reuse them.
   SharedWeights shared;
-  std::vector<uint8_t> shared_memory;
+  posix::ArenaMemory shared_memory;
   if (workers_wanted > 1) {
     auto bytes = SharedWeights::RequiredBytes(loaded.model, limits);
     if (!bytes.ok()) throw std::runtime_error(bytes.status().message());
-    shared_memory.resize(bytes.value());
+    shared_memory = AllocateArena(bytes.value());
     const Status s = shared.Init(shared_memory.data(), shared_memory.size());
     if (!s.ok()) throw std::runtime_error(s.message());
   }
@@ -286,7 +286,7 @@ int Translate(int argc, char** argv) {
   const int32_t n_best = options.n_best;
   // One session per worker, each with its own arena and call buffers.
   struct Worker {
-    std::vector<uint8_t> arena;
+    posix::ArenaMemory arena;
     Session session;
     std::vector<int32_t> src, lengths, out, out_lengths;
     std::vector<float> out_scores;
@@ -295,7 +295,7 @@ int Translate(int argc, char** argv) {
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < worker_count; ++i) {
     auto w = std::make_unique<Worker>();
-    w->arena.resize(need.value());
+    w->arena = AllocateArena(need.value());
     Status status =
         w->session.Prepare(loaded.model, limits, w->arena.data(), w->arena.size(), share);
     if (!status.ok()) throw std::runtime_error(status.message());
