@@ -263,6 +263,9 @@ TEST_CASE("translate with a vocabulary shortlist allocates nothing after prepare
       CHECK(beam.ok());
       CHECK(allocations == 0);
       CHECK(tern::internal::encoder_decoder(p.runner).shortlist_active());
+      // The last call's first sentence ran on its candidate rows copied at Encode (the copy
+      // path, beside the rows read in place of a sentence that no longer fits).
+      CHECK(tern::internal::encoder_decoder(p.runner).shortlist_copied(0));
     }
   }
 }
