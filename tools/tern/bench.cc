@@ -410,6 +410,7 @@ int Bench(int argc, char** argv) {
   j["warmup"] = warmup;
   j["load_prepare_ms"] = load_prepare_ms;
   j["arena_bytes"] = arena.size();
+  j["arena_huge_pages_advised"] = arena.huge_pages_advised();  // posix::ArenaMemory
   j["encode_ms_32"] = encode_32;
   if (encode_long >= 0.0) j["encode_ms_128"] = encode_long;
   j["encode_ms"] = Median(encodes);
@@ -454,9 +455,10 @@ int Bench(int argc, char** argv) {
   std::printf("threads          %d; medians of %d runs after %d warm-up\n", threads, repeat,
               warmup);
   std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
-  std::printf("arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens)\n",
+  std::printf("arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens; %s)\n",
               static_cast<double>(arena.size()) / mib, batch, beam, limits.max_source_length,
-              limits.max_target_length);
+              limits.max_target_length,
+              arena.huge_pages_advised() ? "huge pages advised" : "ordinary pages");
   std::printf("encode 32        %.2f ms\n", encode_32);
   if (encode_long >= 0.0) std::printf("encode 128       %.2f ms\n", encode_long);
   if (beam == 1) {
