@@ -53,7 +53,7 @@ RATIOS = [
     ("tern int4 per row + shortlist vs ONNX Runtime int8", "tern-int4rowsl", "ort-int8", None),
     ("tern int4 per row + shortlist vs tern int4 per row", "tern-int4rowsl", "tern-int4row", None),
 ] + [(f"tern {d} vs baseline tern {d} (TERN_BASELINE)", f"tern-{d}", f"tern-old-{d}", None)
-     for d in ("fp32", "fp16", "int8", "int4", "int4row")]
+     for d in ("fp32", "fp16", "int8", "int4", "int4row", "int8sl", "int4rowsl")]
 PARTS = [("encode 32", "encode_ms_32"), ("encode 128", "encode_ms_128"),
          ("decode/token", "decode_ms_per_token"), ("first step", "decode_first_step_ms"),
          ("step 32", "decode_last_step_ms"), ("total", "total_ms"), ("total CPU", "cpu_total_ms")]
