@@ -243,6 +243,10 @@ def main():
                     help="stop (with a checkpoint) once the run's training time (train_seconds, "
                          "which includes hours carried over by --init-from) reaches this: for "
                          "comparisons on equal training time")
+    ap.add_argument("--max-cpu-hours", type=float, default=0.0,
+                    help="stop (with a checkpoint) once this run's CPU time in its steps "
+                         "(cpu_seconds) reaches this: equal-time comparisons on a machine shared "
+                         "with builds, where wall-clock step time measures the load, not the run")
     ap.add_argument("--sentence-weight", type=int, default=1,
                     help="each epoch holds the sentence pairs (sentence_pairs) this many times; "
                          "may change when a run resumes (logged)")
@@ -411,6 +415,9 @@ def main():
         if args.max_hours and train_seconds >= args.max_hours * 3600:
             log(logf, f"--max-hours {args.max_hours} reached")
             break
+        if args.max_cpu_hours and cpu_seconds >= args.max_cpu_hours * 3600:
+            log(logf, f"--max-cpu-hours {args.max_cpu_hours} reached")
+            break
         if pos >= len(order):
             epoch, pos = epoch + 1, 0
             order = epoch_order(epoch)
@@ -457,6 +464,8 @@ def main():
         if time.time() - last_ckpt >= args.ckpt_minutes * 60:
             save("periodic")
             last_ckpt = time.time()
+    if not stop["flag"]:
+        validate()  # at the budget (--max-steps/--max-hours/--max-cpu-hours): what comparisons read
     save("signal" if stop["flag"] else "end")
     log(logf, "exit")
 

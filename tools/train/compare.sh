@@ -1,0 +1,63 @@
+#!/bin/sh
+# Issue 18's comparisons on equal training time: today's shape (3+3, d256, post-LN, 8k joint
+# vocabulary) against pre-LN, a wider/deeper 6+3 d384, and a 16k joint vocabulary, each trained
+# from scratch on the same corpus for the same CPU time (--max-cpu-hours: this process's CPU time
+# in its steps, so that a machine shared with builds gives every arm the same compute), then
+# greedy-decoded on the three validation sets (evaluate.py: BLEU, chrF, loops).
+#
+#   tools/train/compare.sh [--hours H] [--dir BASE] [--nice N] [ARM...]
+#     ARM: base8k preln d384 v16k (default: all four, in that order)
+#     --hours H   CPU hours per arm (default 0.35)
+#     --dir BASE  runs in BASE/ARM (default /var/cache/tern/compare); results in BASE/ARM/eval.txt
+# Needs the corpus (tools/data/prepare.sh) and, for v16k, a 16k SentencePiece model:
+#   SPM=1 SPM_VOCAB=16000 SPM_OUT=/var/cache/tern/spm16k.model tools/data/prepare.sh
+# An arm whose eval.txt exists is skipped; one interrupted resumes from its last.pt.
+# One thread per arm, arms one after another (the other core stays free for builds).
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HOURS=0.35
+BASE=/var/cache/tern/compare
+NICE=10
+DATA=/var/cache/tern/data
+SPM16=${SPM16:-/var/cache/tern/spm16k.model}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hours) HOURS=$2; shift 2 ;;
+    --dir) BASE=$2; shift 2 ;;
+    --nice) NICE=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+ARMS=${*:-base8k preln d384 v16k}
+PY=/usr/bin/python3
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# The same schedule for every arm, set for a short budget: warm-up 400 steps (v1: 1200 over
+# ~7000 steps) to a peak learning rate near v1's (0.6 x 256^-0.5 x 400^-0.5 = 1.9e-3 at d256).
+COMMON="--lr-scale 0.6 --warmup 400 --sentence-weight 3 --ckpt-minutes 5 --valid-minutes 10"
+for arm in $ARMS; do
+  dir=$BASE/$arm
+  mkdir -p "$dir"
+  [ -f "$dir/eval.txt" ] && { echo "$arm: done ($dir/eval.txt)"; continue; }
+  spm=$ROOT/examples/translation/spm.model
+  case "$arm" in
+    base8k) extra="" ;;
+    preln) extra='--model-json {"norm":"pre"}' ;;
+    d384) extra='--model-json {"d_model":384,"heads":6,"encoder_layers":6,"decoder_layers":3,"d_ff":1536}' ;;
+    v16k) spm=$SPM16; extra="" ;;
+    *) echo "unknown arm $arm" >&2; exit 2 ;;
+  esac
+  echo "$arm: training ($HOURS CPU hours) in $dir"
+  # shellcheck disable=SC2086  # COMMON and extra are word lists
+  nice -n "$NICE" "$PY" "$ROOT/tools/train/train.py" --run "$dir" --data "$DATA" --spm "$spm" \
+    --threads 1 --max-cpu-hours "$HOURS" $COMMON $extra >>"$dir/stdout.log" 2>&1
+  : >"$dir/eval.tmp"
+  for set in valid valid_everyday valid_technical; do
+    # the last snapshot alone: the comparison is of the runs at the budget, not of averages
+    nice -n "$NICE" "$PY" "$ROOT/tools/train/evaluate.py" --run "$dir" --last 1 --spm "$spm" \
+      --src "$DATA/$set.de" --ref "$DATA/$set.en" --out "$dir/$set.hyp" >"$dir/$set.log" 2>&1
+    printf '%s\t%s\n' "$set" "$(tail -n 2 "$dir/$set.log" | tr "\n" " ")" >>"$dir/eval.tmp"
+  done
+  grep '^valid' "$dir/train.log" | tail -n 1 >>"$dir/eval.tmp"
+  mv "$dir/eval.tmp" "$dir/eval.txt"
+  cat "$dir/eval.txt"
+done
