@@ -1,5 +1,6 @@
 #include "runtime/kernels/backend.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <new>
@@ -23,6 +24,12 @@ xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCa
   spec.input_stride = call.ldx;
   spec.output_stride = call.ldy;
   return spec;
+}
+
+// Rows of loop_keys floats in the attention's loop scores: one per head (the loops of one call
+// split by head) and one per thread (a decoder step's rows x heads split by thread).
+size_t LoopScoreRows(const BackendPlan& plan) {
+  return static_cast<size_t>(std::max<int64_t>(plan.attention_shape.heads, plan.threads));
 }
 
 }  // namespace
@@ -160,14 +167,15 @@ void PlanBackendAttention(const BackendPlan& plan, int prepare, int last, int ba
     ids->att_av_workspace =
         p->Add("attention_av_workspace", a.av_workspace_bytes, batched_first, batched_last);
   }
-  // With a pool the one-query loops split by head: a row of scores per head.
+  // With a pool the one-query loops split by head (a row of scores per head) and a decoder
+  // step's rows x heads by thread (a row per thread).
   const xnn::AttentionShape& shape = plan.attention_shape;
   if (plan.threads > 1 && shape.heads > 1 && shape.loop_keys > 0) {
-    ids->att_loop_scores = p->Add("attention_loop_scores",
-                                  CheckedMul(CheckedMul(static_cast<size_t>(shape.heads),
-                                                        static_cast<size_t>(shape.loop_keys)),
-                                             sizeof(float)),
-                                  prepare, last);
+    ids->att_loop_scores =
+        p->Add("attention_loop_scores",
+               CheckedMul(CheckedMul(LoopScoreRows(plan), static_cast<size_t>(shape.loop_keys)),
+                          sizeof(float)),
+               prepare, last);
   }
 #else
   (void)plan, (void)prepare, (void)last, (void)batched_first, (void)batched_last, (void)p,
@@ -305,6 +313,7 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
   }
   if (ids.att_loop_scores >= 0 && pool_ != nullptr) {
     attention->loop_scores = reinterpret_cast<float*>(at(ids.att_loop_scores));
+    attention->loop_score_rows = static_cast<int64_t>(LoopScoreRows(*plan));
   }
   kernels_.attention = attention;
   kernels_.vectorized = true;

@@ -77,8 +77,8 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
 // instead of computing in float.
 inline bool QuantizesRowsToInt8(const xnn::LinearKernel* kernel) {
 #if TERN_OPS_XNNPACK
-  return kernel != nullptr && (kernel->path == xnn::LinearPath::kQd8Qc8w ||
-                               kernel->path == xnn::LinearPath::kQd8Qc4w);
+  return kernel != nullptr &&
+         (kernel->path == xnn::LinearPath::kQd8Qc8w || kernel->path == xnn::LinearPath::kQd8Qc4w);
 #else
   (void)kernel;
   return false;
@@ -102,6 +102,24 @@ inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t l
 #endif
   ref::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
                           rel, kv_heads);
+}
+
+// See ref::StepAttention.
+inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, const float* k,
+                          int64_t ldk, const float* v, int64_t ldv, int64_t sequence_stride,
+                          const ref::StepKeys& keys, int64_t rows, int64_t heads, int64_t d_head,
+                          float* scores, float* out, int64_t ldo, int64_t kv_heads = 0) {
+#if TERN_OPS_XNNPACK
+  if (kernels.attention != nullptr) {
+    xnn::StepAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
+                       heads, d_head, scores, out, ldo, kv_heads);
+    return;
+  }
+#else
+  (void)kernels;
+#endif
+  ref::StepAttention(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores,
+                     out, ldo, kv_heads);
 }
 
 // See ref::LayerNorm.

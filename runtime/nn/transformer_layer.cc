@@ -100,16 +100,26 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
       std::memcpy(self.v + r * stride + slot * d_kv, s.v + r * d_kv, row_bytes);
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
-    const int64_t keys = t < self.capacity ? t + 1 : self.capacity;  // a full ring: all of it
-    ref::AttentionMask mask;
-    mask.key_length = keys;
-    ref::RelativePositions terms;
-    const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
-    ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, self.k + r * stride, d_kv,
-                            self.v + r * stride, d_kv, 1, keys, c.heads, c.d_head(), mask, s.scores,
-                            s.attn + r * dq, dq, rel, c.kv_head_count());
+  // Row r attends to its own cache's keys 0..t (a full ring: all of it).
+  ref::StepKeys keys;
+  keys.positions = shape.positions;
+  keys.position = shape.position;
+  keys.capacity = self.capacity;
+  ref::RelativePositions terms;
+  if (RelativeTerms(s.positions, w.self_attn, 0, &terms) == nullptr) {
+    // The whole step in one call (a backend may split its rows x heads over threads).
+    ops::StepAttention(s.kernels, s.q, dq, self.k, d_kv, self.v, d_kv, stride, keys, rows, c.heads,
+                       c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {  // relative terms depend on each row's position
+      const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
+      ref::AttentionMask mask;
+      mask.key_length = keys.Visible(r);
+      const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, t, &terms);
+      ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, self.k + r * stride, d_kv,
+                              self.v + r * stride, d_kv, 1, keys.Keys(r), c.heads, c.d_head(), mask,
+                              s.scores, s.attn + r * dq, dq, rel, c.kv_head_count());
+    }
   }
   FinishAttention(c, w.self_attn, w.self_attn_norm, x, rows, s);
 
@@ -119,16 +129,12 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     const KeyValues& kv = cross->kv;
     in = SubLayerInput(c, s.kernels, cross->w->norm, x, rows, s.attn);
     Linear(in, rows, d, cross->w->attn.q, s.q, dq);
-    const int64_t src_stride = kv.capacity * d_kv;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t sentence = r / shape.rows_per_sentence;
-      ref::AttentionMask mask;
-      mask.key_length = shape.src_lengths[sentence];
-      ops::MultiHeadAttention(s.kernels, s.q + r * dq, dq, kv.k + sentence * src_stride, d_kv,
-                              kv.v + sentence * src_stride, d_kv, 1, kv.capacity, c.heads,
-                              c.d_head(), mask, s.scores, s.attn + r * dq, dq, nullptr,
-                              c.kv_head_count());
-    }
+    ref::StepKeys keys;
+    keys.rows_per_sequence = shape.rows_per_sentence;
+    keys.lengths = shape.src_lengths;
+    keys.capacity = kv.capacity;
+    ops::StepAttention(s.kernels, s.q, dq, kv.k, d_kv, kv.v, d_kv, kv.capacity * d_kv, keys, rows,
+                       c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
     FinishAttention(c, cross->w->attn, cross->w->norm, x, rows, s);
   }
   FeedForwardBlock(c, w, x, rows, s);

@@ -38,6 +38,40 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
                         const AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const RelativePositions* rel = nullptr, int64_t kv_heads = 0);
 
+// Which keys each row of a decoder step sees (StepAttention). Row r reads K/V sequence
+// r / rows_per_sequence (beam hypotheses share their sentence's encoder K/V). With `lengths`
+// (cross-attention over a padded source) the sequence has `capacity` keys of which
+// lengths[sequence] are real; without (a self-attention cache) row r's position t is
+// positions[r] (or `position` for every row) and it sees the min(t + 1, capacity) keys there
+// (a full sliding-window ring: all of them).
+struct StepKeys {
+  int64_t rows_per_sequence = 1;
+  const int32_t* lengths = nullptr;
+  const int32_t* positions = nullptr;
+  int64_t position = 0;
+  int64_t capacity = 0;
+
+  int64_t Sequence(int64_t r) const { return r / rows_per_sequence; }
+  // Keys row r's call is given (tk) and those of them it may see (AttentionMask::key_length).
+  int64_t Keys(int64_t r) const { return lengths != nullptr ? capacity : Visible(r); }
+  int64_t Visible(int64_t r) const {
+    if (lengths != nullptr) return lengths[Sequence(r)];
+    const int64_t t = positions != nullptr ? positions[r] : position;
+    return t < capacity ? t + 1 : capacity;
+  }
+};
+
+// A decoder step's attention: `rows` single queries, row r's at q + r * ldq, over the K/V of
+// sequence s = keys.Sequence(r) at k + s * sequence_stride and v + s * sequence_stride (rows
+// ldk, ldv). Row r gives the same bits as MultiHeadAttention with tq = 1, tk = keys.Keys(r)
+// and key_length = keys.Visible(r) (which it is, row by row); one call for the whole step lets a
+// backend split rows x heads over its threads with one fork-join instead of one per row.
+// scores: scratch of capacity floats.
+void StepAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                   int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
+                   int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
+                   int64_t kv_heads = 0);
+
 // Query heads per K/V head (1 for the paper's attention).
 inline int64_t HeadGroup(int64_t heads, int64_t kv_heads) {
   return kv_heads > 0 ? heads / kv_heads : 1;

@@ -260,7 +260,89 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
   return true;
 }
 
+// A decoder step's rows x heads as pool tasks (StepAttention): task i is head i % heads of row
+// i / heads, one head of vec::MultiHeadAttention as RunHead, scoring in the row of loop_scores
+// of the thread that runs it.
+struct StepLoops {
+  const float *q, *k, *v;
+  int64_t ldq, ldk, ldv, sequence_stride, heads, d_head, group, ldo, loop_keys;
+  const ref::StepKeys* keys;
+  float* scores;
+  float* out;
+};
+
+void RunStepHead(void* context, size_t thread, size_t task) {
+  const StepLoops& c = *static_cast<const StepLoops*>(context);
+  const int64_t r = static_cast<int64_t>(task) / c.heads, h = static_cast<int64_t>(task) % c.heads;
+  const int64_t at = c.keys->Sequence(r) * c.sequence_stride + (h / c.group) * c.d_head;
+  ref::AttentionMask mask;
+  mask.key_length = c.keys->Visible(r);
+  vec::MultiHeadAttention(c.q + r * c.ldq + h * c.d_head, c.ldq, c.k + at, c.ldk, c.v + at, c.ldv,
+                          1, c.keys->Keys(r), 1, c.d_head, mask,
+                          c.scores + static_cast<int64_t>(thread) * c.loop_keys,
+                          c.out + r * c.ldo + h * c.d_head, c.ldo, nullptr, 1);
+}
+
+void StepRows(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
+              int64_t sequence_stride, const ref::StepKeys& keys, int64_t rows, int64_t heads,
+              int64_t d_head, float* scores, float* out, int64_t ldo, int64_t kv_heads) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = keys.Sequence(r) * sequence_stride;
+    ref::AttentionMask mask;
+    mask.key_length = keys.Visible(r);
+    vec::MultiHeadAttention(q + r * ldq, ldq, k + at, ldk, v + at, ldv, 1, keys.Keys(r), heads,
+                            d_head, mask, scores, out + r * ldo, ldo, nullptr, kv_heads);
+  }
+}
+
 }  // namespace
+
+void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                   const float* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                   int64_t ldo, int64_t kv_heads) {
+  const size_t threads = a.pool != nullptr ? pthreadpool_get_threads_count(a.pool) : 1;
+  const int64_t score_rows = a.loop_score_rows > 0 ? a.loop_score_rows : a.shape.heads;
+  if (a.loop_scores == nullptr || a.pool_budget == nullptr || threads < 2 ||
+      static_cast<int64_t>(threads) > score_rows || rows * heads < 2 ||
+      keys.capacity > a.shape.loop_keys) {
+    StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
+             kv_heads);
+    return;
+  }
+  // Work: the keys every row's heads see (the time of a step's attention is in proportion).
+  int64_t visible = 0;
+  for (int64_t r = 0; r < rows; ++r) visible += keys.Visible(r) > 0 ? keys.Visible(r) : 1;
+  const float units = static_cast<float>(heads * visible);
+  PoolGovernor& governor = a.step_choice.For(rows);
+  const PoolGovernor::Run run = governor.Choose(units, *a.pool_budget);
+  const auto start = std::chrono::steady_clock::now();
+  if (run == PoolGovernor::Run::kPooled) {
+    StepLoops c{q,
+                k,
+                v,
+                ldq,
+                ldk,
+                ldv,
+                sequence_stride,
+                heads,
+                d_head,
+                ref::HeadGroup(heads, kv_heads),
+                ldo,
+                a.shape.loop_keys,
+                &keys,
+                a.loop_scores,
+                out};
+    pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead, &c,
+                                           static_cast<size_t>(rows * heads), 0);
+  } else {
+    StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
+             kv_heads);
+  }
+  if (run == PoolGovernor::Run::kUnmeasured) return;
+  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
+  if (governor.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
+}
 
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
                         const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads,

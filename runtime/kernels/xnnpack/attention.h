@@ -82,9 +82,15 @@ struct Attention {
   // With a pool: the loops' heads run as the pool's tasks, head h scoring in
   // loop_scores[h * shape.loop_keys, ...) (null: the loops run on the calling thread).
   float* loop_scores = nullptr;
+  // Rows of shape.loop_keys floats in loop_scores (0: shape.heads). StepAttention on the pool
+  // scores in the row of the thread running a task, so it needs one per thread.
+  int64_t loop_score_rows = 0;
   // Whether the loops use the pool, by query count (a decoder step's one query against a
   // prompt's many: their work per unit differs).
   RowClassGovernors loop_choice;
+  // Whether a decoder step's attention (StepAttention) uses the pool, by its row count: one
+  // fork-join for rows x heads tasks, whose share of the dispatch and join shrinks as rows grow.
+  RowClassGovernors step_choice;
 };
 
 // Creates the operators inside an ArenaScope; the caller has set the buffers and the pool.
@@ -96,5 +102,13 @@ void MultiHeadAttention(Attention& attention, const float* q, int64_t ldq, const
                         int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
                         float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel = nullptr, int64_t kv_heads = 0);
+
+// See ref::StepAttention. With the pool (when its governor measures it faster), the rows x
+// heads one-head calls are the pool's tasks, each scoring in its thread's row of loop_scores;
+// otherwise row by row on the calling thread. The same bits either way.
+void StepAttention(Attention& attention, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                   const float* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                   int64_t ldo, int64_t kv_heads = 0);
 
 }  // namespace tern::xnn

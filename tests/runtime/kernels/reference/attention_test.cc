@@ -294,3 +294,66 @@ TEST_CASE("Attention: multi-head with strides equals the per-head loop", "[kerne
     }
   }
 }
+
+TEST_CASE("StepAttention: each row over its own sequence's visible keys", "[kernels][attention]") {
+  // A decoder step: rows over self-attention caches (one sequence per row, each at its own
+  // position, a ring that is full) and over encoder K/V shared by beam hypotheses (sources of
+  // different lengths), grouped-query heads included. Each row against the double reference of
+  // its keys, and bit for bit against MultiHeadAttention called for that row alone.
+  std::mt19937 rng(705);
+  const int64_t d_head = 5, capacity = 6;
+  for (int64_t kv_heads : {0, 1, 2}) {
+    const int64_t heads = 4, dq = heads * d_head;
+    const int64_t d_kv = (kv_heads > 0 ? kv_heads : heads) * d_head;
+    const int32_t positions[5] = {0, 3, 5, 9, 2};  // 9: a full ring (all capacity keys)
+    const int32_t lengths[2] = {6, 2};
+    for (int mode = 0; mode < 3; ++mode) {
+      tern::ref::StepKeys keys;
+      keys.capacity = capacity;
+      int64_t rows = 5;
+      if (mode == 0) keys.positions = positions;
+      if (mode == 1) keys.position = 4;
+      if (mode == 2) {  // cross-attention: 2 sentences x 2 hypotheses
+        keys.lengths = lengths;
+        keys.rows_per_sequence = 2;
+        rows = 4;
+      }
+      const int64_t sequences = rows;  // enough K/V sequences either way
+      const int64_t ldq = dq + 1, ldkv = d_kv + 2, ldo = dq + 3, stride = capacity * ldkv + 4;
+      std::vector<float> q = Random(rng, static_cast<size_t>(rows * ldq));
+      std::vector<float> k = Random(rng, static_cast<size_t>(sequences * stride));
+      std::vector<float> v = Random(rng, static_cast<size_t>(sequences * stride));
+      std::vector<float> scores(static_cast<size_t>(capacity));
+      std::vector<float> out(static_cast<size_t>(rows * ldo), -3.0f);
+      tern::ref::StepAttention(q.data(), ldq, k.data(), ldkv, v.data(), ldkv, stride, keys, rows,
+                               heads, d_head, scores.data(), out.data(), ldo, kv_heads);
+      const int64_t group = tern::ref::HeadGroup(heads, kv_heads);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t s = mode == 2 ? r / 2 : r;
+        const int64_t visible = mode == 2   ? lengths[s]
+                                : mode == 1 ? 5
+                                            : std::min<int64_t>(positions[r] + 1, capacity);
+        CHECK(keys.Visible(r) == visible);
+        AttentionMask mask;
+        mask.key_length = visible;
+        std::vector<float> alone(static_cast<size_t>(dq), -5.0f);
+        tern::ref::MultiHeadAttention(q.data() + r * ldq, ldq, k.data() + s * stride, ldkv,
+                                      v.data() + s * stride, ldkv, 1, keys.Keys(r), heads, d_head,
+                                      mask, scores.data(), alone.data(), dq, nullptr, kv_heads);
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t kv = (h / group) * d_head;
+          const auto want =
+              RefHead(q.data() + r * ldq + h * d_head, ldq, k.data() + s * stride + kv, ldkv,
+                      v.data() + s * stride + kv, ldkv, 1, capacity, d_head, mask);
+          for (int64_t c = 0; c < d_head; ++c) {
+            const float got = out[static_cast<size_t>(r * ldo + h * d_head + c)];
+            INFO("kv_heads " << kv_heads << " mode " << mode << " row " << r << " head " << h);
+            REQUIRE(std::fabs(got - want[static_cast<size_t>(c)]) <= 1e-5);
+            REQUIRE(got == alone[static_cast<size_t>(h * d_head + c)]);
+          }
+        }
+        for (int64_t c = dq; c < ldo; ++c) REQUIRE(out[static_cast<size_t>(r * ldo + c)] == -3.0f);
+      }
+    }
+  }
+}

@@ -261,6 +261,79 @@ TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits
   pthreadpool_destroy(pool);
 }
 
+TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the same bits",
+          "[xnnpack][attention][pool]") {
+  // A batch-16 step over self-attention caches at different positions and over encoder K/V
+  // shared by beam hypotheses, grouped-query and plain heads: enough work for the governor to
+  // try the pool. Every call (one thread first, then the pool) gives the calling thread's bits;
+  // those agree with the reference to rounding.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  uint32_t seed = 9100;
+  for (int64_t kv_heads : {2, 0}) {
+    const int64_t heads = 8, d_head = 64, dq = heads * d_head, capacity = 300, rows = 16;
+    const int64_t d_kv = kv_heads > 0 ? kv_heads * d_head : dq;
+    for (bool cross : {false, true}) {
+      xnn::PoolBudget budget;
+      const int64_t score_rows = 2;  // one per thread (fewer than heads: as a test of the field)
+      std::vector<float> loop_scores(static_cast<size_t>(score_rows * capacity));
+      xnn::Attention a;  // no operators: the loops only
+      a.pool = pool;
+      a.pool_budget = &budget;
+      a.shape.heads = heads;
+      a.shape.d_head = d_head;
+      a.shape.loop_keys = capacity;
+      a.loop_scores = loop_scores.data();
+      a.loop_score_rows = score_rows;
+      std::vector<int32_t> positions(static_cast<size_t>(rows)), lengths(rows / 4);
+      for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = (r * 37) % 400;
+      for (size_t s = 0; s < lengths.size(); ++s) lengths[s] = static_cast<int32_t>(40 + 70 * s);
+      ref::StepKeys keys;
+      keys.capacity = capacity;
+      if (cross) {
+        keys.lengths = lengths.data();
+        keys.rows_per_sequence = 4;
+      } else {
+        keys.positions = positions.data();
+      }
+      std::mt19937 rng(seed++);
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      const int64_t stride = capacity * d_kv;
+      std::vector<float> q(static_cast<size_t>(rows * dq)), k(static_cast<size_t>(rows * stride)),
+          v(k.size());
+      for (auto* t : {&q, &k, &v}) {
+        for (auto& x : *t) x = dist(rng);
+      }
+      std::vector<float> scores(static_cast<size_t>(capacity)), want(q.size()), ref_out(q.size());
+      for (int64_t r = 0; r < rows; ++r) {  // the calling thread's loops, row by row
+        const int64_t at = keys.Sequence(r) * stride;
+        ref::AttentionMask mask;
+        mask.key_length = keys.Visible(r);
+        vec::MultiHeadAttention(q.data() + r * dq, dq, k.data() + at, d_kv, v.data() + at, d_kv, 1,
+                                keys.Keys(r), heads, d_head, mask, scores.data(),
+                                want.data() + r * dq, dq, nullptr, kv_heads);
+      }
+      ref::StepAttention(q.data(), dq, k.data(), d_kv, v.data(), d_kv, stride, keys, rows, heads,
+                         d_head, scores.data(), ref_out.data(), dq, kv_heads);
+      float worst = 0.0f;
+      for (size_t i = 0; i < want.size(); ++i) {
+        worst = std::fmax(worst, std::fabs(want[i] - ref_out[i]));
+      }
+      CHECK(worst <= 2e-5f * 8.0f);
+      for (int call = 0; call < 4; ++call) {
+        std::vector<float> got(want.size(), 9.0f);
+        xnn::StepAttention(a, q.data(), dq, k.data(), d_kv, v.data(), d_kv, stride, keys, rows,
+                           heads, d_head, scores.data(), got.data(), dq, kv_heads);
+        INFO("kv_heads " << kv_heads << " cross " << cross << " call " << call);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      }
+      CHECK(a.step_choice.For(rows).single_ns() > 0.0f);
+      CHECK(a.step_choice.For(rows).pooled_ns() > 0.0f);
+    }
+  }
+  pthreadpool_destroy(pool);
+}
+
 }  // namespace
 }  // namespace tern
 
