@@ -5,7 +5,8 @@
 //  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
 //    choice (attention through batch_matrix_multiply for many queries and the vectorizable
 //    loops of kernels/vectorized/ for one; LayerNorm and activations as those loops), per the
-//    session's Kernels.
+//    session's Kernels. StepAttention is a decoder step's attention for all its rows in one
+//    call (on XNNPACK's backend with threads: one fork-join over rows x heads).
 //  - Embedding, positions, rotary rotations, SwiGLU's product and the beam's cache gather: the
 //    reference kernels (row copies and one multiply-add per element, the same on both backends).
 #pragma once
