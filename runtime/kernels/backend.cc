@@ -473,6 +473,38 @@ uint64_t BackendSession::fallback_calls() const {
   return 0;
 }
 
+void BackendSession::BeginPass(ModelPass pass, int64_t rows) {
+#if TERN_XNNPACK_BUILD
+  if (context_ == nullptr || pool_ == nullptr) return;
+  context_->passes.Begin(pass == ModelPass::kEncode ? xnn::PassGovernor::Pass::kEncode
+                                                    : xnn::PassGovernor::Pass::kStep,
+                         rows, &context_->pool_budget, pool_);
+#else
+  (void)pass;
+  (void)rows;
+#endif
+}
+
+void BackendSession::EndPass() {
+#if TERN_XNNPACK_BUILD
+  if (context_ != nullptr && pool_ != nullptr) context_->passes.End(&context_->pool_budget);
+#endif
+}
+
+uint64_t BackendSession::passes() const {
+#if TERN_XNNPACK_BUILD
+  if (context_ != nullptr) return context_->passes.passes();
+#endif
+  return 0;
+}
+
+uint64_t BackendSession::passes_without_pool() const {
+#if TERN_XNNPACK_BUILD
+  if (context_ != nullptr) return context_->passes.off_passes();
+#endif
+  return 0;
+}
+
 void ReportWriter::Append(const char* format, ...) {
   if (used_ >= size_) return;
   va_list args;

@@ -40,6 +40,10 @@ class Model;
 
 // How a linear layer is called: at most `rows` rows, input row stride ldx, output row stride ldy
 // (a K/V projection may write straight into a cache with a larger stride).
+// What a pass of the model is, for the thread-pool choice made per pass: an encoder pass or a
+// prompt's prefill (all its tokens), or one decoder step.
+enum class ModelPass : uint8_t { kEncode, kStep };
+
 struct LinearCall {
   int64_t rows = 1;
   int64_t ldx = 0;
@@ -176,6 +180,15 @@ class BackendSession {
   // Linear-layer calls XNNPACK could not run, answered by the reference kernel (0 when well).
   uint64_t fallback_calls() const;
 
+  // Brackets one pass of the model (PassScope): with a thread pool, whether the pass may use it
+  // at all, measured on whole passes (xnn::PassGovernor). No-ops without a pool. Allocate
+  // nothing.
+  void BeginPass(ModelPass pass, int64_t rows);
+  void EndPass();
+  // Passes measured, and of them run with the pool switched off (0 without a pool).
+  uint64_t passes() const;
+  uint64_t passes_without_pool() const;
+
  private:
   ops::Kernels kernels_;
   Backend backend_ = Backend::kReference;
@@ -196,6 +209,20 @@ class BackendSession {
   xnn::SharedRegion* packing_ = nullptr;
   int32_t next_packed_ = 0;
 #endif
+};
+
+// Runs a pass of the model between BeginPass and EndPass (also on an early return).
+class PassScope {
+ public:
+  PassScope(BackendSession& session, ModelPass pass, int64_t rows) : session_(session) {
+    session_.BeginPass(pass, rows);
+  }
+  ~PassScope() { session_.EndPass(); }
+  PassScope(const PassScope&) = delete;
+  PassScope& operator=(const PassScope&) = delete;
+
+ private:
+  BackendSession& session_;
 };
 
 // Appends printf-style text to a fixed buffer, truncating at its end; allocates nothing.

@@ -171,6 +171,7 @@ Status DecoderOnly::Prefill(const int32_t* ids, int64_t stride, const int32_t* l
   // the key that just left its window.
   const int64_t window = CacheRows(config_, limits_);
   for (int32_t b = 0; b < batch; ++b) {
+    PassScope pass(backend_, ModelPass::kEncode, lengths[b]);  // the pool's choice per pass
     const int32_t* prompt = ids + b * stride;
     const int32_t count = static_cast<int32_t>(std::min<int64_t>(lengths[b], window));
     for (int32_t i = 0; i < count; ++i) position_ids_[i] = i;
@@ -221,6 +222,7 @@ Status DecoderOnly::DecodeStep(const int32_t* tokens, const float** logits) {
                            tokens[b], config_.tgt_vocab_size);
     }
   }
+  PassScope pass(backend_, ModelPass::kStep, batch_);  // the pool's choice per step
   const int64_t d = config_.d_model;
   // A finished sequence keeps the batch's shape: it runs a throwaway token (id 0) at its last
   // free slot (or its last slot when full), which nothing reads again, and does not grow.

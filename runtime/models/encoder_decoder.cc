@@ -239,6 +239,7 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
                          batch, static_cast<long long>(seq), static_cast<long long>(batch * seq),
                          limits_.max_batch_tokens);
   }
+  PassScope pass(backend_, ModelPass::kEncode, batch * seq);  // the pool's choice per pass
   const int64_t d = config_.d_model;
   batch_ = batch;
   src_seq_ = seq;
@@ -389,6 +390,7 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
                            config_.tgt_vocab_size);
     }
   }
+  PassScope pass(backend_, ModelPass::kStep, rows);  // the pool's choice per step
   const int64_t d = config_.d_model;
   ops::Embedding(weights_.tgt_embed, tokens, rows, config_.embedding_scale, dec_x_);
   if (positions_.decoder_rows != nullptr && !universal()) {

@@ -46,6 +46,11 @@ class TransformerModel {
   // Linear-layer calls the XNNPACK backend could not run and answered with the reference kernel
   // instead (0 when all is well).
   uint64_t kernel_fallback_calls() const { return backend_.fallback_calls(); }
+  // With a thread pool: passes run (encoder passes, prefills, decoder steps), and of them run
+  // with the pool switched off because whole passes measured faster without it (a busy
+  // machine; xnn::PassGovernor). Both 0 without a pool.
+  uint64_t passes() const { return backend_.passes(); }
+  uint64_t passes_without_pool() const { return backend_.passes_without_pool(); }
 
  protected:
   // A model's plan: the backend's (every linear layer measured), the arena's, and how the

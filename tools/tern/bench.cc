@@ -401,6 +401,8 @@ int Bench(int argc, char** argv) {
   j["backend"] = session.backend() == Backend::kXnnpack ? "xnnpack" : "reference";
   j["backend_report"] = session.backend_report();
   j["kernel_fallback_calls"] = model.kernel_fallback_calls();
+  j["passes"] = model.passes();  // with a pool: how many ran without it (a busy machine)
+  j["passes_without_pool"] = model.passes_without_pool();
   j["threads"] = threads;
   j["source_length"] = source_length;
   j["tokens"] = tokens;
@@ -454,6 +456,11 @@ int Bench(int argc, char** argv) {
   std::printf("backend          %s\n", session.backend_report());
   std::printf("threads          %d; medians of %d runs after %d warm-up\n", threads, repeat,
               warmup);
+  if (model.passes() > 0) {
+    std::printf("thread pool      off in %llu of %llu passes (measured faster without it)\n",
+                static_cast<unsigned long long>(model.passes_without_pool()),
+                static_cast<unsigned long long>(model.passes()));
+  }
   std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
   std::printf("arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens; %s)\n",
               static_cast<double>(arena.size()) / mib, batch, beam, limits.max_source_length,

@@ -115,6 +115,8 @@ int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
   j["backend"] = generator.backend() == Backend::kXnnpack ? "xnnpack" : "reference";
   j["backend_report"] = generator.backend_report();
   j["kernel_fallback_calls"] = model.kernel_fallback_calls();
+  j["passes"] = model.passes();  // with a pool: how many ran without it (a busy machine)
+  j["passes_without_pool"] = model.passes_without_pool();
   j["threads"] = s.threads;
   j["prompt_length"] = prompt;
   j["tokens"] = tokens;

@@ -134,6 +134,8 @@ struct Context {
   int64_t from_f16_shape[4] = {-1, -1, -1, -1};
   // What probes of the pool may cost, shared by every layer's governor and the attention's.
   PoolBudget pool_budget;
+  // Whether each pass of the model (a decoder step...) may use the pool at all.
+  PassGovernor passes;
   // Calls XNNPACK could not run, answered by the reference kernel instead (0 when all is well).
   uint64_t fallback_calls = 0;
 };

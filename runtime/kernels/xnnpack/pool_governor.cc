@@ -2,6 +2,8 @@
 
 #include <pthreadpool.h>
 
+#include <chrono>
+
 namespace tern::xnn {
 
 namespace {
@@ -17,7 +19,8 @@ void ParkWorkers(pthreadpool* pool) {
 }
 
 PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) const {
-  if (single_ns_ == 0.0f) return Run::kSingle;  // the calling thread is measured first
+  if (budget.pool_off) return Run::kUnmeasured;  // a pass without the pool (PassGovernor)
+  if (single_ns_ == 0.0f) return Run::kSingle;   // the calling thread is measured first
   if (single_ns_ * units < kMinPooledNs) return Run::kUnmeasured;
   if (!next_pooled_) return Run::kSingle;
   // A probe of a pool that is not (yet) winning: only within the session's budget. (Run
@@ -39,9 +42,9 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   if (pooled && !prefer_pool_ && per_unit > single_ns_) {
     budget->lost_ns += static_cast<double>(per_unit - single_ns_) * units;
   }
-  if (single_ns_ == 0.0f) {  // the first measurement; the pool is probed next
+  if (single_ns_ == 0.0f) {  // the first measurement; the pool is probed next or after the wait
     single_ns_ = per_unit;
-    next_pooled_ = true;
+    next_pooled_ = until_probe_ == 0;
     return;
   }
   // A run of the preferred way moves its average a quarter of the way (smooths noise). A probe
@@ -50,8 +53,12 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   const bool probe = pooled != prefer_pool_;
   float& average = pooled ? pooled_ns_ : single_ns_;
   average = probe || average == 0.0f ? per_unit : average + 0.25f * (per_unit - average);
-  if (pooled_ns_ == 0.0f) return;
-  const bool pool_wins = pooled_ns_ < kMargin * single_ns_;
+  if (pooled_ns_ == 0.0f) {  // not probed yet: the first wait runs down
+    if (until_probe_ > 0) --until_probe_;
+    next_pooled_ = until_probe_ == 0;
+    return;
+  }
+  const bool pool_wins = pooled_ns_ < margin_ * single_ns_;
   if (pool_wins != prefer_pool_ || probe) {
     prefer_pool_ = pool_wins;
     if (pool_wins) {  // probe the calling thread soon after a switch, then ever more rarely
@@ -69,6 +76,53 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
     --until_probe_;
   }
   next_pooled_ = until_probe_ == 0 ? !prefer_pool_ : prefer_pool_;
+}
+
+namespace {
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+PassGovernor::PassGovernor() {
+  for (auto& pass : governors_) {
+    for (PoolGovernor& g : pass) g = PoolGovernor(kPassMargin, kFirstWait);
+  }
+}
+
+void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpool* pool) {
+  ++passes_;
+  budget->pool_off = false;
+  current_ = nullptr;
+  if (pool == nullptr) return;
+  current_ = &governors_[static_cast<int>(pass)][RowClassGovernors::ClassOf(rows)];
+  rows_ = static_cast<float>(rows > 1 ? rows : 1);
+  run_ = current_->Choose(rows_, probes_);
+  // This governor's "pooled" way is the pass with the pool off (see the header).
+  const bool off = run_ == PoolGovernor::Run::kPooled;
+  if (off) {
+    ++off_passes_;
+    // Workers that spin after the last pooled call would take CPU from this pass.
+    if (!was_off_) ParkWorkers(pool);
+  }
+  budget->pool_off = off;
+  was_off_ = off;
+  start_ns_ = NowNs();
+}
+
+void PassGovernor::End(PoolBudget* budget) {
+  EndTimed(current_ != nullptr ? static_cast<float>(NowNs() - start_ns_) : 0.0f, budget);
+}
+
+void PassGovernor::EndTimed(float ns, PoolBudget* budget) {
+  budget->pool_off = false;
+  if (current_ == nullptr) return;
+  // Record's answer (park after a slow "pooled" run) is for operators: a pass without the pool
+  // has parked its workers already.
+  (void)current_->Record(run_, ns, rows_, &probes_);
+  current_ = nullptr;
 }
 
 }  // namespace tern::xnn

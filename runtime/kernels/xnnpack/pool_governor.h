@@ -47,6 +47,9 @@ void ParkWorkers(pthreadpool* pool);
 struct PoolBudget {
   double measured_ns = 0.0;
   double lost_ns = 0.0;
+  // Set by the session's PassGovernor for a pass (a decoder step...) run without the pool: every
+  // governor's Choose then answers kUnmeasured (the calling thread, not recorded).
+  bool pool_off = false;
 };
 
 class PoolGovernor {
@@ -59,6 +62,11 @@ class PoolGovernor {
   static constexpr float kMargin = 0.9f;  // pooled time must be below 0.9 x single-thread time
 
   enum class Run : uint8_t { kSingle, kPooled, kUnmeasured };
+
+  // margin: the pool is used when its time is below margin x the calling thread's. first_wait:
+  // calls of the calling thread after its first before the pool is first probed (0: the next).
+  explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0)
+      : margin_(margin), until_probe_(first_wait) {}
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
   Run Choose(float units, const PoolBudget& budget) const;
@@ -76,10 +84,11 @@ class PoolGovernor {
  private:
   void Update(Run run, float ns, float units, PoolBudget* budget);
 
+  float margin_;
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
   uint32_t interval_ = kFirstInterval;  // runs between probes of the other way
-  uint32_t until_probe_ = 0;
+  uint32_t until_probe_;
   bool prefer_pool_ = false;
   bool next_pooled_ = false;
 };
@@ -100,6 +109,54 @@ class RowClassGovernors {
 
  private:
   PoolGovernor governors_[kClasses];
+};
+
+// Whether a whole pass of the model (an encoder pass or a prompt's prefill, a decoder step) may
+// use the pool at all, decided by timing whole passes with and without it.
+//
+// The per-operator governors above judge each call alone. On a busy machine that is not enough:
+// a large layer measures the pool faster in the moments the other processes leave a core free
+// and loses a time slice when they do not, and the calls between, which the governors keep on
+// the calling thread, run slower beside a worker that spins for the next command. The base
+// model at 2 threads took 1.18x the time of one thread that way (two spinning processes on 2
+// cores), though every layer's own choice looked right. A pass is what a user waits for, so
+// it is measured whole: the pass with the pool (each operator then choosing as above) against
+// the pass with it off (every operator on the calling thread, the workers parked), per class of
+// row counts. It is a PoolGovernor whose "pooled" way is the pass with the pool off: the pass
+// with the pool is measured first, kept for kFirstWait passes while the operators' governors
+// learn, and kept unless the pass without it is faster by kPassMargin; probes of the losing way
+// cost about 1 / kProbeBudget, as for one operator. Results do not depend on the choice.
+class PassGovernor {
+ public:
+  enum class Pass : uint8_t { kEncode, kStep };
+  static constexpr int kPasses = 2;
+  static constexpr float kPassMargin = 0.95f;
+  static constexpr uint32_t kFirstWait = 8;
+
+  PassGovernor();
+  // Before a pass of `rows` rows (tokens in an encoder pass, rows of a decoder step): chooses
+  // whether it runs with the pool (sets budget->pool_off), parking the workers when it does
+  // not and the pass before did.
+  void Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpool* pool);
+  // After the pass begun last: records its time and turns the pool back on.
+  void End(PoolBudget* budget);
+  // End, the pass having taken `ns` (what End measures; tests give their own).
+  void EndTimed(float ns, PoolBudget* budget);
+
+  // Passes run with the pool off, and all passes measured (for tests and reports).
+  uint64_t off_passes() const { return off_passes_; }
+  uint64_t passes() const { return passes_; }
+
+ private:
+  PoolGovernor governors_[kPasses][RowClassGovernors::kClasses];
+  PoolBudget probes_;  // the passes' own probe budget (the operators' is the session's)
+  PoolGovernor* current_ = nullptr;
+  PoolGovernor::Run run_ = PoolGovernor::Run::kUnmeasured;
+  float rows_ = 0.0f;
+  int64_t start_ns_ = 0;
+  bool was_off_ = false;
+  uint64_t off_passes_ = 0;
+  uint64_t passes_ = 0;
 };
 
 }  // namespace tern::xnn

@@ -1,10 +1,13 @@
 // The per-operator thread-pool choice (kernels/xnnpack/pool_governor.h) on synthetic timings:
 // a pool that wins is kept, one that loses is dropped and probed ever more rarely (at a bounded
 // cost however badly it loses), tiny calls never use it, and a change of the machine's load is
-// followed both ways.
+// followed both ways. And the same per pass of the model (PassGovernor): a pass with the pool
+// against one without it.
 #include <catch2/catch_test_macros.hpp>
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include <pthreadpool.h>
 
 #include "runtime/kernels/xnnpack/pool_governor.h"
 
@@ -167,6 +170,95 @@ TEST_CASE("a layer's one-row calls are governed apart from its prefill", "[xnnpa
   // never measures the pool on it.
   PoolGovernor one;
   CHECK(PooledDecodeCalls([&](int64_t) -> PoolGovernor& { return one; }, calls) == 0);
+}
+
+// Passes of a model through a PassGovernor, each taking on_ns with the pool, off_ns without it.
+struct PassTotals {
+  int off = 0;
+  double ns = 0.0;
+};
+
+PassTotals Passes(PassGovernor& g, pthreadpool* pool, int passes, float on_ns, float off_ns,
+                  int64_t rows = 1, PassGovernor::Pass pass = PassGovernor::Pass::kStep) {
+  PoolBudget session;
+  PoolGovernor layer;  // an operator of the pass: told when the pool is off
+  PassTotals t;
+  for (int i = 0; i < passes; ++i) {
+    g.Begin(pass, rows, &session, pool);
+    const bool off = session.pool_off;
+    // Every operator's governor runs it on the calling thread, unrecorded, in a pass without
+    // the pool.
+    if (off) CHECK(layer.Choose(1.0f, session) == Run::kUnmeasured);
+    t.off += off;
+    t.ns += off ? off_ns : on_ns;
+    g.EndTimed(off ? off_ns : on_ns, &session);
+    CHECK_FALSE(session.pool_off);
+  }
+  return t;
+}
+
+struct Pool {
+  pthreadpool* pool = pthreadpool_create(2);
+  ~Pool() { pthreadpool_destroy(pool); }
+};
+
+TEST_CASE("passes keep the pool while it wins, and try without it rarely", "[xnnpack][pool]") {
+  Pool p;
+  REQUIRE(p.pool != nullptr);
+  PassGovernor g;
+  // A quiet machine: a decoder step of 2 ms takes 1.4 ms with the pool.
+  const PassTotals first =
+      Passes(g, p.pool, static_cast<int>(PassGovernor::kFirstWait) + 1, 1.4e6f, 2e6f);
+  CHECK(first.off == 0);  // the operators' governors learn first
+  const PassTotals t = Passes(g, p.pool, 5000, 1.4e6f, 2e6f);
+  INFO(t.off << " passes without the pool");
+  CHECK(t.off >= 1);  // it was tried
+  CHECK(t.off <= 10);
+  CHECK(g.passes() == 5000 + PassGovernor::kFirstWait + 1);
+  CHECK(g.off_passes() == static_cast<uint64_t>(t.off));
+}
+
+TEST_CASE("passes drop a pool that loses on the whole pass", "[xnnpack][pool]") {
+  Pool p;
+  PassGovernor g;
+  // A busy machine: each operator's own choice looked right, yet the step with the pool takes
+  // 1.18x the step without it (the base model at 2 threads beside two spinning processes).
+  const int passes = 5000;
+  const float off = 2e6f, on = 1.18f * off;
+  const PassTotals t = Passes(g, p.pool, passes, on, off);
+  INFO(t.off << " passes without the pool");
+  CHECK(t.off >= passes - 40);
+  // Against never using the pool: the first wait and the probes of the pool.
+  CHECK(t.ns <
+        passes * static_cast<double>(off) + 40.0 * (on - off) + PassGovernor::kFirstWait * on);
+  // A pass without the pool within the margin of one with it keeps the pool.
+  PassGovernor tie;
+  CHECK(Passes(tie, p.pool, passes, 2e6f, 0.97f * 2e6f).off <= 20);
+}
+
+TEST_CASE("passes follow the load back to the pool, per pass kind and row class",
+          "[xnnpack][pool]") {
+  Pool p;
+  PassGovernor g;
+  Passes(g, p.pool, 2000, 3e6f, 2e6f);  // busy: off
+  CHECK(Passes(g, p.pool, 20, 3e6f, 2e6f).off >= 19);
+  // Batch-16 steps and encoder passes are measured apart: they start with the pool.
+  CHECK(Passes(g, p.pool, 9, 3e6f, 2e6f, 16).off == 0);
+  CHECK(Passes(g, p.pool, 9, 3e6f, 2e6f, 1, PassGovernor::Pass::kEncode).off == 0);
+  // Quiet again: a probe of the pool (at most kMaxInterval passes away) switches back.
+  Passes(g, p.pool, 3000, 1.4e6f, 2e6f);
+  CHECK(Passes(g, p.pool, 100, 1.4e6f, 2e6f).off <= 2);
+}
+
+TEST_CASE("without a pool no pass is governed", "[xnnpack][pool]") {
+  PassGovernor g;
+  PoolBudget session;
+  for (int i = 0; i < 100; ++i) {
+    g.Begin(PassGovernor::Pass::kStep, 1, &session, nullptr);
+    CHECK_FALSE(session.pool_off);
+    g.EndTimed(1e6f, &session);
+  }
+  CHECK(g.off_passes() == 0);
 }
 
 }  // namespace
