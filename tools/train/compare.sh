@@ -30,6 +30,12 @@ while [ $# -gt 0 ]; do
 done
 ARMS=${*:-base8k preln d384 v16k}
 PY=/usr/bin/python3
+# With the kernel's autogroup scheduling (Debian's default) each session shares the CPU as one
+# group and `nice` only ranks processes inside their own group: the arms would take a whole core
+# from a build or a benchmark started from another terminal. The group's own nice value is the
+# one that counts across sessions (sched(7), "The autogroup feature"); start this script under
+# setsid so that the group is its own.
+echo "$NICE" >/proc/self/autogroup 2>/dev/null || true
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # The same schedule for every arm, set for a short budget: warm-up 400 steps (v1: 1200 over
 # ~7000 steps) to a peak learning rate near v1's (0.6 x 256^-0.5 x 400^-0.5 = 1.9e-3 at d256).

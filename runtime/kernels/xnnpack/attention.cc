@@ -3,7 +3,6 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -112,30 +111,24 @@ bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t 
   // With a pool: the way measured faster for this session's attention (pool_governor.h; the
   // operators were reshaped for the pool and walk the same tiles without it).
   const float units = static_cast<float>(tq * n);
-  PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;
-  pthreadpool* pool = a.pool;
-  if (a.pool != nullptr && a.pool_budget != nullptr) {
-    run = a.pool_choice.Choose(units, *a.pool_budget);
-    pool = run == PoolGovernor::Run::kPooled ? a.pool : nullptr;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
-      !Ok(xnn_run_operator(a.qk, pool))) {
+  auto products = [&](bool pooled) {
+    pthreadpool* pool = pooled ? a.pool : nullptr;
+    if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
+        !Ok(xnn_run_operator(a.qk, pool))) {
+      return false;
+    }
+    if (rel != nullptr && rel->bias != nullptr) AddBias(*rel, s.heads, tq, n, a.scores);
+    return Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) &&
+           Ok(xnn_run_operator(a.softmax, pool)) &&
+           Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) &&
+           Ok(xnn_run_operator(a.av, pool));
+  };
+  const bool ok = a.pool != nullptr && a.pool_budget != nullptr
+                      ? RunGoverned(a.pool_choice, units, a.pool_budget, a.pool, products)
+                      : products(a.pool != nullptr);
+  if (!ok) {
     a.reshaped[0] = -1;
     return false;
-  }
-  if (rel != nullptr && rel->bias != nullptr) AddBias(*rel, s.heads, tq, n, a.scores);
-  if (!Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) ||
-      !Ok(xnn_run_operator(a.softmax, pool)) ||
-      !Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) ||
-      !Ok(xnn_run_operator(a.av, pool))) {
-    a.reshaped[0] = -1;
-    return false;
-  }
-  if (run != PoolGovernor::Run::kUnmeasured) {
-    const auto ns =
-        std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-    if (a.pool_choice.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
   }
   for (int64_t h = 0; h < s.heads; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
@@ -225,7 +218,8 @@ void RunHead(void* context, size_t head) {
 }
 
 // A decoder step's attention over its caches (or a causal prompt's) on the pool, head by head,
-// when the governor measures it faster; false: not this call's way (the caller runs the loops).
+// or on the calling thread, as the governor measures faster; false: not a call for the pool (the
+// caller runs the loops).
 // Relative positions keep to the calling thread (T5's bias and Shaw's scratch are per call).
 bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
                  const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
@@ -237,27 +231,23 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
   }
   const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
   const float units = static_cast<float>(heads * tq * (visible > 0 ? visible : 1));
-  PoolGovernor& governor = a.loop_choice.For(tq);
-  const PoolGovernor::Run run = governor.Choose(units, *a.pool_budget);
-  if (run == PoolGovernor::Run::kUnmeasured) return false;
-  const auto start = std::chrono::steady_clock::now();
-  if (run == PoolGovernor::Run::kPooled) {
-    HeadLoops c{q,      k,
-                v,      ldq,
-                ldk,    ldv,
-                tq,     tk,
-                d_head, ref::HeadGroup(heads, kv_heads),
-                ldo,    a.shape.loop_keys,
-                &mask,  a.loop_scores,
-                out};
-    pthreadpool_parallelize_1d(a.pool, RunHead, &c, static_cast<size_t>(heads), 0);
-  } else {
-    vec::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
-                            nullptr, kv_heads);
-  }
-  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  if (governor.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
-  return true;
+  return RunGoverned(a.loop_choice.For(tq), units, a.pool_budget, a.pool, [&](bool pooled) {
+    if (pooled) {
+      HeadLoops c{q,      k,
+                  v,      ldq,
+                  ldk,    ldv,
+                  tq,     tk,
+                  d_head, ref::HeadGroup(heads, kv_heads),
+                  ldo,    a.shape.loop_keys,
+                  &mask,  a.loop_scores,
+                  out};
+      pthreadpool_parallelize_1d(a.pool, RunHead, &c, static_cast<size_t>(heads), 0);
+    } else {
+      vec::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
+                              nullptr, kv_heads);
+    }
+    return true;
+  });
 }
 
 // A decoder step's rows x heads as pool tasks (StepAttention): task i is head i % heads of row
@@ -314,34 +304,31 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
   int64_t visible = 0;
   for (int64_t r = 0; r < rows; ++r) visible += keys.Visible(r) > 0 ? keys.Visible(r) : 1;
   const float units = static_cast<float>(heads * visible);
-  PoolGovernor& governor = a.step_choice.For(rows);
-  const PoolGovernor::Run run = governor.Choose(units, *a.pool_budget);
-  const auto start = std::chrono::steady_clock::now();
-  if (run == PoolGovernor::Run::kPooled) {
-    StepLoops c{q,
-                k,
-                v,
-                ldq,
-                ldk,
-                ldv,
-                sequence_stride,
-                heads,
-                d_head,
-                ref::HeadGroup(heads, kv_heads),
-                ldo,
-                a.shape.loop_keys,
-                &keys,
-                a.loop_scores,
-                out};
-    pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead, &c,
-                                           static_cast<size_t>(rows * heads), 0);
-  } else {
-    StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
-             kv_heads);
-  }
-  if (run == PoolGovernor::Run::kUnmeasured) return;
-  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  if (governor.Record(run, ns.count(), units, a.pool_budget)) ParkWorkers(a.pool);
+  RunGoverned(a.step_choice.For(rows), units, a.pool_budget, a.pool, [&](bool pooled) {
+    if (pooled) {
+      StepLoops c{q,
+                  k,
+                  v,
+                  ldq,
+                  ldk,
+                  ldv,
+                  sequence_stride,
+                  heads,
+                  d_head,
+                  ref::HeadGroup(heads, kv_heads),
+                  ldo,
+                  a.shape.loop_keys,
+                  &keys,
+                  a.loop_scores,
+                  out};
+      pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead, &c,
+                                             static_cast<size_t>(rows * heads), 0);
+    } else {
+      StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
+               kv_heads);
+    }
+    return true;
+  });
 }
 
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,

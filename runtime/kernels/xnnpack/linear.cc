@@ -4,7 +4,6 @@
 #include <xnnpack.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -441,19 +440,9 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   // With a pool: run the way this layer has measured faster (pool_governor.h). The operators
   // were reshaped for the pool's thread count; run without it, XNNPACK walks the same tiles on
   // the calling thread.
-  PoolGovernor& governor = kn.pool.For(m);
-  const PoolGovernor::Run run = governor.Choose(static_cast<float>(m), kn.context->pool_budget);
-  if (run == PoolGovernor::Run::kUnmeasured) return RunOnce(kn, nullptr, x, m, ldx, y, ldy);
-  const auto start = std::chrono::steady_clock::now();
-  const bool ok =
-      RunOnce(kn, run == PoolGovernor::Run::kPooled ? pool : nullptr, x, m, ldx, y, ldy);
-  const auto ns = std::chrono::duration<float, std::nano>(std::chrono::steady_clock::now() - start);
-  if (ok) {
-    if (governor.Record(run, ns.count(), static_cast<float>(m), &kn.context->pool_budget)) {
-      ParkWorkers(pool);
-    }
-  }
-  return ok;
+  return RunGoverned(
+      kn.pool.For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
+      [&](bool pooled) { return RunOnce(kn, pooled ? pool : nullptr, x, m, ldx, y, ldy); });
 }
 
 namespace {

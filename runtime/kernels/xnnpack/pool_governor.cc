@@ -78,18 +78,10 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   next_pooled_ = until_probe_ == 0 ? !prefer_pool_ : prefer_pool_;
 }
 
-namespace {
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-}  // namespace
-
-PassGovernor::PassGovernor() {
-  for (auto& pass : governors_) {
-    for (PoolGovernor& g : pass) g = PoolGovernor(kPassMargin, kFirstWait);
-  }
 }
 
 void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpool* pool) {
@@ -97,11 +89,17 @@ void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpoo
   budget->pool_off = false;
   current_ = nullptr;
   if (pool == nullptr) return;
-  current_ = &governors_[static_cast<int>(pass)][RowClassGovernors::ClassOf(rows)];
+  Windows& w = windows_[static_cast<int>(pass)][RowClassGovernors::ClassOf(rows)];
+  current_ = &w;
   rows_ = static_cast<float>(rows > 1 ? rows : 1);
-  run_ = current_->Choose(rows_, probes_);
+  if (w.left == 0) {  // a new window: its way
+    w.run = w.warm ? w.governor.Choose(rows_, probes_) : PoolGovernor::Run::kUnmeasured;
+    w.warm = true;
+    w.left = kWindow;
+    w.ns = w.rows = 0.0f;
+  }
   // This governor's "pooled" way is the pass with the pool off (see the header).
-  const bool off = run_ == PoolGovernor::Run::kPooled;
+  const bool off = w.run == PoolGovernor::Run::kPooled;
   if (off) {
     ++off_passes_;
     // Workers that spin after the last pooled call would take CPU from this pass.
@@ -119,10 +117,14 @@ void PassGovernor::End(PoolBudget* budget) {
 void PassGovernor::EndTimed(float ns, PoolBudget* budget) {
   budget->pool_off = false;
   if (current_ == nullptr) return;
+  Windows& w = *current_;
+  current_ = nullptr;
+  w.ns += ns;
+  w.rows += rows_;
+  if (--w.left > 0) return;
   // Record's answer (park after a slow "pooled" run) is for operators: a pass without the pool
   // has parked its workers already.
-  (void)current_->Record(run_, ns, rows_, &probes_);
-  current_ = nullptr;
+  (void)w.governor.Record(w.run, w.ns, w.rows, &probes_);
 }
 
 }  // namespace tern::xnn

@@ -93,6 +93,26 @@ class PoolGovernor {
   bool next_pooled_ = false;
 };
 
+// The steady clock in nanoseconds: the governors' time base.
+int64_t NowNs();
+
+// Runs `call(pooled)` (true: on the pool; false: on the calling thread) the way `governor`
+// chooses for `units` units of work, records its time, and parks the workers when Record says
+// so. A call that fails (returns false) is not recorded. Returns what `call` returned. The one
+// way every governed operator runs (linear layers, attention).
+template <typename Call>
+bool RunGoverned(PoolGovernor& governor, float units, PoolBudget* budget, pthreadpool* pool,
+                 Call&& call) {
+  const PoolGovernor::Run run = governor.Choose(units, *budget);
+  if (run == PoolGovernor::Run::kUnmeasured) return call(false);
+  const int64_t start = NowNs();
+  const bool ok = call(run == PoolGovernor::Run::kPooled);
+  if (ok && governor.Record(run, static_cast<float>(NowNs() - start), units, budget)) {
+    ParkWorkers(pool);
+  }
+  return ok;
+}
+
 // A linear layer's governors, one per class of row counts. The time per row is not one number:
 // a one-row call (a batch-1 decode step) streams the whole weight matrix for that row, a
 // 32-row prefill reads it once for all 32, so its time per row is 10-30x smaller. With one
@@ -122,18 +142,21 @@ class RowClassGovernors {
 // cores), though every layer's own choice looked right. A pass is what a user waits for, so
 // it is measured whole: the pass with the pool (each operator then choosing as above) against
 // the pass with it off (every operator on the calling thread, the workers parked), per class of
-// row counts. It is a PoolGovernor whose "pooled" way is the pass with the pool off: the pass
-// with the pool is measured first, kept for kFirstWait passes while the operators' governors
-// learn, and kept unless the pass without it is faster by kPassMargin; probes of the losing way
-// cost about 1 / kProbeBudget, as for one operator. Results do not depend on the choice.
+// row counts. It is a PoolGovernor whose "pooled" way is the pass with the pool off, and whose
+// runs are windows of kWindow passes of one kind and row class: a base-model step takes about
+// 1 ms, a time slice lost to another process several, so one pass says little and a window's
+// mean says more. The first window runs with the pool unmeasured (the operators' governors
+// learn in it); then the pass with the pool is measured, kept for kFirstWait windows more, and
+// kept unless the pass without it is faster by kPassMargin; probes of the losing way cost about
+// 1 / kProbeBudget, as for one operator. Results do not depend on the choice.
 class PassGovernor {
  public:
   enum class Pass : uint8_t { kEncode, kStep };
   static constexpr int kPasses = 2;
   static constexpr float kPassMargin = 0.95f;
-  static constexpr uint32_t kFirstWait = 8;
+  static constexpr uint32_t kWindow = 8;
+  static constexpr uint32_t kFirstWait = 1;
 
-  PassGovernor();
   // Before a pass of `rows` rows (tokens in an encoder pass, rows of a decoder step): chooses
   // whether it runs with the pool (sets budget->pool_off), parking the workers when it does
   // not and the pass before did.
@@ -148,10 +171,16 @@ class PassGovernor {
   uint64_t passes() const { return passes_; }
 
  private:
-  PoolGovernor governors_[kPasses][RowClassGovernors::kClasses];
+  struct Windows {  // of one kind of pass and row class
+    PoolGovernor governor{kPassMargin, kFirstWait};
+    PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;  // this window's way
+    uint32_t left = 0;                                       // passes left in this window
+    bool warm = false;                                       // the first window has run
+    float ns = 0.0f, rows = 0.0f;                            // this window's, so far
+  };
+  Windows windows_[kPasses][RowClassGovernors::kClasses];
   PoolBudget probes_;  // the passes' own probe budget (the operators' is the session's)
-  PoolGovernor* current_ = nullptr;
-  PoolGovernor::Run run_ = PoolGovernor::Run::kUnmeasured;
+  Windows* current_ = nullptr;
   float rows_ = 0.0f;
   int64_t start_ns_ = 0;
   bool was_off_ = false;

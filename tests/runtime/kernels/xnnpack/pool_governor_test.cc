@@ -202,20 +202,27 @@ struct Pool {
   ~Pool() { pthreadpool_destroy(pool); }
 };
 
+// Passes are governed in windows of kWindow passes; the first (2 + kFirstWait) windows keep the
+// pool (a warm-up window, then the pass with the pool measured and kept while the operators'
+// governors learn).
+constexpr int kWindow = static_cast<int>(PassGovernor::kWindow);
+constexpr int kFirstPasses = (2 + static_cast<int>(PassGovernor::kFirstWait)) * kWindow;
+
 TEST_CASE("passes keep the pool while it wins, and try without it rarely", "[xnnpack][pool]") {
   Pool p;
   REQUIRE(p.pool != nullptr);
   PassGovernor g;
   // A quiet machine: a decoder step of 2 ms takes 1.4 ms with the pool.
-  const PassTotals first =
-      Passes(g, p.pool, static_cast<int>(PassGovernor::kFirstWait) + 1, 1.4e6f, 2e6f);
-  CHECK(first.off == 0);  // the operators' governors learn first
+  CHECK(Passes(g, p.pool, kFirstPasses, 1.4e6f, 2e6f).off == 0);
+  // Then one window without the pool, all of it.
+  CHECK(Passes(g, p.pool, kWindow, 1.4e6f, 2e6f).off == kWindow);
   const PassTotals t = Passes(g, p.pool, 5000, 1.4e6f, 2e6f);
   INFO(t.off << " passes without the pool");
-  CHECK(t.off >= 1);  // it was tried
-  CHECK(t.off <= 10);
-  CHECK(g.passes() == 5000 + PassGovernor::kFirstWait + 1);
-  CHECK(g.off_passes() == static_cast<uint64_t>(t.off));
+  CHECK(t.off >= kWindow);  // tried again, a whole window at a time
+  CHECK(t.off % kWindow == 0);
+  CHECK(t.off <= 5 * kWindow);  // ever more rarely
+  CHECK(g.passes() == static_cast<uint64_t>(5000 + kFirstPasses + kWindow));
+  CHECK(g.off_passes() == static_cast<uint64_t>(t.off + kWindow));
 }
 
 TEST_CASE("passes drop a pool that loses on the whole pass", "[xnnpack][pool]") {
@@ -227,13 +234,15 @@ TEST_CASE("passes drop a pool that loses on the whole pass", "[xnnpack][pool]") 
   const float off = 2e6f, on = 1.18f * off;
   const PassTotals t = Passes(g, p.pool, passes, on, off);
   INFO(t.off << " passes without the pool");
-  CHECK(t.off >= passes - 40);
-  // Against never using the pool: the first wait and the probes of the pool.
-  CHECK(t.ns <
-        passes * static_cast<double>(off) + 40.0 * (on - off) + PassGovernor::kFirstWait * on);
+  // With the pool: the first windows and the probes of it.
+  const int with_pool = passes - t.off;
+  CHECK(with_pool >= kFirstPasses);
+  CHECK(with_pool <= 12 * kWindow);
+  CHECK(t.ns <=
+        passes * static_cast<double>(off) + with_pool * static_cast<double>(on - off) + 1.0);
   // A pass without the pool within the margin of one with it keeps the pool.
   PassGovernor tie;
-  CHECK(Passes(tie, p.pool, passes, 2e6f, 0.97f * 2e6f).off <= 20);
+  CHECK(Passes(tie, p.pool, passes, 2e6f, 0.97f * 2e6f).off <= 5 * kWindow);
 }
 
 TEST_CASE("passes follow the load back to the pool, per pass kind and row class",
@@ -241,13 +250,14 @@ TEST_CASE("passes follow the load back to the pool, per pass kind and row class"
   Pool p;
   PassGovernor g;
   Passes(g, p.pool, 2000, 3e6f, 2e6f);  // busy: off
-  CHECK(Passes(g, p.pool, 20, 3e6f, 2e6f).off >= 19);
+  CHECK(Passes(g, p.pool, 100, 3e6f, 2e6f).off >= 100 - kWindow);
   // Batch-16 steps and encoder passes are measured apart: they start with the pool.
-  CHECK(Passes(g, p.pool, 9, 3e6f, 2e6f, 16).off == 0);
-  CHECK(Passes(g, p.pool, 9, 3e6f, 2e6f, 1, PassGovernor::Pass::kEncode).off == 0);
-  // Quiet again: a probe of the pool (at most kMaxInterval passes away) switches back.
-  Passes(g, p.pool, 3000, 1.4e6f, 2e6f);
-  CHECK(Passes(g, p.pool, 100, 1.4e6f, 2e6f).off <= 2);
+  CHECK(Passes(g, p.pool, kFirstPasses, 3e6f, 2e6f, 16).off == 0);
+  CHECK(Passes(g, p.pool, kFirstPasses, 3e6f, 2e6f, 1, PassGovernor::Pass::kEncode).off == 0);
+  // Quiet again: a probe of the pool (its wait grows with what a probe lost: 64 x 1.5 windows,
+  // then twice that) switches back.
+  Passes(g, p.pool, 4000, 1.4e6f, 2e6f);
+  CHECK(Passes(g, p.pool, 100, 1.4e6f, 2e6f).off <= kWindow);
 }
 
 TEST_CASE("without a pool no pass is governed", "[xnnpack][pool]") {
