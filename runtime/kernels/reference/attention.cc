@@ -85,13 +85,8 @@ void StepAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, con
                    int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
                    int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
                    int64_t kv_heads) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t at = keys.Sequence(r) * sequence_stride;
-    AttentionMask mask;
-    mask.key_length = keys.Visible(r);
-    MultiHeadAttention(q + r * ldq, ldq, k + at, ldk, v + at, ldv, 1, keys.Keys(r), heads, d_head,
-                       mask, scores, out + r * ldo, ldo, nullptr, kv_heads);
-  }
+  StepRowByRow(MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads,
+               d_head, scores, out, ldo, kv_heads);
 }
 
 }  // namespace tern::ref

@@ -72,6 +72,22 @@ void StepAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, con
                    int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
                    int64_t kv_heads = 0);
 
+// StepAttention row by row with `attention`, a kernel of MultiHeadAttention's signature: the
+// reference's, or a backend's own loops for the calls it keeps on the calling thread.
+template <typename Attention>
+void StepRowByRow(Attention&& attention, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                  const float* v, int64_t ldv, int64_t sequence_stride, const StepKeys& keys,
+                  int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                  int64_t ldo, int64_t kv_heads) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = keys.Sequence(r) * sequence_stride;
+    AttentionMask mask;
+    mask.key_length = keys.Visible(r);
+    attention(q + r * ldq, ldq, k + at, ldk, v + at, ldv, 1, keys.Keys(r), heads, d_head, mask,
+              scores, out + r * ldo, ldo, nullptr, kv_heads);
+  }
+}
+
 // Query heads per K/V head (1 for the paper's attention).
 inline int64_t HeadGroup(int64_t heads, int64_t kv_heads) {
   return kv_heads > 0 ? heads / kv_heads : 1;

@@ -273,18 +273,6 @@ void RunStepHead(void* context, size_t thread, size_t task) {
                           c.out + r * c.ldo + h * c.d_head, c.ldo, nullptr, 1);
 }
 
-void StepRows(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
-              int64_t sequence_stride, const ref::StepKeys& keys, int64_t rows, int64_t heads,
-              int64_t d_head, float* scores, float* out, int64_t ldo, int64_t kv_heads) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t at = keys.Sequence(r) * sequence_stride;
-    ref::AttentionMask mask;
-    mask.key_length = keys.Visible(r);
-    vec::MultiHeadAttention(q + r * ldq, ldq, k + at, ldk, v + at, ldv, 1, keys.Keys(r), heads,
-                            d_head, mask, scores, out + r * ldo, ldo, nullptr, kv_heads);
-  }
-}
-
 }  // namespace
 
 void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
@@ -296,8 +284,8 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
   if (a.loop_scores == nullptr || a.pool_budget == nullptr || threads < 2 ||
       static_cast<int64_t>(threads) > score_rows || rows * heads < 2 ||
       keys.capacity > a.shape.loop_keys) {
-    StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
-             kv_heads);
+    ref::StepRowByRow(vec::MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
+                      heads, d_head, scores, out, ldo, kv_heads);
     return;
   }
   // Work: the keys every row's heads see (the time of a step's attention is in proportion).
@@ -324,8 +312,8 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
       pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead, &c,
                                              static_cast<size_t>(rows * heads), 0);
     } else {
-      StepRows(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
-               kv_heads);
+      ref::StepRowByRow(vec::MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys,
+                        rows, heads, d_head, scores, out, ldo, kv_heads);
     }
     return true;
   });

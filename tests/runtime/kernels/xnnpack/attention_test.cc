@@ -206,29 +206,52 @@ TEST_CASE(
   }
 }
 
+// A 2-thread pool, and an Attention without operators (the loops only) on it with its own probe
+// budget: `score_rows` rows of loop scores of `loop_keys` (0: one per head).
+struct Pool2 {
+  pthreadpool* pool = pthreadpool_create(2);
+  ~Pool2() { pthreadpool_destroy(pool); }
+};
+
+class LoopsOnly {
+ public:
+  LoopsOnly(pthreadpool* pool, int64_t heads, int64_t d_head, int64_t loop_keys,
+            int64_t score_rows = 0)
+      : loop_scores_(static_cast<size_t>((score_rows > 0 ? score_rows : heads) * loop_keys)) {
+    a_.pool = pool;
+    a_.pool_budget = &budget;
+    a_.shape.heads = heads;
+    a_.shape.d_head = d_head;
+    a_.shape.loop_keys = loop_keys;
+    a_.loop_scores = loop_scores_.data();
+    a_.loop_score_rows = score_rows;
+  }
+  LoopsOnly(const LoopsOnly&) = delete;
+  LoopsOnly& operator=(const LoopsOnly&) = delete;
+  xnn::Attention& get() { return a_; }
+  xnn::PoolBudget budget;
+
+ private:
+  std::vector<float> loop_scores_;
+  xnn::Attention a_;
+};
+
 TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits",
           "[xnnpack][attention][pool]") {
   // Grouped-query heads (9 over 3 K/V heads, SmolLM's) and plain ones, a decode step over a
   // long cache (enough work for the governor to try the pool) and a causal prompt.
-  pthreadpool* pool = pthreadpool_create(2);
-  REQUIRE(pool != nullptr);
+  Pool2 p;
+  REQUIRE(p.pool != nullptr);
   uint32_t seed = 9000;
   for (int64_t kv_heads : {3, 0}) {
     const int64_t heads = 9, d_head = 64, d = heads * d_head, max_keys = 1500;
     const int64_t d_kv = kv_heads > 0 ? kv_heads * d_head : d;
-    xnn::PoolBudget budget;
-    std::vector<float> loop_scores(static_cast<size_t>(heads * max_keys));
-    xnn::Attention a;  // no operators: the loops only
-    a.pool = pool;
-    a.pool_budget = &budget;
-    a.shape.heads = heads;
-    a.shape.d_head = d_head;
-    a.shape.loop_keys = max_keys;
-    a.loop_scores = loop_scores.data();
+    LoopsOnly loops(p.pool, heads, d_head, max_keys);
+    xnn::Attention& a = loops.get();
     for (int64_t tq : {1, 3}) {
       // A fresh probe budget: on a busy machine the first probe loses, and the shared budget
       // would then defer the next governor's first probe (pool_governor.h).
-      budget = xnn::PoolBudget();
+      loops.budget = xnn::PoolBudget();
       std::mt19937 rng(seed++);
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
       const int64_t tk = max_keys;
@@ -251,14 +274,13 @@ TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits
         INFO("kv_heads " << kv_heads << " tq " << tq << " call " << call);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
         // Workers sent to sleep (as after a losing probe) take the next command as before.
-        if (call == 1) xnn::ParkWorkers(pool);
+        if (call == 1) xnn::ParkWorkers(p.pool);
       }
       // Decode steps and prompts are timed apart; each ran on one thread and on the pool.
       CHECK(a.loop_choice.For(tq).single_ns() > 0.0f);
       CHECK(a.loop_choice.For(tq).pooled_ns() > 0.0f);
     }
   }
-  pthreadpool_destroy(pool);
 }
 
 TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the same bits",
@@ -267,24 +289,16 @@ TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the sa
   // shared by beam hypotheses, grouped-query and plain heads: enough work for the governor to
   // try the pool. Every call (one thread first, then the pool) gives the calling thread's bits;
   // those agree with the reference to rounding.
-  pthreadpool* pool = pthreadpool_create(2);
-  REQUIRE(pool != nullptr);
+  Pool2 p;
+  REQUIRE(p.pool != nullptr);
   uint32_t seed = 9100;
   for (int64_t kv_heads : {2, 0}) {
     const int64_t heads = 8, d_head = 64, dq = heads * d_head, capacity = 300, rows = 16;
     const int64_t d_kv = kv_heads > 0 ? kv_heads * d_head : dq;
     for (bool cross : {false, true}) {
-      xnn::PoolBudget budget;
-      const int64_t score_rows = 2;  // one per thread (fewer than heads: as a test of the field)
-      std::vector<float> loop_scores(static_cast<size_t>(score_rows * capacity));
-      xnn::Attention a;  // no operators: the loops only
-      a.pool = pool;
-      a.pool_budget = &budget;
-      a.shape.heads = heads;
-      a.shape.d_head = d_head;
-      a.shape.loop_keys = capacity;
-      a.loop_scores = loop_scores.data();
-      a.loop_score_rows = score_rows;
+      // Score rows: one per thread (fewer than heads: as a test of the field).
+      LoopsOnly loops(p.pool, heads, d_head, capacity, /*score_rows=*/2);
+      xnn::Attention& a = loops.get();
       std::vector<int32_t> positions(static_cast<size_t>(rows)), lengths(rows / 4);
       for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = (r * 37) % 400;
       for (size_t s = 0; s < lengths.size(); ++s) lengths[s] = static_cast<int32_t>(40 + 70 * s);
@@ -331,7 +345,6 @@ TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the sa
       CHECK(a.step_choice.For(rows).pooled_ns() > 0.0f);
     }
   }
-  pthreadpool_destroy(pool);
 }
 
 }  // namespace
