@@ -38,12 +38,12 @@ namespace tern {
 
 class Model;
 
-// How a linear layer is called: at most `rows` rows, input row stride ldx, output row stride ldy
-// (a K/V projection may write straight into a cache with a larger stride).
 // What a pass of the model is, for the thread-pool choice made per pass: an encoder pass or a
 // prompt's prefill (all its tokens), or one decoder step.
 enum class ModelPass : uint8_t { kEncode, kStep };
 
+// How a linear layer is called: at most `rows` rows, input row stride ldx, output row stride ldy
+// (a K/V projection may write straight into a cache with a larger stride).
 struct LinearCall {
   int64_t rows = 1;
   int64_t ldx = 0;
@@ -211,7 +211,8 @@ class BackendSession {
 #endif
 };
 
-// Runs a pass of the model between BeginPass and EndPass (also on an early return).
+// Runs a pass of the model between BeginPass and EndPass (also on an early return). Passes do
+// not nest: a pass begun inside another would end the outer one's choice early.
 class PassScope {
  public:
   PassScope(BackendSession& session, ModelPass pass, int64_t rows) : session_(session) {

@@ -85,10 +85,11 @@ int64_t NowNs() {
 }
 
 void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpool* pool) {
-  ++passes_;
   budget->pool_off = false;
   current_ = nullptr;
   if (pool == nullptr) return;
+  ++passes_;
+  start_ns_ = NowNs();
   Windows& w = windows_[static_cast<int>(pass)][RowClassGovernors::ClassOf(rows)];
   current_ = &w;
   rows_ = static_cast<float>(rows > 1 ? rows : 1);
@@ -107,7 +108,6 @@ void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpoo
   }
   budget->pool_off = off;
   was_off_ = off;
-  start_ns_ = NowNs();
 }
 
 void PassGovernor::End(PoolBudget* budget) {

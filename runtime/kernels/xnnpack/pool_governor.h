@@ -39,7 +39,8 @@ namespace tern::xnn {
 // pool does not pay does not keep a spinning worker beside it: measured on the demo model at
 // load 3.3 on 2 cores, `--threads 2` took 1.7x the time of one thread before this. Not after
 // every losing probe: on a quiet machine the next pooled layer would then pay the workers'
-// wake-up (the demo model, quiet: 0.8x).
+// wake-up (the demo model, quiet: 0.8x). Also called by PassGovernor::Begin before a pass that
+// runs without the pool.
 void ParkWorkers(pthreadpool* pool);
 
 // Shared by the governors of one session: the time their calls took and the time that probes
@@ -159,14 +160,17 @@ class PassGovernor {
 
   // Before a pass of `rows` rows (tokens in an encoder pass, rows of a decoder step): chooses
   // whether it runs with the pool (sets budget->pool_off), parking the workers when it does
-  // not and the pass before did.
+  // not and the pass before did (the park is timed as part of the pass: on a busy machine it
+  // can cost a time slice, which the way without the pool must pay). The pass before may have
+  // left the workers asleep already; a park then only wakes and parks them again. Passes do
+  // not nest.
   void Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpool* pool);
   // After the pass begun last: records its time and turns the pool back on.
   void End(PoolBudget* budget);
   // End, the pass having taken `ns` (what End measures; tests give their own).
   void EndTimed(float ns, PoolBudget* budget);
 
-  // Passes run with the pool off, and all passes measured (for tests and reports).
+  // Passes begun with a pool, and of them run with the pool off (for tests and reports).
   uint64_t off_passes() const { return off_passes_; }
   uint64_t passes() const { return passes_; }
 

@@ -92,11 +92,11 @@ void CheckFixture(const std::string& name, Backend backend, int32_t threads = 1)
       CHECK(err <= 1e-4f);
     }
   }
-  // With a pool, every pass (the encoder pass, each step) went through the pass governor, which
-  // may run some without the pool (a busy machine): the same numbers either way.
+  // With a pool, every pass (the encoder pass, each step) went through the pass governor. (These
+  // few passes all fall in its first windows, which keep the pool; the kernels' tests check that
+  // a pass without it gives the same bits.)
   const bool pooled = backend == Backend::kXnnpack && threads > 1;
   CHECK(ed.passes() == (pooled ? static_cast<uint64_t>(1 + f.tgt_seq) : 0u));
-  CHECK(ed.passes_without_pool() <= ed.passes());
 
   // Greedy, each sentence alone: identical ids.
   GreedyOptions options;

@@ -267,6 +267,15 @@ TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits
       std::vector<float> scores(static_cast<size_t>(tk)), want(static_cast<size_t>(tq * d));
       vec::MultiHeadAttention(q.data(), d, k.data(), d_kv, v.data(), d_kv, tq, tk, heads, d_head,
                               mask, scores.data(), want.data(), d, nullptr, kv_heads);
+      {  // A pass without the pool (PassGovernor): the calling thread, the governor untaught.
+        loops.budget.pool_off = true;
+        std::vector<float> got(want.size(), 9.0f);
+        xnn::MultiHeadAttention(a, q.data(), d, k.data(), d_kv, v.data(), d_kv, tq, tk, heads,
+                                d_head, mask, scores.data(), got.data(), d, nullptr, kv_heads);
+        loops.budget.pool_off = false;
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        CHECK(a.loop_choice.For(tq).single_ns() == 0.0f);
+      }
       for (int call = 0; call < 4; ++call) {  // the first call measures one thread, then the pool
         std::vector<float> got(want.size(), 9.0f);
         xnn::MultiHeadAttention(a, q.data(), d, k.data(), d_kv, v.data(), d_kv, tq, tk, heads,
@@ -334,6 +343,15 @@ TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the sa
         worst = std::fmax(worst, std::fabs(want[i] - ref_out[i]));
       }
       CHECK(worst <= 2e-5f * 8.0f);
+      {  // A pass without the pool (PassGovernor): the calling thread, the governor untaught.
+        loops.budget.pool_off = true;
+        std::vector<float> got(want.size(), 9.0f);
+        xnn::StepAttention(a, q.data(), dq, k.data(), d_kv, v.data(), d_kv, stride, keys, rows,
+                           heads, d_head, scores.data(), got.data(), dq, kv_heads);
+        loops.budget.pool_off = false;
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        CHECK(a.step_choice.For(rows).single_ns() == 0.0f);
+      }
       for (int call = 0; call < 4; ++call) {
         std::vector<float> got(want.size(), 9.0f);
         xnn::StepAttention(a, q.data(), dq, k.data(), d_kv, v.data(), d_kv, stride, keys, rows,

@@ -227,6 +227,7 @@ TEST_CASE("passes keep the pool while it wins, and try without it rarely", "[xnn
 
 TEST_CASE("passes drop a pool that loses on the whole pass", "[xnnpack][pool]") {
   Pool p;
+  REQUIRE(p.pool != nullptr);
   PassGovernor g;
   // A busy machine: each operator's own choice looked right, yet the step with the pool takes
   // 1.18x the step without it (the base model at 2 threads beside two spinning processes).
@@ -248,6 +249,7 @@ TEST_CASE("passes drop a pool that loses on the whole pass", "[xnnpack][pool]") 
 TEST_CASE("passes follow the load back to the pool, per pass kind and row class",
           "[xnnpack][pool]") {
   Pool p;
+  REQUIRE(p.pool != nullptr);
   PassGovernor g;
   Passes(g, p.pool, 2000, 3e6f, 2e6f);  // busy: off
   CHECK(Passes(g, p.pool, 100, 3e6f, 2e6f).off >= 100 - kWindow);
@@ -260,6 +262,33 @@ TEST_CASE("passes follow the load back to the pool, per pass kind and row class"
   CHECK(Passes(g, p.pool, 100, 1.4e6f, 2e6f).off <= kWindow);
 }
 
+TEST_CASE("interleaved passes of two kinds are governed apart", "[xnnpack][pool]") {
+  Pool p;
+  REQUIRE(p.pool != nullptr);
+  PassGovernor g;
+  PoolBudget session;
+  // A translation, 2000 times: an encoder pass of 32 tokens, faster without the pool, then four
+  // decoder steps, faster with it. Each kind's windows fill with its own passes only.
+  const int sentences = 2000, steps = 4;
+  int encoder_off = 0, steps_off = 0;
+  for (int s = 0; s < sentences; ++s) {
+    g.Begin(PassGovernor::Pass::kEncode, 32, &session, p.pool);
+    encoder_off += session.pool_off;
+    g.EndTimed(session.pool_off ? 2e6f : 3e6f, &session);
+    for (int t = 0; t < steps; ++t) {
+      g.Begin(PassGovernor::Pass::kStep, 1, &session, p.pool);
+      steps_off += session.pool_off;
+      g.EndTimed(session.pool_off ? 2e6f : 1.4e6f, &session);
+    }
+  }
+  INFO(encoder_off << " encoder passes and " << steps_off << " steps without the pool");
+  CHECK(encoder_off >= sentences - 12 * kWindow);
+  CHECK(steps_off >= kWindow);  // probed
+  CHECK(steps_off <= 10 * kWindow);
+  CHECK(g.passes() == static_cast<uint64_t>(sentences * (1 + steps)));
+  CHECK(g.off_passes() == static_cast<uint64_t>(encoder_off + steps_off));
+}
+
 TEST_CASE("without a pool no pass is governed", "[xnnpack][pool]") {
   PassGovernor g;
   PoolBudget session;
@@ -269,6 +298,7 @@ TEST_CASE("without a pool no pass is governed", "[xnnpack][pool]") {
     g.EndTimed(1e6f, &session);
   }
   CHECK(g.off_passes() == 0);
+  CHECK(g.passes() == 0);
 }
 
 }  // namespace
