@@ -61,4 +61,14 @@ inline uint16_t Fp32ToFp16(float f) {
   return static_cast<uint16_t>(sign | value);
 }
 
+// An fp16 value in memory (the K/V caches' element with Limits::kv_cache = kFloat16): a type of
+// its own, so that a cache of halves cannot be passed where floats are expected.
+struct Half {
+  uint16_t bits;
+};
+
+inline float ToFloat(Half h) { return Fp16ToFp32(h.bits); }
+inline float ToFloat(float x) { return x; }  // for kernels templated on the element type
+inline Half ToHalf(float f) { return Half{Fp32ToFp16(f)}; }
+
 }  // namespace tern

@@ -24,6 +24,7 @@
 #include "runtime/kernels/reference/rotary.h"
 #include "runtime/kernels/reference/softmax.h"
 #include "runtime/kernels/vectorized/activations.h"
+#include "runtime/kernels/vectorized/half.h"
 #include "runtime/kernels/vectorized/layer_norm.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
@@ -121,6 +122,34 @@ inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, c
 #endif
   ref::StepAttention(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores,
                      out, ldo, kv_heads);
+}
+
+// The same over fp16 caches (Limits::kv_cache = kFloat16).
+inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, const Half* k,
+                          int64_t ldk, const Half* v, int64_t ldv, int64_t sequence_stride,
+                          const ref::StepKeys& keys, int64_t rows, int64_t heads, int64_t d_head,
+                          float* scores, float* out, int64_t ldo, int64_t kv_heads = 0) {
+#if TERN_OPS_XNNPACK
+  if (kernels.attention != nullptr) {
+    xnn::StepAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
+                       heads, d_head, scores, out, ldo, kv_heads);
+    return;
+  }
+#else
+  (void)kernels;
+#endif
+  ref::StepAttention(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores,
+                     out, ldo, kv_heads);
+}
+
+// y[0, n) = x[0, n) rounded to fp16 (to nearest even): a K/V row into an fp16 cache. The same
+// bits from either kernel.
+inline void ToHalf(const Kernels& kernels, const float* x, int64_t n, Half* y) {
+  if (kernels.vectorized) {
+    vec::ToHalf(x, n, y);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = tern::ToHalf(x[i]);
 }
 
 // See ref::LayerNorm.

@@ -43,6 +43,13 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
         limits.beam_size);
   }
+  if (limits.kv_cache != CacheType::kFloat32) {
+    // A prompt's prefill attends over its cache many queries at a time (the batched path),
+    // which reads float K/V.
+    return Status::Error(StatusCode::kNotSupported,
+                         "limits.kv_cache = float16; a Generator's caches are float32 only "
+                         "(fp16 caches are for translation models)");
+  }
   if (limits.max_batch_tokens != 0) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "limits.max_batch_tokens = %d; a Generator plans its prompts by "

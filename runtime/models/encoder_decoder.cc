@@ -31,6 +31,12 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
                          limits.beam_size);
   }
   TERN_RETURN_IF_ERROR(CheckSharedLimits(c, limits, "", ""));
+  if (limits.kv_cache == CacheType::kFloat16 && c.position == PositionKind::kRelative) {
+    // Relative terms enter each row's self-attention call apart (LayerStep), over float caches.
+    return Status::Error(StatusCode::kNotSupported,
+                         "limits.kv_cache = float16 with relative positions; this model's caches "
+                         "are float32 only");
+  }
   if (limits.max_batch_tokens != 0 && limits.max_batch_tokens < limits.max_source_length) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "limits.max_batch_tokens = %d; 0 (no budget) or at least "
@@ -105,15 +111,23 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   // q and attn hold the heads (d_q = heads * d_head) and d_model-wide rows: the wider.
   const size_t dq = std::max(d, static_cast<size_t>(c.d_q()));
   p.Add("enc_q", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.q);
-  p.Add("enc_k", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.k);
-  p.Add("enc_v", CheckedMul(bs, d_kv), kEncoder, kEncoder, &enc_scratch_.v);
+  // fp16 caches: the cross K/V are computed in enc_k / enc_v first, then rounded into theirs.
+  const bool half = limits.kv_cache == CacheType::kFloat16;
+  const int kv_scratch_last = half ? kCrossKeysValues : kEncoder;
+  p.Add("enc_k", CheckedMul(bs, d_kv), kEncoder, kv_scratch_last, &enc_scratch_.k);
+  p.Add("enc_v", CheckedMul(bs, d_kv), kEncoder, kv_scratch_last, &enc_scratch_.v);
   p.Add("enc_attn", CheckedMul(bs, dq), kEncoder, kEncoder, &enc_scratch_.attn);
   p.Add("enc_hidden", CheckedMul(bs, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
   p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
-  p.Add("cross_kv", CheckedMul(CheckedMul(ld, 2, bs), d_kv), kCrossKeysValues, kDecoder,
-        &cross_kv_);
-  p.Add("self_kv", CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv), kDecoder, kDecoder,
-        &self_kv_);
+  const size_t cross_kv = CheckedMul(CheckedMul(ld, 2, bs), d_kv);
+  const size_t self_kv = CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv);
+  p.Add("cross_kv", cross_kv, kCrossKeysValues, kDecoder, &cross_kv_, !half);
+  p.Add("cross_kv", cross_kv, kCrossKeysValues, kDecoder, &cross_kv16_, half);
+  p.Add("self_kv", self_kv, kDecoder, kDecoder, &self_kv_, !half);
+  p.Add("self_kv", self_kv, kDecoder, kDecoder, &self_kv16_, half);
+  // A step's new K/V rows on their way into fp16 caches (float caches take them directly).
+  p.Add("dec_k", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.k, half);
+  p.Add("dec_v", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.v, half);
   p.Add("dec_x", CheckedMul(rows, d), kDecoder, kDecoder, &dec_x_);
   p.Add("dec_q", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.q);
   p.Add("dec_attn", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.attn);
@@ -169,7 +183,8 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
         kEncoder, kDecoder, &shortlist_copy_scales_, copy && shortlist_copy_groups_ > 0);
   p.Add("shortlist_copy_at", b, kEncoder, kDecoder, &shortlist_copy_at_, copy);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
-  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1);
+  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1 && !half);
+  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch16_, k > 1 && half);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
   p.Add("step_signal", d, kEncoder, kDecoder, &step_signal_, universal);
   p.Add("encoder_act_acc", bs, kEncoder, kEncoder, &enc_act_.acc, act);
@@ -203,13 +218,18 @@ void EncoderDecoder::Start() {
 }
 
 KeyValues EncoderDecoder::SelfCache(int64_t i) const {
+  if (self_kv16_ != nullptr)
+    return KeyValues::OfLayer(self_kv16_, i, decoder_rows(), limits_.max_target_length,
+                              config_.d_kv());
   return KeyValues::OfLayer(self_kv_, i, decoder_rows(), limits_.max_target_length, config_.d_kv());
 }
 
 CrossAttention EncoderDecoder::Cross(int64_t i) const {
   CrossAttention cross;
   cross.w = &layers_.decoder[i].cross;
-  cross.kv = KeyValues::OfLayer(cross_kv_, i, batch_, src_seq_, config_.d_kv());
+  cross.kv = cross_kv16_ != nullptr
+                 ? KeyValues::OfLayer(cross_kv16_, i, batch_, src_seq_, config_.d_kv())
+                 : KeyValues::OfLayer(cross_kv_, i, batch_, src_seq_, config_.d_kv());
   return cross;
 }
 
@@ -270,7 +290,8 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
   }
   FinalNorm(config_, enc_scratch_.kernels, weights_.encoder_norm, enc_x_, batch * seq);
   for (int i = 0; i < config_.decoder_layers; ++i)
-    CrossKeysValues(config_, layers_.decoder[i].cross, enc_x_, batch, seq, Cross(i).kv);
+    CrossKeysValues(config_, layers_.decoder[i].cross, enc_x_, batch, seq, Cross(i).kv,
+                    enc_scratch_);
   shortlist_listed_ = shortlist_ != nullptr && shortlist_on_;
   if (shortlist_listed_) {
     int64_t copied = 0;  // rows of shortlist_copy_ taken by earlier sentences
@@ -367,8 +388,13 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
   const int64_t kv_layers = universal() ? config_.universal_steps : config_.decoder_layers;
   for (int64_t layer = 0; layer < kv_layers; ++layer) {
     const KeyValues kv = SelfCache(layer);
-    for (float* cache : {kv.k, kv.v})
-      ops::GatherRowsInGroups(cache, batch_, k, row, used, parents, beam_scratch_);
+    if (kv.half()) {
+      for (Half* cache : {kv.hk, kv.hv})
+        ops::GatherRowsInGroups(cache, batch_, k, row, used, parents, beam_scratch16_);
+    } else {
+      for (float* cache : {kv.k, kv.v})
+        ops::GatherRowsInGroups(cache, batch_, k, row, used, parents, beam_scratch_);
+    }
   }
   return Status::Ok();
 }

@@ -130,12 +130,15 @@ class EncoderDecoder final : public TransformerModel {
   int32_t* src_lengths_ = nullptr;
   float* enc_x_ = nullptr;
   LayerScratch enc_scratch_{};
-  float* cross_kv_ = nullptr;
+  float* cross_kv_ = nullptr;  // the caches, float32 or (Limits::kv_cache = kFloat16) fp16
   float* self_kv_ = nullptr;
+  Half* cross_kv16_ = nullptr;
+  Half* self_kv16_ = nullptr;
   float* dec_x_ = nullptr;
   LayerScratch dec_scratch_{};
   float* logits_ = nullptr;
   float* beam_scratch_ = nullptr;              // [beam_size * max_target_length * d_kv]
+  Half* beam_scratch16_ = nullptr;             // the same, with fp16 caches
   const ShortlistTable* shortlist_ = nullptr;  // null: the model has none
   bool shortlist_on_ = true;
   bool shortlist_listed_ = false;        // the last Encode listed candidates

@@ -7,6 +7,11 @@ namespace tern {
 Status TransformerModel::CheckSharedLimits(const ModelConfig& c, const Limits& limits,
                                            const char* source, const char* target) {
   TERN_RETURN_IF_ERROR(CheckBackendLimits(limits));
+  if (limits.kv_cache != CacheType::kFloat32 && limits.kv_cache != CacheType::kFloat16) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.kv_cache = %d; 0 (float32) or 1 (float16) allowed",
+                         static_cast<int>(limits.kv_cache));
+  }
   if (limits.max_batch < 1 || limits.max_batch > 4096) {
     return Status::Error(StatusCode::kInvalidArgument, "limits.max_batch = %d; 1 to 4096 allowed",
                          limits.max_batch);

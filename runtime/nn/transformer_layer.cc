@@ -70,7 +70,7 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
   const ref::RotaryTable* rotary = s.positions.rotary;
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
   Linear(in, rows, d, w.self_attn.q, s.q, dq);
-  if (shape.positions == nullptr) {
+  if (shape.positions == nullptr && !self.half()) {
     // One position t for every row: the new K/V rows go straight into row t (mod a window's
     // ring) of each sequence's cache, so the causal mask is simply "the keys there" (the
     // future is not there yet).
@@ -85,19 +85,25 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     }
   } else {
     // Sequences at different positions (a batch of prompts of different lengths): the rows
-    // are not evenly strided in the cache, one copy each (small next to the projections).
+    // are not evenly strided in the cache, one copy each (small next to the projections). An
+    // fp16 cache takes each row rounded on the way in, wherever it stands.
     Linear(in, rows, d, w.self_attn.k, s.k, d_kv);
     Linear(in, rows, d, w.self_attn.v, s.v, d_kv);
     const size_t row_bytes = static_cast<size_t>(d_kv) * sizeof(float);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t t = shape.positions[r];
+      const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
       if (rotary != nullptr) {
         ops::ApplyRotary(*rotary, s.q + r * dq, 1, dq, c.heads, c.d_head(), t, 0);
         ops::ApplyRotary(*rotary, s.k + r * d_kv, 1, d_kv, c.kv_head_count(), c.d_head(), t, 0);
       }
-      const int64_t slot = t % self.capacity;
-      std::memcpy(self.k + r * stride + slot * d_kv, s.k + r * d_kv, row_bytes);
-      std::memcpy(self.v + r * stride + slot * d_kv, s.v + r * d_kv, row_bytes);
+      const int64_t at = r * stride + (t % self.capacity) * d_kv;
+      if (self.half()) {
+        ops::ToHalf(s.kernels, s.k + r * d_kv, d_kv, self.hk + at);
+        ops::ToHalf(s.kernels, s.v + r * d_kv, d_kv, self.hv + at);
+      } else {
+        std::memcpy(self.k + at, s.k + r * d_kv, row_bytes);
+        std::memcpy(self.v + at, s.v + r * d_kv, row_bytes);
+      }
     }
   }
   // Row r attends to its own cache's keys 0..t (a full ring: all of it).
@@ -106,7 +112,10 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
   keys.position = shape.position;
   keys.capacity = self.capacity;
   ref::RelativePositions terms;
-  if (RelativeTerms(s.positions, w.self_attn, 0, &terms) == nullptr) {
+  if (self.half()) {  // (fp16 caches are refused with relative positions: Prepare)
+    ops::StepAttention(s.kernels, s.q, dq, self.hk, d_kv, self.hv, d_kv, stride, keys, rows,
+                       c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+  } else if (RelativeTerms(s.positions, w.self_attn, 0, &terms) == nullptr) {
     // The whole step in one call (a backend may split its rows x heads over threads).
     ops::StepAttention(s.kernels, s.q, dq, self.k, d_kv, self.v, d_kv, stride, keys, rows, c.heads,
                        c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
@@ -133,18 +142,30 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     keys.rows_per_sequence = shape.rows_per_sentence;
     keys.lengths = shape.src_lengths;
     keys.capacity = kv.capacity;
-    ops::StepAttention(s.kernels, s.q, dq, kv.k, d_kv, kv.v, d_kv, kv.capacity * d_kv, keys, rows,
-                       c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+    if (kv.half()) {
+      ops::StepAttention(s.kernels, s.q, dq, kv.hk, d_kv, kv.hv, d_kv, kv.capacity * d_kv, keys,
+                         rows, c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+    } else {
+      ops::StepAttention(s.kernels, s.q, dq, kv.k, d_kv, kv.v, d_kv, kv.capacity * d_kv, keys,
+                         rows, c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+    }
     FinishAttention(c, cross->w->attn, cross->w->norm, x, rows, s);
   }
   FeedForwardBlock(c, w, x, rows, s);
 }
 
 void CrossKeysValues(const ModelConfig& c, const CrossAttentionWeights& w, const float* enc,
-                     int64_t batch, int64_t src_seq, const KeyValues& kv) {
+                     int64_t batch, int64_t src_seq, const KeyValues& kv, const LayerScratch& s) {
   const int64_t rows = batch * src_seq;
-  Linear(enc, rows, c.d_model, w.attn.k, kv.k, c.d_kv());
-  Linear(enc, rows, c.d_model, w.attn.v, kv.v, c.d_kv());
+  if (!kv.half()) {
+    Linear(enc, rows, c.d_model, w.attn.k, kv.k, c.d_kv());
+    Linear(enc, rows, c.d_model, w.attn.v, kv.v, c.d_kv());
+    return;
+  }
+  Linear(enc, rows, c.d_model, w.attn.k, s.k, c.d_kv());
+  Linear(enc, rows, c.d_model, w.attn.v, s.v, c.d_kv());
+  ops::ToHalf(s.kernels, s.k, rows * c.d_kv(), kv.hk);
+  ops::ToHalf(s.kernels, s.v, rows * c.d_kv(), kv.hv);
 }
 
 }  // namespace tern

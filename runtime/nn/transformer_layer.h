@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "runtime/core/fp16.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/model/config.h"
 #include "runtime/nn/positions.h"
@@ -26,8 +27,8 @@ namespace tern {
 // Scratch of a stack's layers, in the arena (rows = the most rows one call runs).
 struct LayerScratch {
   float* q = nullptr;       // [rows, d_model]
-  float* k = nullptr;       // [rows, d_kv]: keys on their way to a cache (LayerStep, per-row
-  float* v = nullptr;       // positions) or the encoder's keys
+  float* k = nullptr;       // [rows, d_kv]: keys on their way to a cache (LayerStep with per-row
+  float* v = nullptr;       // positions or an fp16 cache) or the encoder's keys
   float* attn = nullptr;    // [rows, d_model]
   float* hidden = nullptr;  // [rows, d_ff]
   float* up = nullptr;      // [rows, d_ff]: SwiGLU's up projection (null otherwise)
@@ -40,14 +41,22 @@ struct LayerScratch {
 // self-attention cache with fewer rows than positions (a sliding window) is a ring: position t
 // in row t mod capacity, so it holds exactly the last `capacity` positions, which a step attends
 // to all (their order does not matter to softmax, and rotary keys carry their own positions).
+// An fp16 cache (Limits::kv_cache = kFloat16: a decoder's caches only, read by LayerStep) has
+// its rows in hk / hv instead, laid out the same, and k / v null.
 struct KeyValues {
   float* k = nullptr;
   float* v = nullptr;
   int64_t capacity = 0;
+  Half* hk = nullptr;
+  Half* hv = nullptr;
+
+  bool half() const { return hk != nullptr; }
 
   // Sequence s's rows alone (as sequence 0).
   KeyValues OfSequence(int64_t s, int64_t d_kv) const {
-    return KeyValues{k + s * capacity * d_kv, v + s * capacity * d_kv, capacity};
+    const int64_t at = s * capacity * d_kv;
+    if (half()) return KeyValues{nullptr, nullptr, capacity, hk + at, hv + at};
+    return KeyValues{k + at, v + at, capacity};
   }
 
   // Layer i's in a stack's caches: per layer K then V, each [sequences, capacity, d_kv].
@@ -55,6 +64,11 @@ struct KeyValues {
                            int64_t d_kv) {
     const int64_t half = sequences * capacity * d_kv;
     return KeyValues{caches + 2 * i * half, caches + (2 * i + 1) * half, capacity};
+  }
+  static KeyValues OfLayer(Half* caches, int64_t i, int64_t sequences, int64_t capacity,
+                           int64_t d_kv) {
+    const int64_t part = sequences * capacity * d_kv;
+    return KeyValues{nullptr, nullptr, capacity, caches + 2 * i * part, caches + (2 * i + 1) * part};
   }
 };
 
@@ -98,8 +112,9 @@ void LayerStep(const ModelConfig& config, const LayerWeights& w, float* x, const
                const KeyValues& self, const CrossAttention* cross, const LayerScratch& s);
 
 // The cross-attention K/V of one decoder layer from the encoder output enc [batch, src_seq,
-// d_model] into kv (capacity = src_seq).
+// d_model] into kv (capacity = src_seq). An fp16 kv is computed in s.k / s.v ([batch * src_seq,
+// d_kv] each), then rounded into it.
 void CrossKeysValues(const ModelConfig& config, const CrossAttentionWeights& w, const float* enc,
-                     int64_t batch, int64_t src_seq, const KeyValues& kv);
+                     int64_t batch, int64_t src_seq, const KeyValues& kv, const LayerScratch& s);
 
 }  // namespace tern

@@ -14,6 +14,12 @@ enum class Backend : uint8_t {
   kXnnpack = 2,    // XNNPACK operators; kNotSupported from a build without XNNPACK
 };
 
+// The element type of a translation model's K/V caches (Limits::kv_cache).
+enum class CacheType : uint8_t {
+  kFloat32 = 0,  // as computed: a translation gives exactly PyTorch's fp32 ids (default)
+  kFloat16 = 1,  // half the cache bytes; keys and values rounded to fp16 on their way in
+};
+
 struct Limits {
   int32_t max_batch = 1;            // sentences translated together
   int32_t max_source_length = 128;  // tokens per source sentence, EOS included
@@ -36,6 +42,13 @@ struct Limits {
   // sentence must fit). The decoder's self-attention caches stay max_batch x beam_size x
   // max_target_length. A Generator takes 0 only.
   int32_t max_batch_tokens = 0;
+  // Element type of the decoder's K/V caches: its self-attention caches and the encoder's
+  // cross-attention K/V (translation sessions; a Generator and models with relative positions
+  // take kFloat32 only). kFloat16 halves the arena bytes those take (at batch 16 with 256-token
+  // limits, most of a session's arena) and the bytes a decoder step reads from them; attention
+  // still computes in float, each cached value widened exactly, so only the rounding of K and V
+  // to fp16 (relative error <= 2^-11) changes the results.
+  CacheType kv_cache = CacheType::kFloat32;
 };
 
 }  // namespace tern

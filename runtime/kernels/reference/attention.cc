@@ -3,14 +3,19 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/core/fp16.h"
 #include "runtime/kernels/reference/softmax.h"
 
 namespace tern::ref {
 
-void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
-                               const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
-                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
-                               const RelativePositions* rel, int64_t head) {
+namespace {
+
+// The kernels below for K/V of either element type (float, or fp16 caches: Half), each value
+// read through ToFloat, which is exact: halves give the bits floats holding the same values do.
+template <typename KV>
+void Attend(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, int64_t ldv,
+            int64_t tq, int64_t tk, int64_t d_head, const AttentionMask& mask, float* scores,
+            float* out, int64_t ldo, const RelativePositions* rel, int64_t head) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
@@ -34,9 +39,9 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
         row[j] = neg_inf;
         continue;
       }
-      const float* kj = k + j * ldk;
+      const KV* kj = k + j * ldk;
       float dot = 0.0f;
-      for (int64_t c = 0; c < d_head; ++c) dot += qi[c] * kj[c];
+      for (int64_t c = 0; c < d_head; ++c) dot += qi[c] * ToFloat(kj[c]);
       if (shaw) dot += rel->scratch[ShawIndex(j - position, rel->max_distance)];
       row[j] = dot * scale;
       if (bias) row[j] += rel->bias[head * rel->bias_stride + (j - position) + rel->bias_center];
@@ -53,8 +58,8 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
     const int64_t position = rel != nullptr ? rel->query_position + i : i;
     for (int64_t j = 0; j < tk; ++j) {
       if (a[j] == 0.0f) continue;  // Masked keys contribute nothing (and may be garbage).
-      const float* vj = v + j * ldv;
-      for (int64_t c = 0; c < d_head; ++c) oi[c] += a[j] * vj[c];
+      const KV* vj = v + j * ldv;
+      for (int64_t c = 0; c < d_head; ++c) oi[c] += a[j] * ToFloat(vj[c]);
       if (shaw) rel->scratch[ShawIndex(j - position, rel->max_distance)] += a[j];
     }
     if (shaw) {  // sum_j alpha_ij a^V_clip(j-i), grouped by clipped distance.
@@ -68,25 +73,64 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
   }
 }
 
-void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
-                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
-                        const RelativePositions* rel, int64_t kv_heads) {
+template <typename KV>
+void AllHeads(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, int64_t ldv,
+              int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const AttentionMask& mask,
+              float* scores, float* out, int64_t ldo, const RelativePositions* rel,
+              int64_t kv_heads) {
   const int64_t group = HeadGroup(heads, kv_heads);
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t col = h * d_head;
     const int64_t kv = (h / group) * d_head;  // the K/V head this query head shares
-    ScaledDotProductAttention(q + col, ldq, k + kv, ldk, v + kv, ldv, tq, tk, d_head, mask, scores,
-                              out + col, ldo, rel, h);
+    Attend(q + col, ldq, k + kv, ldk, v + kv, ldv, tq, tk, d_head, mask, scores, out + col, ldo,
+           rel, h);
   }
+}
+
+}  // namespace
+
+void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int64_t ldk,
+                               const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
+                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                               const RelativePositions* rel, int64_t head) {
+  Attend(q, ldq, k, ldk, v, ldv, tq, tk, d_head, mask, scores, out, ldo, rel, head);
+}
+
+void ScaledDotProductAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk,
+                               const Half* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
+                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                               const RelativePositions* rel, int64_t head) {
+  Attend(q, ldq, k, ldk, v, ldv, tq, tk, d_head, mask, scores, out, ldo, rel, head);
+}
+
+void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const RelativePositions* rel, int64_t kv_heads) {
+  AllHeads(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
+}
+
+void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const RelativePositions* rel, int64_t kv_heads) {
+  AllHeads(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
 }
 
 void StepAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                    int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
                    int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
                    int64_t kv_heads) {
-  StepRowByRow(MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads,
-               d_head, scores, out, ldo, kv_heads);
+  StepRowByRow(AllHeads<float>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head,
+               scores, out, ldo, kv_heads);
+}
+
+void StepAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
+                   int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
+                   int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
+                   int64_t kv_heads) {
+  StepRowByRow(AllHeads<Half>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head,
+               scores, out, ldo, kv_heads);
 }
 
 }  // namespace tern::ref

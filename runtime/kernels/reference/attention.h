@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "runtime/core/fp16.h"
 #include "runtime/kernels/reference/relative_position.h"
 
 namespace tern::ref {
@@ -27,6 +28,12 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
                                const float* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
                                const AttentionMask& mask, float* scores, float* out, int64_t ldo,
                                const RelativePositions* rel = nullptr, int64_t head = 0);
+// The same over fp16 K/V (Limits::kv_cache = kFloat16): each value widened exactly to float, so
+// the result is the bits of the float call on K/V holding the same (fp16-rounded) values.
+void ScaledDotProductAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk,
+                               const Half* v, int64_t ldv, int64_t tq, int64_t tk, int64_t d_head,
+                               const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                               const RelativePositions* rel = nullptr, int64_t head = 0);
 
 // All heads. q: [tq, heads*d_head] stride ldq, k/v [tk, kv_heads*d_head] strides ldk/ldv, out
 // [tq, heads*d_head] stride ldo (heads concatenated). scores: scratch of tq * tk floats.
@@ -34,6 +41,10 @@ void ScaledDotProductAttention(const float* q, int64_t ldq, const float* k, int6
 // kv_heads divides heads and query head h reads K/V head h / (heads / kv_heads); kv_heads =
 // heads (or 0) is the paper's multi-head attention, kv_heads = 1 multi-query attention.
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const RelativePositions* rel = nullptr, int64_t kv_heads = 0);
+void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const RelativePositions* rel = nullptr, int64_t kv_heads = 0);
@@ -71,12 +82,16 @@ void StepAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, con
                    int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
                    int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
                    int64_t kv_heads = 0);
+void StepAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
+                   int64_t ldv, int64_t sequence_stride, const StepKeys& keys, int64_t rows,
+                   int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo,
+                   int64_t kv_heads = 0);
 
 // StepAttention row by row with `attention`, a kernel of MultiHeadAttention's signature: the
 // reference's, or a backend's own loops for the calls it keeps on the calling thread.
-template <typename Attention>
-void StepRowByRow(Attention&& attention, const float* q, int64_t ldq, const float* k, int64_t ldk,
-                  const float* v, int64_t ldv, int64_t sequence_stride, const StepKeys& keys,
+template <typename Attention, typename KV>
+void StepRowByRow(Attention&& attention, const float* q, int64_t ldq, const KV* k, int64_t ldk,
+                  const KV* v, int64_t ldv, int64_t sequence_stride, const StepKeys& keys,
                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
                   int64_t ldo, int64_t kv_heads) {
   for (int64_t r = 0; r < rows; ++r) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "runtime/kernels/vectorized/half.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern::vec {
@@ -19,14 +20,17 @@ inline float SumLanes(float* lanes) {
   return lanes[0];
 }
 
-inline float Dot(const float* a, const float* b, int64_t n) {
+// b: float, or Half (an fp16 cache's key, widened exactly: the same bits as a float key of
+// the same value).
+template <typename T>
+inline float Dot(const float* a, const T* b, int64_t n) {
   float acc[kLanes] = {};
   const int64_t full = n - n % kLanes;
   for (int64_t i = 0; i < full; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * Widen(b[i + l]);
   }
   float sum = SumLanes(acc);
-  for (int64_t i = full; i < n; ++i) sum += a[i] * b[i];
+  for (int64_t i = full; i < n; ++i) sum += a[i] * Widen(b[i]);
   return sum;
 }
 
@@ -64,8 +68,9 @@ inline float ExpSum(float* x, int64_t n, float max) {
 }
 
 // out[0, n) += a * x[0, n)
-inline void Axpy(float a, const float* x, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] += a * x[i];
+template <typename T>
+inline void Axpy(float a, const T* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] += a * Widen(x[i]);
 }
 
 // scores[j] = q . k_j for the n keys (rows ldk apart), and out[0, d) += sum_j w_j v_j: the two
@@ -73,58 +78,63 @@ inline void Axpy(float a, const float* x, float* out, int64_t n) {
 // stays in vector registers across the keys instead of being loaded and stored once per key,
 // which was most of a decode step's attention time (store-to-load round trips on `out`). The
 // sums run in the same order either way, so both give the same bits.
-template <int64_t D>
-inline void ScoresFixed(const float* q, const float* k, int64_t ldk, int64_t n, float* scores) {
+template <int64_t D, typename KV>
+inline void ScoresFixed(const float* q, const KV* k, int64_t ldk, int64_t n, float* scores) {
   for (int64_t j = 0; j < n; ++j) scores[j] = Dot(q, k + j * ldk, D);
 }
 
-template <int64_t D>
-inline void WeightedSumFixed(const float* w, float scale, const float* v, int64_t ldv, int64_t n,
+template <int64_t D, typename KV>
+inline void WeightedSumFixed(const float* w, float scale, const KV* v, int64_t ldv, int64_t n,
                              float* out) {
   float acc[D] = {};
   for (int64_t j = 0; j < n; ++j) {
     const float a = w[j] * scale;
-    const float* vj = v + j * ldv;
-    for (int64_t c = 0; c < D; ++c) acc[c] += a * vj[c];
+    const KV* vj = v + j * ldv;
+    for (int64_t c = 0; c < D; ++c) acc[c] += a * Widen(vj[c]);
   }
   for (int64_t c = 0; c < D; ++c) out[c] += acc[c];
 }
 
-inline void Scores(const float* q, const float* k, int64_t ldk, int64_t n, int64_t d,
+template <typename KV>
+inline void Scores(const float* q, const KV* k, int64_t ldk, int64_t n, int64_t d,
                    float* scores) {
   switch (d) {
     case 32:
-      return ScoresFixed<32>(q, k, ldk, n, scores);
+      return ScoresFixed<32, KV>(q, k, ldk, n, scores);
     case 64:
-      return ScoresFixed<64>(q, k, ldk, n, scores);
+      return ScoresFixed<64, KV>(q, k, ldk, n, scores);
     case 128:
-      return ScoresFixed<128>(q, k, ldk, n, scores);
+      return ScoresFixed<128, KV>(q, k, ldk, n, scores);
     default:
       for (int64_t j = 0; j < n; ++j) scores[j] = Dot(q, k + j * ldk, d);
   }
 }
 
-inline void WeightedSum(const float* w, float scale, const float* v, int64_t ldv, int64_t n,
+template <typename KV>
+inline void WeightedSum(const float* w, float scale, const KV* v, int64_t ldv, int64_t n,
                         int64_t d, float* out) {
   switch (d) {
     case 32:
-      return WeightedSumFixed<32>(w, scale, v, ldv, n, out);
+      return WeightedSumFixed<32, KV>(w, scale, v, ldv, n, out);
     case 64:
-      return WeightedSumFixed<64>(w, scale, v, ldv, n, out);
+      return WeightedSumFixed<64, KV>(w, scale, v, ldv, n, out);
     case 128:
-      return WeightedSumFixed<128>(w, scale, v, ldv, n, out);
+      return WeightedSumFixed<128, KV>(w, scale, v, ldv, n, out);
     default:
       for (int64_t j = 0; j < n; ++j) Axpy(w[j] * scale, v + j * ldv, out, d);
   }
 }
 
-}  // namespace
-
-TERN_VECTOR_CLONES
-void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
-                        const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
-                        const ref::RelativePositions* rel, int64_t kv_heads) {
+// The kernel for either K/V element type, inlined into each entry point below so that every
+// clone (TERN_VECTOR_CLONES) compiles it for its own target.
+template <typename KV>
+__attribute__((always_inline)) inline void Attend(const float* q, int64_t ldq, const KV* k,
+                                                  int64_t ldk, const KV* v, int64_t ldv, int64_t tq,
+                                                  int64_t tk, int64_t heads, int64_t d_head,
+                                                  const ref::AttentionMask& mask, float* scores,
+                                                  float* out, int64_t ldo,
+                                                  const ref::RelativePositions* rel,
+                                                  int64_t kv_heads) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   const int64_t group = ref::HeadGroup(heads, kv_heads);
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
@@ -179,6 +189,24 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
       }
     }
   }
+}
+
+}  // namespace
+
+TERN_VECTOR_CLONES
+void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const ref::RelativePositions* rel, int64_t kv_heads) {
+  Attend(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
+}
+
+TERN_VECTOR_CLONES
+void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const ref::RelativePositions* rel, int64_t kv_heads) {
+  Attend(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
 }
 
 }  // namespace tern::vec

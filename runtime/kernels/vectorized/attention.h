@@ -16,5 +16,10 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel = nullptr, int64_t kv_heads = 0);
+// Over fp16 K/V (an fp16 cache): the bits of the float call on K/V of the same values.
+void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
+                        int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+                        const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
+                        const ref::RelativePositions* rel = nullptr, int64_t kv_heads = 0);
 
 }  // namespace tern::vec

@@ -250,19 +250,32 @@ bool LoopsOnPool(Attention& a, const float* q, int64_t ldq, const float* k, int6
   });
 }
 
+// vec::MultiHeadAttention for one K/V element type (an overload set cannot be passed as such).
+template <typename KV>
+void Loops(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, int64_t ldv,
+           int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
+           float* scores, float* out, int64_t ldo, const ref::RelativePositions* rel,
+           int64_t kv_heads) {
+  vec::MultiHeadAttention(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo,
+                          rel, kv_heads);
+}
+
 // A decoder step's rows x heads as pool tasks (StepAttention): task i is head i % heads of row
 // i / heads, one head of vec::MultiHeadAttention as RunHead, scoring in the row of loop_scores
 // of the thread that runs it.
+template <typename KV>
 struct StepLoops {
-  const float *q, *k, *v;
+  const float* q;
+  const KV *k, *v;
   int64_t ldq, ldk, ldv, sequence_stride, heads, d_head, group, ldo, loop_keys;
   const ref::StepKeys* keys;
   float* scores;
   float* out;
 };
 
+template <typename KV>
 void RunStepHead(void* context, size_t thread, size_t task) {
-  const StepLoops& c = *static_cast<const StepLoops*>(context);
+  const StepLoops<KV>& c = *static_cast<const StepLoops<KV>*>(context);
   const int64_t r = static_cast<int64_t>(task) / c.heads, h = static_cast<int64_t>(task) % c.heads;
   const int64_t at = c.keys->Sequence(r) * c.sequence_stride + (h / c.group) * c.d_head;
   ref::AttentionMask mask;
@@ -273,10 +286,9 @@ void RunStepHead(void* context, size_t thread, size_t task) {
                           c.out + r * c.ldo + h * c.d_head, c.ldo, nullptr, 1);
 }
 
-}  // namespace
-
-void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
-                   const float* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+template <typename KV>
+void Step(Attention& a, const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v,
+          int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
                    int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
                    int64_t ldo, int64_t kv_heads) {
   const size_t threads = a.pool != nullptr ? pthreadpool_get_threads_count(a.pool) : 1;
@@ -284,7 +296,7 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
   if (a.loop_scores == nullptr || a.pool_budget == nullptr || threads < 2 ||
       static_cast<int64_t>(threads) > score_rows || rows * heads < 2 ||
       keys.capacity > a.shape.loop_keys) {
-    ref::StepRowByRow(vec::MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
+    ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
                       heads, d_head, scores, out, ldo, kv_heads);
     return;
   }
@@ -294,7 +306,7 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
   const float units = static_cast<float>(heads * visible);
   RunGoverned(a.step_choice.For(rows), units, a.pool_budget, a.pool, [&](bool pooled) {
     if (pooled) {
-      StepLoops c{q,
+      StepLoops<KV> c{q,
                   k,
                   v,
                   ldq,
@@ -309,14 +321,32 @@ void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, in
                   &keys,
                   a.loop_scores,
                   out};
-      pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead, &c,
+      pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead<KV>, &c,
                                              static_cast<size_t>(rows * heads), 0);
     } else {
-      ref::StepRowByRow(vec::MultiHeadAttention, q, ldq, k, ldk, v, ldv, sequence_stride, keys,
+      ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys,
                         rows, heads, d_head, scores, out, ldo, kv_heads);
     }
     return true;
   });
+}
+
+}  // namespace
+
+void StepAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,
+                   const float* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                   int64_t ldo, int64_t kv_heads) {
+  Step(a, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
+       kv_heads);
+}
+
+void StepAttention(Attention& a, const float* q, int64_t ldq, const Half* k, int64_t ldk,
+                   const Half* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                   int64_t ldo, int64_t kv_heads) {
+  Step(a, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores, out, ldo,
+       kv_heads);
 }
 
 void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk,

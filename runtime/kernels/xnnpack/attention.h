@@ -110,5 +110,10 @@ void StepAttention(Attention& attention, const float* q, int64_t ldq, const floa
                    const float* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
                    int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
                    int64_t ldo, int64_t kv_heads = 0);
+// Over fp16 caches (Limits::kv_cache = kFloat16): the same, each value widened exactly.
+void StepAttention(Attention& attention, const float* q, int64_t ldq, const Half* k, int64_t ldk,
+                   const Half* v, int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
+                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
+                   int64_t ldo, int64_t kv_heads = 0);
 
 }  // namespace tern::xnn
