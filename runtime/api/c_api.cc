@@ -47,6 +47,7 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.backend = static_cast<tern::Backend>(limits->backend);
     out.threads = limits->threads;
     out.max_batch_tokens = limits->max_batch_tokens;
+    out.kv_cache = static_cast<tern::CacheType>(limits->kv_cache);
   }
   return out;
 }
@@ -108,7 +109,8 @@ tern_limits tern_default_limits(void) {
                      d.beam_size,
                      static_cast<tern_backend>(d.backend),
                      d.threads,
-                     d.max_batch_tokens};
+                     d.max_batch_tokens,
+                     static_cast<tern_cache_type>(d.kv_cache)};
 }
 
 tern_translate_options tern_default_translate_options(void) {

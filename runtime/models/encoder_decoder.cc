@@ -57,9 +57,11 @@ ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
   const int64_t rows = static_cast<int64_t>(l.max_batch) * l.beam_size;  // decoder rows
   ModelCalls calls;
   calls.encoder = LayerCalls{src_rows, src_rows, d_kv, src_rows};
-  // A decoder step writes its K/V rows straight into the caches (row stride: the capacity).
-  calls.decoder =
-      LayerCalls{rows, rows, static_cast<int64_t>(l.max_target_length) * d_kv, src_rows};
+  // A decoder step writes its K/V rows straight into float caches (row stride: the capacity),
+  // for fp16 caches into [rows, d_kv] scratch (the operators are planned for one stride).
+  const int64_t kv_ldy =
+      l.kv_cache == CacheType::kFloat16 ? d_kv : static_cast<int64_t>(l.max_target_length) * d_kv;
+  calls.decoder = LayerCalls{rows, rows, kv_ldy, src_rows};
   calls.output = LinearCall{rows, c.d_model, c.tgt_vocab_size};
   return calls;
 }
@@ -184,7 +186,8 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("shortlist_copy_at", b, kEncoder, kDecoder, &shortlist_copy_at_, copy);
   p.Add(requests, kDecoder, kDecoder);  // the decoding algorithm's state
   p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch_, k > 1 && !half);
-  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch16_, k > 1 && half);
+  p.Add("beam_scratch", CheckedMul(k, t, d_kv), kDecoder, kDecoder, &beam_scratch16_,
+        k > 1 && half);
   // Universal: reused by every step (apart from self_kv, nothing depends on universal_steps).
   p.Add("step_signal", d, kEncoder, kDecoder, &step_signal_, universal);
   p.Add("encoder_act_acc", bs, kEncoder, kEncoder, &enc_act_.acc, act);

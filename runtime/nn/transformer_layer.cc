@@ -146,8 +146,8 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
       ops::StepAttention(s.kernels, s.q, dq, kv.hk, d_kv, kv.hv, d_kv, kv.capacity * d_kv, keys,
                          rows, c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
     } else {
-      ops::StepAttention(s.kernels, s.q, dq, kv.k, d_kv, kv.v, d_kv, kv.capacity * d_kv, keys,
-                         rows, c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
+      ops::StepAttention(s.kernels, s.q, dq, kv.k, d_kv, kv.v, d_kv, kv.capacity * d_kv, keys, rows,
+                         c.heads, c.d_head(), s.scores, s.attn, dq, c.kv_head_count());
     }
     FinishAttention(c, cross->w->attn, cross->w->norm, x, rows, s);
   }

@@ -68,7 +68,8 @@ struct KeyValues {
   static KeyValues OfLayer(Half* caches, int64_t i, int64_t sequences, int64_t capacity,
                            int64_t d_kv) {
     const int64_t part = sequences * capacity * d_kv;
-    return KeyValues{nullptr, nullptr, capacity, caches + 2 * i * part, caches + (2 * i + 1) * part};
+    return KeyValues{nullptr, nullptr, capacity, caches + 2 * i * part,
+                     caches + (2 * i + 1) * part};
   }
 };
 

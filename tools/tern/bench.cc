@@ -62,6 +62,7 @@ const char kHelp[] =
     "  -m, --model PATH      the .tern model\n"
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend NAME        auto (default), xnnpack or reference\n"
+    "  --kv-cache fp32|fp16  element type of a translation model's K/V caches (default fp32)\n"
     "  --source-length N     source tokens incl. EOS for the translation (default 32)\n"
     "  --tokens N            generated tokens per translation (default 32; language models:\n"
     "                        per prompt, default 128)\n"
@@ -187,8 +188,8 @@ int BenchLinearCommand(const Args& args) {
 
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
-            {"model", "threads", "backend", "source-length", "prompt-length", "tokens", "batch",
-             "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather"},
+            {"model", "threads", "backend", "kv-cache", "source-length", "prompt-length", "tokens",
+             "batch", "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather"},
             {"json", "no-mmap", "no-shortlist", "linear", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -212,6 +213,8 @@ int Bench(int argc, char** argv) {
     throw UsageError("--source-length and --tokens must be >= 1");
   if (batch < 1 || beam < 1) throw UsageError("--batch and --beam must be >= 1");
   if (repeat < 1 || warmup < 0) throw UsageError("--repeat must be >= 1, --warmup >= 0");
+  const std::string kv_cache = args.get("kv-cache", "fp32");
+  if (kv_cache != "fp32" && kv_cache != "fp16") throw UsageError("--kv-cache must be fp32 or fp16");
   Backend backend = Backend::kAuto;
   if (backend_name == "xnnpack") {
     backend = Backend::kXnnpack;
@@ -226,8 +229,9 @@ int Bench(int argc, char** argv) {
   LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   if (config.architecture == Architecture::kDecoderOnly) {
-    if (beam != 1 || args.has("source-length") || args.has("no-shortlist")) {
-      throw UsageError("--beam, --source-length and --no-shortlist are for translation models");
+    if (beam != 1 || args.has("source-length") || args.has("no-shortlist") || kv_cache != "fp32") {
+      throw UsageError(
+          "--beam, --source-length, --no-shortlist and --kv-cache fp16 are for translation models");
     }
     LmBenchSettings lm;
     lm.path = path;
@@ -255,6 +259,7 @@ int Bench(int argc, char** argv) {
   limits.max_target_length = tokens;
   limits.backend = backend;
   limits.threads = threads;
+  limits.kv_cache = kv_cache == "fp16" ? CacheType::kFloat16 : CacheType::kFloat32;
   auto need = Session::RequiredArenaBytes(loaded.model, limits);
   Check(need.status(), "arena size");
   CheckArenaFits(need.value());  // refused before allocating, as translate and generate do
@@ -412,6 +417,7 @@ int Bench(int argc, char** argv) {
   j["warmup"] = warmup;
   j["load_prepare_ms"] = load_prepare_ms;
   j["arena_bytes"] = arena.size();
+  j["kv_cache"] = kv_cache;
   j["arena_huge_pages_advised"] = arena.huge_pages_advised();  // posix::ArenaMemory
   j["encode_ms_32"] = encode_32;
   if (encode_long >= 0.0) j["encode_ms_128"] = encode_long;
@@ -462,10 +468,11 @@ int Bench(int argc, char** argv) {
                 static_cast<unsigned long long>(model.passes()));
   }
   std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
-  std::printf("arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens; %s)\n",
-              static_cast<double>(arena.size()) / mib, batch, beam, limits.max_source_length,
-              limits.max_target_length,
-              arena.huge_pages_advised() ? "huge pages advised" : "ordinary pages");
+  std::printf(
+      "arena            %.1f MiB (batch %d, beam %d, source %d, target %d tokens, %s K/V; %s)\n",
+      static_cast<double>(arena.size()) / mib, batch, beam, limits.max_source_length,
+      limits.max_target_length, kv_cache.c_str(),
+      arena.huge_pages_advised() ? "huge pages advised" : "ordinary pages");
   std::printf("encode 32        %.2f ms\n", encode_32);
   if (encode_long >= 0.0) std::printf("encode 128       %.2f ms\n", encode_long);
   if (beam == 1) {

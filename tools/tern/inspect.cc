@@ -22,7 +22,7 @@ namespace {
 const char kHelp[] =
     "usage: tern inspect MODEL.tern [--json] [--batch N] [--beam N] [--max-source N]\n"
     "                    [--max-length N] [--batch-tokens T] [--threads N] [--backend B]\n"
-    "                    [--no-mmap]\n"
+    "                    [--kv-cache fp32|fp16] [--no-mmap]\n"
     "\n"
     "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
     "metadata, and the arena bytes a session needs for the given limits (alone, and when sessions\n"

@@ -27,6 +27,14 @@ Limits ParseLimits(const Args& args, const ModelConfig& config) {
                      std::to_string(limits.max_source_length) + "), got " +
                      std::to_string(limits.max_batch_tokens));
   }
+  const std::string cache = args.get("kv-cache", "fp32");
+  if (cache == "fp32") {
+    limits.kv_cache = CacheType::kFloat32;
+  } else if (cache == "fp16") {
+    limits.kv_cache = CacheType::kFloat16;
+  } else {
+    throw UsageError("option --kv-cache must be fp32 or fp16, got \"" + cache + "\"");
+  }
   const std::string backend = args.get("backend", "auto");
   if (backend == "auto") {
     limits.backend = Backend::kAuto;

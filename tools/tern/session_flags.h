@@ -1,7 +1,7 @@
 // The session-size flags shared by translate, generate, inspect and bench: --batch, --beam,
-// --max-source, --max-length, --threads and --backend have the same names, defaults and bounds
-// in every command, and each is checked here, up front, with a message naming the flag (a usage
-// error, exit 2) before anything is sized from it.
+// --max-source, --max-length, --threads, --backend, --batch-tokens and --kv-cache have the same
+// names, defaults and bounds in every command, and each is checked here, up front, with a message
+// naming the flag (a usage error, exit 2) before anything is sized from it.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +22,13 @@ inline constexpr long long kMaxThreads = 256;
 inline constexpr long long kDefaultLength = 256;
 
 // The value names of the flags ParseLimits reads, for Args' `valued` set.
-inline const char* const kLimitFlags[] = {"batch",   "beam",    "max-source",  "max-length",
-                                          "threads", "backend", "batch-tokens"};
+inline const char* const kLimitFlags[] = {"batch",   "beam",    "max-source",   "max-length",
+                                          "threads", "backend", "batch-tokens", "kv-cache"};
 
 // Reads the flags above (those present in args) into Limits for this model; UsageError for a
 // value outside its bound (lengths: 1 to the model's max_positions; --batch-tokens, the source
-// token budget Limits::max_batch_tokens: 0 or at least --max-source).
+// token budget Limits::max_batch_tokens: 0 or at least --max-source; --kv-cache: fp32 or fp16,
+// Limits::kv_cache).
 Limits ParseLimits(const Args& args, const ModelConfig& config);
 
 // Refuses (std::runtime_error with both numbers) an arena larger than this machine can give:

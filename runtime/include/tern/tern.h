@@ -69,6 +69,11 @@ typedef enum tern_backend {
   TERN_BACKEND_XNNPACK = 2    /* TERN_NOT_SUPPORTED from a build without XNNPACK */
 } tern_backend;
 
+typedef enum tern_cache_type {
+  TERN_CACHE_FLOAT32 = 0, /* K/V caches as computed (default) */
+  TERN_CACHE_FLOAT16 = 1  /* half the cache bytes, K/V rounded to fp16 (tern::CacheType) */
+} tern_cache_type;
+
 typedef struct tern_limits {
   int32_t max_batch;         /* sentences translated together (default 1) */
   int32_t max_source_length; /* tokens per source sentence, EOS included (default 128) */
@@ -80,6 +85,8 @@ typedef struct tern_limits {
   int32_t max_batch_tokens;  /* source tokens in flight: sentences x longest source of a call
                                 (default 0: max_batch x max_source_length); the encoder and
                                 cross-attention caches are planned for it (tern::Limits) */
+  tern_cache_type kv_cache;  /* element type of a translation session's K/V caches (default
+                                TERN_CACHE_FLOAT32; generators take that only) */
 } tern_limits;
 
 /* Called for each new token of each sentence (greedy: as generated; beam search: the best

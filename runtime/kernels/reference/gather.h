@@ -13,8 +13,8 @@ namespace tern::ref {
 // each row are copied. A group whose sources are its own rows is left as it is. scratch: group *
 // row_elements elements.
 template <typename T>
-void GatherRowsInGroups(T* rows, int64_t groups, int64_t group, int64_t row_elements,
-                        int64_t used, const int32_t* sources, T* scratch) {
+void GatherRowsInGroups(T* rows, int64_t groups, int64_t group, int64_t row_elements, int64_t used,
+                        const int32_t* sources, T* scratch) {
   const size_t bytes = static_cast<size_t>(used) * sizeof(T);
   for (int64_t g = 0; g < groups; ++g) {
     const int32_t* from = sources + g * group;

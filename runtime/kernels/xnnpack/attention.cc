@@ -288,16 +288,15 @@ void RunStepHead(void* context, size_t thread, size_t task) {
 
 template <typename KV>
 void Step(Attention& a, const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v,
-          int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys,
-                   int64_t rows, int64_t heads, int64_t d_head, float* scores, float* out,
-                   int64_t ldo, int64_t kv_heads) {
+          int64_t ldv, int64_t sequence_stride, const ref::StepKeys& keys, int64_t rows,
+          int64_t heads, int64_t d_head, float* scores, float* out, int64_t ldo, int64_t kv_heads) {
   const size_t threads = a.pool != nullptr ? pthreadpool_get_threads_count(a.pool) : 1;
   const int64_t score_rows = a.loop_score_rows > 0 ? a.loop_score_rows : a.shape.heads;
   if (a.loop_scores == nullptr || a.pool_budget == nullptr || threads < 2 ||
       static_cast<int64_t>(threads) > score_rows || rows * heads < 2 ||
       keys.capacity > a.shape.loop_keys) {
-    ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
-                      heads, d_head, scores, out, ldo, kv_heads);
+    ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head,
+                      scores, out, ldo, kv_heads);
     return;
   }
   // Work: the keys every row's heads see (the time of a step's attention is in proportion).
@@ -307,25 +306,25 @@ void Step(Attention& a, const float* q, int64_t ldq, const KV* k, int64_t ldk, c
   RunGoverned(a.step_choice.For(rows), units, a.pool_budget, a.pool, [&](bool pooled) {
     if (pooled) {
       StepLoops<KV> c{q,
-                  k,
-                  v,
-                  ldq,
-                  ldk,
-                  ldv,
-                  sequence_stride,
-                  heads,
-                  d_head,
-                  ref::HeadGroup(heads, kv_heads),
-                  ldo,
-                  a.shape.loop_keys,
-                  &keys,
-                  a.loop_scores,
-                  out};
+                      k,
+                      v,
+                      ldq,
+                      ldk,
+                      ldv,
+                      sequence_stride,
+                      heads,
+                      d_head,
+                      ref::HeadGroup(heads, kv_heads),
+                      ldo,
+                      a.shape.loop_keys,
+                      &keys,
+                      a.loop_scores,
+                      out};
       pthreadpool_parallelize_1d_with_thread(a.pool, RunStepHead<KV>, &c,
                                              static_cast<size_t>(rows * heads), 0);
     } else {
-      ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys,
-                        rows, heads, d_head, scores, out, ldo, kv_heads);
+      ref::StepRowByRow(Loops<KV>, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads,
+                        d_head, scores, out, ldo, kv_heads);
     }
     return true;
   });

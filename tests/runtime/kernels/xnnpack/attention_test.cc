@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/core/fp16.h"
 #include "runtime/kernels/reference/attention.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/attention.h"
@@ -363,6 +364,56 @@ TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the sa
       CHECK(a.step_choice.For(rows).pooled_ns() > 0.0f);
     }
   }
+}
+
+TEST_CASE("xnnpack decoder-step attention over fp16 caches on a thread pool: the same bits",
+          "[xnnpack][attention][pool][half]") {
+  // As above with the caches in halves (Limits::kv_cache = kFloat16): every call, on the calling
+  // thread or the pool, gives the bits of the calling thread's loops over floats of the same
+  // values.
+  Pool2 p;
+  REQUIRE(p.pool != nullptr);
+  const int64_t heads = 8, d_head = 64, dq = heads * d_head, capacity = 200, rows = 16;
+  LoopsOnly loops(p.pool, heads, d_head, capacity, /*score_rows=*/2);
+  xnn::Attention& a = loops.get();
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = (r * 29) % 250;
+  ref::StepKeys keys;
+  keys.capacity = capacity;
+  keys.positions = positions.data();
+  std::mt19937 rng(9200);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const int64_t stride = capacity * dq;
+  std::vector<float> q(static_cast<size_t>(rows * dq)), k(static_cast<size_t>(rows * stride)),
+      v(k.size());
+  for (auto* t : {&q, &k, &v}) {
+    for (auto& x : *t) x = dist(rng);
+  }
+  std::vector<Half> kh(k.size()), vh(v.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    kh[i] = ToHalf(k[i]);
+    vh[i] = ToHalf(v[i]);
+    k[i] = ToFloat(kh[i]);
+    v[i] = ToFloat(vh[i]);
+  }
+  std::vector<float> scores(static_cast<size_t>(capacity)), want(q.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = keys.Sequence(r) * stride;
+    ref::AttentionMask mask;
+    mask.key_length = keys.Visible(r);
+    vec::MultiHeadAttention(q.data() + r * dq, dq, k.data() + at, dq, v.data() + at, dq, 1,
+                            keys.Keys(r), heads, d_head, mask, scores.data(), want.data() + r * dq,
+                            dq);
+  }
+  for (int call = 0; call < 4; ++call) {
+    std::vector<float> got(want.size(), 9.0f);
+    xnn::StepAttention(a, q.data(), dq, kh.data(), dq, vh.data(), dq, stride, keys, rows, heads,
+                       d_head, scores.data(), got.data(), dq);
+    INFO("call " << call);
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  }
+  CHECK(a.step_choice.For(rows).single_ns() > 0.0f);
+  CHECK(a.step_choice.For(rows).pooled_ns() > 0.0f);
 }
 
 }  // namespace
