@@ -109,6 +109,7 @@ struct Variant {
   int32_t threads;
   int32_t beam;
   const char* expect;  // in the backend report
+  CacheType kv_cache = CacheType::kFloat32;
 };
 
 void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
@@ -119,6 +120,7 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   Limits limits = LimitsFor(v.backend, 10);
   limits.threads = v.threads;
   limits.beam_size = v.beam;
+  limits.kv_cache = v.kv_cache;
   Prepared<Session> p;
   Prepare(&p, bytes, limits);
   Session& session = p.runner;
@@ -163,6 +165,8 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
       {"reference f16", Backend::kReference, false, DType::kF16, 0, 0, 1, 1, "reference"},
       {"reference i8", Backend::kReference, false, DType::kI8, 0, 0, 1, 1, "reference"},
       {"reference i4", Backend::kReference, false, DType::kI4, 8, 0, 1, 1, "reference"},
+      {"reference f32, fp16 caches, beam 2", Backend::kReference, false, DType::kF32, 0, 0, 1, 2,
+       "reference", CacheType::kFloat16},
   };
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   using xnn::LinearPath;
@@ -190,6 +194,10 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
        "fully_connected_nc_qd8_f32_qc8w"},
       {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2,
        "fully_connected_nc_f16"},
+      {"xnnpack i8, fp16 caches, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,
+       "fully_connected_nc_qd8_f32_qc8w", CacheType::kFloat16},
+      {"xnnpack i8, fp16 caches, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1,
+       "2 threads", CacheType::kFloat16},
   };
   variants.insert(variants.end(), std::begin(xnnpack), std::end(xnnpack));
 #endif

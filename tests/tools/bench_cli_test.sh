@@ -49,6 +49,14 @@ ref=$(tern bench "${common[@]}" --batch 3 --backend reference)
 check "the reference backend gives the same batch ids" \
   test "$(field "$ref" 'j["ids_batch"]')" == "$(field "$three" 'j["ids_batch"]')"
 
+half=$(tern bench "${common[@]}" --batch 3 --beam 2 --kv-cache fp16)
+full=$(tern bench "${common[@]}" --batch 3 --beam 2)
+check "--kv-cache fp16 is reported, in a smaller arena than fp32's" \
+  test "$(field "$half" 'j["kv_cache"], j["arena_bytes"] < '"$(field "$full" 'j["arena_bytes"]')")" == "('fp16', True)"
+check "--kv-cache fp32 is the default" test "$(field "$three" 'j["kv_cache"]')" == fp32
+err=$(tern bench "${common[@]}" --kv-cache fp8 2>&1 >/dev/null)
+check "--kv-cache fp8 fails naming the flag" grep -q -- '--kv-cache must be fp32 or fp16' <<<"$err"
+
 text=$(tern bench -m "$work/m.tern" --source-length 7 --tokens 6 --repeat 1 --warmup 0 --batch 2)
 check "the table names batch and tokens" grep -q 'for 2 x 6 tokens from 7-token sources' <<<"$text"
 
@@ -96,7 +104,7 @@ check "prompt 0 of an LM batch is the batch-1 run" \
 check "an LM's decode tokens/s counts every prompt" \
   test "$(field "$lm_three" 'abs(j["decode_tokens_per_s"] - 3 * 1000 / j["decode_ms_per_token"]) < 1e-6 * j["decode_tokens_per_s"]')" == True
 err=$(tern bench -m "$work/lm.tern" --beam 2 2>&1 >/dev/null)
-check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length and --no-shortlist are for translation models' <<<"$err"
+check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length, --no-shortlist and --kv-cache fp16 are for translation models' <<<"$err"
 err=$(tern bench -m "$work/lm.tern" --prompt-length 30 --tokens 16 2>&1 >/dev/null)
 check "an LM's prompt + tokens beyond max_positions fails naming it" \
   grep -q -- "--prompt-length + --tokens must be <= the model's max_positions (32)" <<<"$err"

@@ -168,6 +168,26 @@ int main(int argc, char** argv) {
   /* One setting with a bound: the message names the call's beam and the session's limit. */
   CHECK(strstr(tern_last_error(), "options.beam_size = 3") != NULL);
   CHECK(strstr(tern_last_error(), "limits.beam_size") != NULL);
+  /* fp16 K/V caches: float32 by default; fp16 needs fewer bytes and translates the parity
+   * source as float caches do (it has margins far above fp16's rounding). */
+  CHECK(limits.kv_cache == TERN_CACHE_FLOAT32);
+  tern_limits half_limits = limits;
+  half_limits.kv_cache = TERN_CACHE_FLOAT16;
+  size_t half_need = 0;
+  CHECK(tern_required_arena_bytes(model, &half_limits, &half_need) == TERN_OK);
+  CHECK(half_need > 0 && half_need < need);
+  void* half_arena = malloc(half_need);
+  tern_session* half_session = NULL;
+  CHECK(tern_session_create(model, &half_limits, half_arena, half_need, &half_session) == TERN_OK);
+  if (half_session != NULL) {
+    CHECK(tern_translate_ids(half_session, kSource, 7, NULL, out, 12, &n) == TERN_OK);
+    CHECK(n == 6 && memcmp(out, kExpected, sizeof kExpected) == 0);
+    tern_session_free(half_session);
+  }
+  free(half_arena);
+  half_limits.kv_cache = (tern_cache_type)5;
+  CHECK(tern_required_arena_bytes(model, &half_limits, &half_need) == TERN_INVALID_ARGUMENT);
+  CHECK(strstr(tern_last_error(), "limits.kv_cache = 5") != NULL);
   tern_limits beam_limits = limits;
   beam_limits.beam_size = 3;
   size_t beam_need = 0;

@@ -1,0 +1,248 @@
+// fp16 K/V caches (Limits::kv_cache = kFloat16) in whole models: a decoder step's logits stay
+// within rounding of the float caches' at every step (so the caches are really read back, and
+// really rounded), beam search reorders the halves (also per step of a Universal Transformer),
+// a sentence translates the same alone and in a batch, the caches' arena bytes halve, and what
+// fp16 caches are not for is refused by name.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/api/session_internal.h"
+#include "runtime/memory/planner.h"
+#include "tests/runtime/models/backend_models.h"
+#include "tests/support/tiny_model.h"
+
+namespace tern {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+
+const int32_t kIds[3 * 9] = {5,  9, 12, 7,  3, 2, 0,  0, 0,  //
+                             14, 6, 8,  11, 9, 4, 17, 2, 0,  //
+                             13, 2, 0,  0,  0, 0, 0,  0, 0};
+const int32_t kLengths[3] = {6, 8, 2};
+
+Limits LimitsFor(Backend backend, CacheType cache, int32_t beam = 1) {
+  Limits limits;
+  limits.backend = backend;
+  limits.max_batch = 3;
+  limits.beam_size = beam;
+  limits.max_source_length = 9;
+  limits.max_target_length = 8;
+  limits.kv_cache = cache;
+  return limits;
+}
+
+struct Prepared {
+  Prepared(const testing::AlignedBytes& bytes, const Limits& limits) {
+    auto loaded = Model::Load(bytes.data(), bytes.size());
+    INFO(loaded.status().message());
+    REQUIRE(loaded.ok());
+    model = loaded.value();
+    auto need = Session::RequiredArenaBytes(model, limits);
+    INFO(need.status().message());
+    REQUIRE(need.ok());
+    arena.resize(need.value());
+    const Status s = session.Prepare(model, limits, arena.data(), arena.size());
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  Model model;
+  std::vector<uint8_t> arena;
+  Session session;
+};
+
+// d_model 64 with 2 heads (d_head 32: the loops' fixed-size path) or 4 (16: the generic one).
+ModelConfig Config(int32_t heads) {
+  ModelConfig c = testing::WideConfig();
+  c.heads = heads;
+  return c;
+}
+
+TEST_CASE("fp16 caches: every step's logits within rounding of float caches", "[kv_cache]") {
+  for (Backend backend : testing::Backends()) {
+    for (int32_t heads : {2, 4}) {
+      for (DType dtype : {DType::kF32, DType::kI8}) {
+        INFO("backend " << static_cast<int>(backend) << ", heads " << heads << ", "
+                        << DTypeName(dtype));
+        const ModelConfig config = Config(heads);
+        const testing::AlignedBytes bytes = testing::ModelBytes(config, 11, dtype, 0);
+        Prepared f32(bytes, LimitsFor(backend, CacheType::kFloat32));
+        Prepared f16(bytes, LimitsFor(backend, CacheType::kFloat16));
+        EncoderDecoder& a = internal::encoder_decoder(f32.session);
+        EncoderDecoder& b = internal::encoder_decoder(f16.session);
+        REQUIRE(a.Encode(kIds, 9, kLengths, 3).ok());
+        REQUIRE(b.Encode(kIds, 9, kLengths, 3).ok());
+        const int64_t v = config.tgt_vocab_size;
+        int32_t tokens[3] = {config.decoder_start_id, config.decoder_start_id,
+                             config.decoder_start_id};
+        float worst = 0.0f, largest = 0.0f;
+        for (int step = 0; step < 6; ++step) {
+          const float* la = nullptr;
+          const float* lb = nullptr;
+          REQUIRE(a.DecodeStep(tokens, &la).ok());
+          REQUIRE(b.DecodeStep(tokens, &lb).ok());
+          for (int64_t i = 0; i < 3 * v; ++i) {
+            worst = std::max(worst, std::fabs(la[i] - lb[i]));
+            largest = std::max(largest, std::fabs(la[i]));
+          }
+          for (int r = 0; r < 3; ++r)  // both continue with the float caches' choice
+            tokens[r] =
+                static_cast<int32_t>(std::max_element(la + r * v, la + (r + 1) * v) - (la + r * v));
+        }
+        INFO("largest difference " << worst << " of logits up to " << largest);
+        // K and V rounded to 11 significant bits move logits of this size by ~1e-3; a cache
+        // read back wrongly (or not at all) by far more. And they do move: the halves are used.
+        CHECK(worst <= 2e-2f);
+        CHECK(worst > 0.0f);
+        CHECK(largest > 0.5f);
+      }
+    }
+  }
+}
+
+struct Output {
+  std::vector<int32_t> ids, lengths;
+};
+
+Output Translate(Session& session, int32_t first, int32_t count, int32_t beam) {
+  DecodingOptions options;
+  options.beam_size = beam;
+  Output o{std::vector<int32_t>(static_cast<size_t>(count) * 8),
+           std::vector<int32_t>(static_cast<size_t>(count))};
+  const Status s = session.TranslateIds(kIds + first * 9, 9, kLengths + first, count, options,
+                                        o.ids.data(), 8, o.lengths.data());
+  INFO(s.message());
+  REQUIRE(s.ok());
+  return o;
+}
+
+TEST_CASE("fp16 caches: beam search, batches and the Universal Transformer", "[kv_cache]") {
+  ModelConfig universal = testing::TinyConfig();
+  universal.architecture = Architecture::kUniversal;
+  universal.encoder_layers = 1;
+  universal.decoder_layers = 1;
+  universal.universal_steps = 3;
+  for (Backend backend : testing::Backends()) {
+    for (bool is_universal : {false, true}) {
+      const ModelConfig config = is_universal ? universal : Config(2);
+      const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 5);
+      for (int32_t beam : {1, 3}) {
+        INFO("backend " << static_cast<int>(backend) << ", universal " << is_universal << ", beam "
+                        << beam);
+        Prepared p(bytes, LimitsFor(backend, CacheType::kFloat16, beam));
+        const Output all = Translate(p.session, 0, 3, beam);
+        for (int32_t s = 0; s < 3; ++s) {  // each sentence alone: the same ids
+          const Output one = Translate(p.session, s, 1, beam);
+          REQUIRE(one.lengths[0] == all.lengths[static_cast<size_t>(s)]);
+          CHECK(std::equal(one.ids.begin(), one.ids.begin() + one.lengths[0],
+                           all.ids.begin() + s * 8));
+        }
+        bool any = false;  // a random model still says something
+        for (int32_t n : all.lengths) any = any || n > 0;
+        CHECK(any);
+      }
+    }
+  }
+}
+
+TEST_CASE("fp16 caches halve the caches' arena bytes", "[kv_cache][arena]") {
+  // The plans list the same buffers: the caches (and beam search's scratch for reordering them)
+  // at half the bytes, the step's new K and V rows ([rows, d_kv] floats on their way in) added,
+  // every other buffer as it was. The arena shrinks by less than the caches' half when a phase
+  // without caches (the encoder's) becomes the larger one.
+  const ModelConfig config = Config(4);
+  const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 3);
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  for (Backend backend : testing::Backends()) {
+    INFO("backend " << static_cast<int>(backend));
+    Limits limits = LimitsFor(backend, CacheType::kFloat32, 2);
+    limits.max_batch = 8;
+    limits.max_source_length = 64;
+    limits.max_target_length = 64;
+    GreedyPlanner plans[2];
+    size_t need[2];
+    for (int i = 0; i < 2; ++i) {
+      limits.kv_cache = i == 0 ? CacheType::kFloat32 : CacheType::kFloat16;
+      REQUIRE(EncoderDecoder::PlanArena(model.value(), limits, &plans[i]).ok());
+      need[i] = Session::RequiredArenaBytes(model.value(), limits).value();
+    }
+    const size_t d_kv = 64, rows = 16;
+    auto size_of = [](const GreedyPlanner& plan, const std::string& name) -> size_t {
+      for (int id = 0; id < plan.count(); ++id) {
+        if (name == plan.name(id)) return plan.size(id);
+      }
+      return 0;
+    };
+    for (const char* cache : {"cross_kv", "self_kv", "beam_scratch"}) {
+      INFO(cache);
+      const size_t f32 = size_of(plans[0], cache), f16 = size_of(plans[1], cache);
+      REQUIRE(f32 > 0);
+      CHECK(f16 >= f32 / 2);
+      CHECK(f16 < f32 / 2 + 64);  // planner sizes are rounded up to 64 bytes
+    }
+    CHECK(size_of(plans[0], "dec_k") == 0);
+    CHECK(size_of(plans[1], "dec_k") >= rows * d_kv * sizeof(float));
+    CHECK(size_of(plans[1], "dec_v") >= rows * d_kv * sizeof(float));
+    for (int id = 0; id < plans[0].count(); ++id) {
+      const std::string name = plans[0].name(id);
+      if (name == "cross_kv" || name == "self_kv" || name == "beam_scratch") continue;
+      INFO("buffer " << name);
+      CHECK(size_of(plans[1], name) == plans[0].size(id));
+    }
+    INFO("arena: float caches " << need[0] << " bytes, fp16 " << need[1]);
+    CHECK(need[1] < need[0]);
+  }
+}
+
+TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]") {
+  SECTION("a decoder-only model") {
+    ModelConfig c = testing::WideConfig();
+    c.architecture = Architecture::kDecoderOnly;
+    c.encoder_layers = 0;
+    c.src_vocab_size = 0;
+    c.shared_embeddings = false;
+    c.norm_placement = NormPlacement::kPre;
+    const testing::AlignedBytes bytes = testing::RandomModelBytes(c, 2);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(model.ok());
+    Limits limits;
+    limits.backend = Backend::kReference;
+    limits.kv_cache = CacheType::kFloat16;
+    const auto need = Generator::RequiredArenaBytes(model.value(), limits);
+    REQUIRE_FALSE(need.ok());
+    CHECK(need.status().code() == StatusCode::kNotSupported);
+    CHECK_THAT(need.status().message(), ContainsSubstring("kv_cache = float16"));
+  }
+  SECTION("relative positions") {
+    ModelConfig c = testing::TinyConfig();
+    c.position = PositionKind::kRelative;
+    c.relative_attention = RelativeAttention::kShaw;
+    c.relative_max_distance = 3;
+    const testing::AlignedBytes bytes = testing::RandomModelBytes(c, 2);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(model.ok());
+    Limits limits = LimitsFor(Backend::kReference, CacheType::kFloat16);
+    const auto need = Session::RequiredArenaBytes(model.value(), limits);
+    REQUIRE_FALSE(need.ok());
+    CHECK(need.status().code() == StatusCode::kNotSupported);
+    CHECK_THAT(need.status().message(), ContainsSubstring("relative positions"));
+  }
+  SECTION("a value that is no cache type") {
+    const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 2);
+    auto model = Model::Load(bytes.data(), bytes.size());
+    REQUIRE(model.ok());
+    Limits limits = LimitsFor(Backend::kReference, static_cast<CacheType>(7));
+    const auto need = Session::RequiredArenaBytes(model.value(), limits);
+    REQUIRE_FALSE(need.ok());
+    CHECK(need.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(need.status().message(), ContainsSubstring("limits.kv_cache = 7"));
+  }
+}
+
+}  // namespace
+}  // namespace tern
