@@ -12,6 +12,17 @@ namespace {
 
 // The kernels below for K/V of either element type (float, or fp16 caches: Half), each value
 // read through ToFloat, which is exact: halves give the bits floats holding the same values do.
+// A K or V row (or a part of it) as floats: float rows as they are, fp16 ones widened into buf.
+// Both element types then run the very same float loops below, so that a compiler's choices
+// (contracting a multiply and an add into an FMA: AArch64 does) are the same for both and
+// halves give the bits of floats of the same values.
+constexpr int64_t kChunk = 64;
+inline const float* Floats(const float* x, int64_t, float*) { return x; }
+inline const float* Floats(const Half* x, int64_t n, float* buf) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = ToFloat(x[i]);
+  return buf;
+}
+
 template <typename KV>
 void Attend(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, int64_t ldv,
             int64_t tq, int64_t tk, int64_t d_head, const AttentionMask& mask, float* scores,
@@ -41,7 +52,12 @@ void Attend(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, 
       }
       const KV* kj = k + j * ldk;
       float dot = 0.0f;
-      for (int64_t c = 0; c < d_head; ++c) dot += qi[c] * ToFloat(kj[c]);
+      float buf[kChunk];
+      for (int64_t c0 = 0; c0 < d_head; c0 += kChunk) {
+        const int64_t n = d_head - c0 < kChunk ? d_head - c0 : kChunk;
+        const float* kc = Floats(kj + c0, n, buf);
+        for (int64_t c = 0; c < n; ++c) dot += qi[c0 + c] * kc[c];
+      }
       if (shaw) dot += rel->scratch[ShawIndex(j - position, rel->max_distance)];
       row[j] = dot * scale;
       if (bias) row[j] += rel->bias[head * rel->bias_stride + (j - position) + rel->bias_center];
@@ -59,7 +75,12 @@ void Attend(const float* q, int64_t ldq, const KV* k, int64_t ldk, const KV* v, 
     for (int64_t j = 0; j < tk; ++j) {
       if (a[j] == 0.0f) continue;  // Masked keys contribute nothing (and may be garbage).
       const KV* vj = v + j * ldv;
-      for (int64_t c = 0; c < d_head; ++c) oi[c] += a[j] * ToFloat(vj[c]);
+      float buf[kChunk];
+      for (int64_t c0 = 0; c0 < d_head; c0 += kChunk) {
+        const int64_t n = d_head - c0 < kChunk ? d_head - c0 : kChunk;
+        const float* vc = Floats(vj + c0, n, buf);
+        for (int64_t c = 0; c < n; ++c) oi[c0 + c] += a[j] * vc[c];
+      }
       if (shaw) rel->scratch[ShawIndex(j - position, rel->max_distance)] += a[j];
     }
     if (shaw) {  // sum_j alpha_ij a^V_clip(j-i), grouped by clipped distance.
