@@ -6,7 +6,9 @@
 # greedy-decoded on the three validation sets (evaluate.py: BLEU, chrF, loops).
 #
 #   tools/train/compare.sh [--hours H] [--dir BASE] [--nice N] [ARM...]
-#     ARM: base8k preln d384 v16k (default: all four, in that order)
+#     ARM: base8k preln d384 v16k (default: all four, in that order), and d384pre, v16kpre: the
+#     wider/deeper shape and the 16k vocabulary with pre-LN (post-LN stalls under this short
+#     warm-up at both widths, so shape and vocabulary are compared on pre-LN: MODEL_CARD.md)
 #     --hours H   CPU hours per arm (default 0.35)
 #     --dir BASE  runs in BASE/ARM (default /var/cache/tern/compare); results in BASE/ARM/eval.txt
 # Needs the corpus (tools/data/prepare.sh) and, for v16k, a 16k SentencePiece model:
@@ -50,6 +52,8 @@ for arm in $ARMS; do
     preln) extra='--model-json {"norm":"pre"}' ;;
     d384) extra='--model-json {"d_model":384,"heads":6,"encoder_layers":6,"decoder_layers":3,"d_ff":1536}' ;;
     v16k) spm=$SPM16; extra="" ;;
+    d384pre) extra='--model-json {"norm":"pre","d_model":384,"heads":6,"encoder_layers":6,"decoder_layers":3,"d_ff":1536}' ;;
+    v16kpre) spm=$SPM16; extra='--model-json {"norm":"pre"}' ;;
     *) echo "unknown arm $arm" >&2; exit 2 ;;
   esac
   echo "$arm: training ($HOURS CPU hours) in $dir"
