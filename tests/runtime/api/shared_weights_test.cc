@@ -137,6 +137,15 @@ TEST_CASE("sessions sharing packed weights translate as sessions with their own"
         return Translate(wide.session, 3, 2);
       }());
 
+      // A third with fp16 K/V caches (its decoder's K/V projections write with another stride)
+      // reuses them too, and translates as an fp16-cache session with its own copy.
+      Limits half = limits;
+      half.kv_cache = CacheType::kFloat16;
+      Prepared third, half_own;
+      REQUIRE(PrepareSession(model, half, &shared, &third).ok());
+      REQUIRE(PrepareSession(model, half, nullptr, &half_own).ok());
+      CHECK(Translate(third.session, 3) == Translate(half_own.session, 3));
+
       const size_t own_arena = own.arena.size();
       const size_t shared_arena = first.arena.size();
       if (packs) {
