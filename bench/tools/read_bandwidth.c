@@ -14,11 +14,11 @@
 //
 // usage: read_bandwidth THREADS [MIB=1024] [PASSES=7]
 #include <pthread.h>
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static const uint64_t* buffer;

@@ -246,9 +246,8 @@ TEST_CASE("translate with a vocabulary shortlist allocates nothing after prepare
   for (Backend backend : testing::Backends()) {
     // int8 (always per row) and int4 per row: XNNPACK's qd8 paths, which the row kernel
     // follows (QuantizeQd8); int4 in blocks of 32: float row dot products.
-    const std::pair<DType, int64_t> cases[] = {{DType::kF32, 0}, {DType::kF16, 0},
-                                               {DType::kI8, 0},  {DType::kI4, 0},
-                                               {DType::kI4, 32}};
+    const std::pair<DType, int64_t> cases[] = {
+        {DType::kF32, 0}, {DType::kF16, 0}, {DType::kI8, 0}, {DType::kI4, 0}, {DType::kI4, 32}};
     for (const auto& [dtype, group] : cases) {
       INFO("backend " << static_cast<int>(backend) << ", " << DTypeName(dtype) << " group "
                       << group);

@@ -184,9 +184,8 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
   std::vector<int16_t> xq(static_cast<size_t>(k));
   std::printf("shortlist of %lld of %lld rows (k %lld), 1 thread, weights from memory; us\n",
               static_cast<long long>(c), static_cast<long long>(n), static_cast<long long>(k));
-  std::printf("%-9s %10s | %12s %11s %11s | %12s %11s %11s\n", "weights", "rows/step",
-              "pack/sent", "packed/step", "pays after", "copy/sent", "copied/step",
-              "pays after");
+  std::printf("%-9s %10s | %12s %11s %11s | %12s %11s %11s\n", "weights", "rows/step", "pack/sent",
+              "packed/step", "pays after", "copy/sent", "copied/step", "pays after");
   std::vector<int32_t> identity(static_cast<size_t>(c));
   for (int64_t j = 0; j < c; ++j) identity[static_cast<size_t>(j)] = static_cast<int32_t>(j);
   auto pays_after = [](double setup, double before, double after, char* out, size_t size) {
@@ -199,16 +198,16 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
   for (int v = 0; v < count; ++v) {
     Layer probe;
     Build(n, k, variants[v], 1, nullptr, &probe);
-    const size_t copies_count = static_cast<size_t>(
-        std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
+    const size_t copies_count =
+        static_cast<size_t>(std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
     std::vector<Layer> copies(copies_count);
     for (Layer& layer : copies) Build(n, k, variants[v], 1, nullptr, &layer);
     std::vector<double> row_us, setup_us, gathered_us, copy_setup_us, copied_us;
     // The third way: the rows copied into one contiguous buffer per sentence (no packing), and
     // the row kernel on that copy at every step (rows 0..C-1, read front to back).
     const size_t row_bytes = probe.encoded.data.size() / static_cast<size_t>(n);
-    std::vector<std::vector<uint8_t>> copied(copies.size(),
-                                             std::vector<uint8_t>(row_bytes * static_cast<size_t>(c)));
+    std::vector<std::vector<uint8_t>> copied(
+        copies.size(), std::vector<uint8_t>(row_bytes * static_cast<size_t>(c)));
     std::vector<std::vector<float>> copied_scales(copies.size(),
                                                   std::vector<float>(static_cast<size_t>(c)));
     std::vector<float> copied_bias(static_cast<size_t>(c), 0.01f);
@@ -266,8 +265,7 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
           copied_scales[i][static_cast<size_t>(j)] = full.scales[src];
         }
       }
-      const double copy_setup =
-          Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
+      const double copy_setup = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
       flush();
       t0 = Clock::now();
       for (size_t i = 0; i < copies.size(); ++i) {
@@ -278,8 +276,7 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
         const vec::Qd8Row p = vec::QuantizeQd8(x.data(), k, xq.data());
         vec::LinearRowsQd8(xq.data(), p, w, copied_bias.data(), identity.data(), c, y.data());
       }
-      const double copied_step =
-          Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
+      const double copied_step = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(copies.size());
       if (r >= s.warmup) {
         row_us.push_back(row);
         setup_us.push_back(setup);

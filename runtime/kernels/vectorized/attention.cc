@@ -22,8 +22,8 @@ __attribute__((always_inline)) inline void WidenKV(const Half* x, int64_t n, flo
 #include "runtime/kernels/vectorized/attention_loops.inc"
 
 TERN_VECTOR_CLONES
-void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
-                int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v, int64_t ldv,
+                int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                 const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                 const ref::RelativePositions* rel, int64_t kv_heads) {
   Attend(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
@@ -56,8 +56,8 @@ __attribute__((always_inline)) inline void WidenKV(const Half* x, int64_t n, flo
 
 }  // namespace
 
-void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v,
-                int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
+void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const Half* v, int64_t ldv,
+                int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                 const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                 const ref::RelativePositions* rel, int64_t kv_heads) {
   Attend(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
@@ -66,7 +66,6 @@ void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const H
 }  // namespace f16c
 #pragma GCC pop_options
 #endif
-
 
 TERN_VECTOR_CLONES
 void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,

@@ -20,8 +20,8 @@ struct Case {
   DType dtype;
   int64_t group;
 };
-const Case kCases[] = {{DType::kF32, 0}, {DType::kF16, 0}, {DType::kI8, 0}, {DType::kI4, 0},
-                       {DType::kI4, 32}};
+const Case kCases[] = {
+    {DType::kF32, 0}, {DType::kF16, 0}, {DType::kI8, 0}, {DType::kI4, 0}, {DType::kI4, 32}};
 
 // Three sources of 5, 9 and 2 tokens in rows of 9 (vocab 40).
 const int32_t kIds[3 * 9] = {4,  9,  13, 27, 2,  0,  0,  0,  0,  //
