@@ -142,14 +142,14 @@ inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, c
                      out, ldo, kv_heads);
 }
 
-// y[0, n) = x[0, n) rounded to fp16 (to nearest even): a K/V row into an fp16 cache. The same
-// bits from either kernel.
+// y[0, n) = x[0, n) rounded to fp16 (to nearest even; beyond fp16's range, +-65504): a K/V row
+// into an fp16 cache. The same bits from either kernel.
 inline void ToHalf(const Kernels& kernels, const float* x, int64_t n, Half* y) {
   if (kernels.vectorized) {
     vec::ToHalf(x, n, y);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = tern::ToHalf(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = tern::ToHalf(vec::Saturate(x[i]));
 }
 
 // See ref::LayerNorm.

@@ -43,7 +43,7 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
         limits.beam_size);
   }
-  if (limits.kv_cache != CacheType::kFloat32) {
+  if (limits.kv_cache == CacheType::kFloat16) {
     // A prompt's prefill attends over its cache many queries at a time (the batched path),
     // which reads float K/V.
     return Status::Error(StatusCode::kNotSupported,

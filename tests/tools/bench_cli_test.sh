@@ -55,7 +55,7 @@ check "--kv-cache fp16 is reported, in a smaller arena than fp32's" \
   test "$(field "$half" 'j["kv_cache"], j["arena_bytes"] < '"$(field "$full" 'j["arena_bytes"]')")" == "('fp16', True)"
 check "--kv-cache fp32 is the default" test "$(field "$three" 'j["kv_cache"]')" == fp32
 err=$(tern bench "${common[@]}" --kv-cache fp8 2>&1 >/dev/null)
-check "--kv-cache fp8 fails naming the flag" grep -q -- '--kv-cache must be fp32 or fp16' <<<"$err"
+check "--kv-cache fp8 fails naming the flag and the value" grep -q -- 'option --kv-cache must be fp32 or fp16, got "fp8"' <<<"$err"
 
 text=$(tern bench -m "$work/m.tern" --source-length 7 --tokens 6 --repeat 1 --warmup 0 --batch 2)
 check "the table names batch and tokens" grep -q 'for 2 x 6 tokens from 7-token sources' <<<"$text"

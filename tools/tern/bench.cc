@@ -214,7 +214,9 @@ int Bench(int argc, char** argv) {
   if (batch < 1 || beam < 1) throw UsageError("--batch and --beam must be >= 1");
   if (repeat < 1 || warmup < 0) throw UsageError("--repeat must be >= 1, --warmup >= 0");
   const std::string kv_cache = args.get("kv-cache", "fp32");
-  if (kv_cache != "fp32" && kv_cache != "fp16") throw UsageError("--kv-cache must be fp32 or fp16");
+  if (kv_cache != "fp32" && kv_cache != "fp16") {
+    throw UsageError("option --kv-cache must be fp32 or fp16, got \"" + kv_cache + "\"");
+  }
   Backend backend = Backend::kAuto;
   if (backend_name == "xnnpack") {
     backend = Backend::kXnnpack;

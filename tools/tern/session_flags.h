@@ -1,7 +1,9 @@
 // The session-size flags shared by translate, generate, inspect and bench: --batch, --beam,
-// --max-source, --max-length, --threads, --backend, --batch-tokens and --kv-cache have the same
-// names, defaults and bounds in every command, and each is checked here, up front, with a message
-// naming the flag (a usage error, exit 2) before anything is sized from it.
+// --max-source, --max-length, --threads and --backend have the same names, defaults and bounds
+// in every command, and each is checked here, up front, with a message naming the flag (a usage
+// error, exit 2) before anything is sized from it. --batch-tokens and --kv-cache are for
+// translation models: translate and inspect take them here, bench --kv-cache has the same values
+// and message, generate takes neither.
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,7 @@ enum class Backend : uint8_t {
 };
 
 // The element type of a translation model's K/V caches (Limits::kv_cache).
-enum class CacheType : uint8_t {
+enum class CacheType : int32_t {  // int32_t: the C API's int converts without wrapping
   kFloat32 = 0,  // as computed: a translation gives exactly PyTorch's fp32 ids (default)
   kFloat16 = 1,  // half the cache bytes; keys and values rounded to fp16 on their way in
 };
@@ -47,7 +47,7 @@ struct Limits {
   // take kFloat32 only). kFloat16 halves the arena bytes those take (at batch 16 with 256-token
   // limits, most of a session's arena) and the bytes a decoder step reads from them; attention
   // still computes in float, each cached value widened exactly, so only the rounding of K and V
-  // to fp16 (relative error <= 2^-11) changes the results.
+  // to fp16 (relative error <= 2^-11; values beyond +-65504 saturate there) changes the results.
   CacheType kv_cache = CacheType::kFloat32;
 };
 

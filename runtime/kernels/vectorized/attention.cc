@@ -32,14 +32,15 @@ void AttendHalf(const float* q, int64_t ldq, const Half* k, int64_t ldk, const H
 }  // namespace
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-// The same loops compiled for AVX2 + FMA + F16C, where a row of fp16 keys or values becomes
+// The same loops compiled for x86-64-v3 (AVX2, FMA, F16C: the level of the float loops' AVX2
+// clone), where a row of fp16 keys or values becomes
 // floats with one vcvtph2ps per 8: GCC 12 vectorizes neither _Float16 conversions nor (in a
 // target_clones clone, whose baseline twin must compile too) F16C intrinsics, and the portable
 // conversion costs about ten vector instructions per 8 values, which made a batch-16 step with
-// fp16 caches slower than with float ones. Picked at run time when the CPU has all three.
+// fp16 caches slower than with float ones. Picked at run time on x86-64-v3 CPUs.
 #define TERN_HAVE_F16C_LOOPS 1
 #pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#pragma GCC target("arch=x86-64-v3")
 namespace f16c {
 namespace {
 
@@ -80,9 +81,10 @@ void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk,
                         const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel, int64_t kv_heads) {
 #ifdef TERN_HAVE_F16C_LOOPS
-  static const bool f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("f16c");
-  if (f16c) {
+  // The CPUs whose float loops run the x86-64-v3 clone (the same level, so that both compile
+  // alike and halves give floats' bits).
+  static const bool v3 = __builtin_cpu_supports("x86-64-v3");
+  if (v3) {
     f16c::AttendHalf(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel,
                      kv_heads);
     return;

@@ -70,7 +70,15 @@ __attribute__((always_inline)) inline void WidenRow(const Half* x, int64_t n, fl
 #endif
 }
 
-// y[i] = x[i] rounded to fp16, i < n: a K/V row on its way into a cache.
+// The largest finite half: values beyond it are stored as it (saturated), not as infinity, so
+// that an outlier in K or V cannot turn a softmax into NaN. NaN stays NaN.
+inline float Saturate(float x) {
+  x = x > 65504.0f ? 65504.0f : x;
+  return x < -65504.0f ? -65504.0f : x;
+}
+
+// y[i] = x[i] saturated to fp16's range and rounded to fp16, i < n: a K/V row on its way into a
+// cache.
 void ToHalf(const float* x, int64_t n, Half* y);
 
 }  // namespace tern::vec

@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
     tern_session_free(half_session);
   }
   free(half_arena);
-  half_limits.kv_cache = (tern_cache_type)5;
+  half_limits.kv_cache = (tern_cache_type)257; /* not wrapped into a valid value */
   CHECK(tern_required_arena_bytes(model, &half_limits, &half_need) == TERN_INVALID_ARGUMENT);
-  CHECK(strstr(tern_last_error(), "limits.kv_cache = 5") != NULL);
+  CHECK(strstr(tern_last_error(), "limits.kv_cache = 257") != NULL);
   tern_limits beam_limits = limits;
   beam_limits.beam_size = 3;
   size_t beam_need = 0;

@@ -62,44 +62,95 @@ ModelConfig Config(int32_t heads) {
   return c;
 }
 
+struct Variant {
+  const char* name;
+  ModelConfig config;
+  DType dtype;
+  int32_t batch;         // sentences encoded (max_batch is 3)
+  int32_t beam;          // decoder rows per sentence; > 1: the rows are reordered every step
+  int32_t batch_tokens;  // Limits::max_batch_tokens
+};
+
+ModelConfig Rotary() {
+  ModelConfig c = Config(2);
+  c.position = PositionKind::kRotary;
+  c.rotary_dim = 16;
+  c.norm_placement = NormPlacement::kPre;
+  return c;
+}
+
+ModelConfig Universal() {
+  ModelConfig c = testing::TinyConfig();
+  c.architecture = Architecture::kUniversal;
+  c.encoder_layers = 1;
+  c.decoder_layers = 1;
+  c.universal_steps = 3;
+  return c;
+}
+
+// Both sessions step the same rows with the same tokens (the float caches' choices) and, with
+// beams, the same reordering of their caches, so any cache the fp16 session writes, reorders or
+// reads wrongly shows up in its logits.
+void CompareSteps(Backend backend, const Variant& v) {
+  const testing::AlignedBytes bytes = testing::ModelBytes(v.config, 11, v.dtype, 0);
+  Limits limits = LimitsFor(backend, CacheType::kFloat32, v.beam);
+  limits.max_batch_tokens = v.batch_tokens;
+  Prepared f32(bytes, limits);
+  limits.kv_cache = CacheType::kFloat16;
+  Prepared f16(bytes, limits);
+  EncoderDecoder* both[2] = {&internal::encoder_decoder(f32.session),
+                             &internal::encoder_decoder(f16.session)};
+  for (EncoderDecoder* m : both) {
+    REQUIRE(m->Encode(kIds, 9, kLengths, v.batch).ok());
+    REQUIRE(m->SetRowsPerSentence(v.beam).ok());
+  }
+  const int64_t vocab = v.config.tgt_vocab_size, rows = v.batch * v.beam;
+  std::vector<int32_t> tokens(static_cast<size_t>(rows), v.config.decoder_start_id);
+  std::vector<int32_t> parents(static_cast<size_t>(rows));
+  float worst = 0.0f, largest = 0.0f;
+  for (int step = 0; step < 6; ++step) {
+    const float* logits[2] = {nullptr, nullptr};
+    for (int i = 0; i < 2; ++i) REQUIRE(both[i]->DecodeStep(tokens.data(), &logits[i]).ok());
+    for (int64_t i = 0; i < rows * vocab; ++i) {
+      worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
+      largest = std::max(largest, std::fabs(logits[0][i]));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits[0] + r * vocab;
+      // Row r's next token: its own argmax, or (hypothesis j of a beam) the j-th best of its
+      // sentence's first row, continuing hypothesis (j + step) mod beam: a real reordering.
+      tokens[static_cast<size_t>(r)] =
+          static_cast<int32_t>(std::max_element(row, row + vocab) - row) +
+          static_cast<int32_t>(r % v.beam) % static_cast<int32_t>(vocab);
+      tokens[static_cast<size_t>(r)] %= static_cast<int32_t>(vocab);
+      const int64_t first = r - r % v.beam;
+      parents[static_cast<size_t>(r)] = static_cast<int32_t>(first + (r + step) % v.beam);
+    }
+    if (v.beam > 1) {
+      for (EncoderDecoder* m : both) REQUIRE(m->ReorderRows(parents.data()).ok());
+    }
+  }
+  INFO("largest difference " << worst << " of logits up to " << largest);
+  // K and V rounded to 11 significant bits move logits of this size by ~1e-3; a cache read,
+  // written or reordered wrongly by far more. And they do move: the halves are used.
+  CHECK(worst <= 2e-2f);
+  CHECK(worst > 0.0f);
+  CHECK(largest > 0.5f);
+}
+
 TEST_CASE("fp16 caches: every step's logits within rounding of float caches", "[kv_cache]") {
+  const Variant variants[] = {
+      {"d_head 32 (the loops' fixed size), f32", Config(2), DType::kF32, 3, 1, 0},
+      {"d_head 16 (the generic loop), int8", Config(4), DType::kI8, 3, 1, 0},
+      {"beam 3, reordered every step", Config(2), DType::kI8, 3, 3, 0},
+      {"two sentences of three, a token budget", Config(2), DType::kF32, 2, 1, 18},
+      {"rotary positions, pre-LN", Rotary(), DType::kF32, 3, 2, 0},
+      {"Universal Transformer (a cache per step), beam 2", Universal(), DType::kF32, 3, 2, 0},
+  };
   for (Backend backend : testing::Backends()) {
-    for (int32_t heads : {2, 4}) {
-      for (DType dtype : {DType::kF32, DType::kI8}) {
-        INFO("backend " << static_cast<int>(backend) << ", heads " << heads << ", "
-                        << DTypeName(dtype));
-        const ModelConfig config = Config(heads);
-        const testing::AlignedBytes bytes = testing::ModelBytes(config, 11, dtype, 0);
-        Prepared f32(bytes, LimitsFor(backend, CacheType::kFloat32));
-        Prepared f16(bytes, LimitsFor(backend, CacheType::kFloat16));
-        EncoderDecoder& a = internal::encoder_decoder(f32.session);
-        EncoderDecoder& b = internal::encoder_decoder(f16.session);
-        REQUIRE(a.Encode(kIds, 9, kLengths, 3).ok());
-        REQUIRE(b.Encode(kIds, 9, kLengths, 3).ok());
-        const int64_t v = config.tgt_vocab_size;
-        int32_t tokens[3] = {config.decoder_start_id, config.decoder_start_id,
-                             config.decoder_start_id};
-        float worst = 0.0f, largest = 0.0f;
-        for (int step = 0; step < 6; ++step) {
-          const float* la = nullptr;
-          const float* lb = nullptr;
-          REQUIRE(a.DecodeStep(tokens, &la).ok());
-          REQUIRE(b.DecodeStep(tokens, &lb).ok());
-          for (int64_t i = 0; i < 3 * v; ++i) {
-            worst = std::max(worst, std::fabs(la[i] - lb[i]));
-            largest = std::max(largest, std::fabs(la[i]));
-          }
-          for (int r = 0; r < 3; ++r)  // both continue with the float caches' choice
-            tokens[r] =
-                static_cast<int32_t>(std::max_element(la + r * v, la + (r + 1) * v) - (la + r * v));
-        }
-        INFO("largest difference " << worst << " of logits up to " << largest);
-        // K and V rounded to 11 significant bits move logits of this size by ~1e-3; a cache
-        // read back wrongly (or not at all) by far more. And they do move: the halves are used.
-        CHECK(worst <= 2e-2f);
-        CHECK(worst > 0.0f);
-        CHECK(largest > 0.5f);
-      }
+    for (const Variant& v : variants) {
+      INFO("backend " << static_cast<int>(backend) << ": " << v.name);
+      CompareSteps(backend, v);
     }
   }
 }
