@@ -106,27 +106,10 @@ inline void MultiHeadAttention(const Kernels& kernels, const float* q, int64_t l
                           rel, kv_heads);
 }
 
-// See ref::StepAttention.
-inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, const float* k,
-                          int64_t ldk, const float* v, int64_t ldv, int64_t sequence_stride,
-                          const ref::StepKeys& keys, int64_t rows, int64_t heads, int64_t d_head,
-                          float* scores, float* out, int64_t ldo, int64_t kv_heads = 0) {
-#if TERN_OPS_XNNPACK
-  if (kernels.attention != nullptr) {
-    xnn::StepAttention(*kernels.attention, q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows,
-                       heads, d_head, scores, out, ldo, kv_heads);
-    return;
-  }
-#else
-  (void)kernels;
-#endif
-  ref::StepAttention(q, ldq, k, ldk, v, ldv, sequence_stride, keys, rows, heads, d_head, scores,
-                     out, ldo, kv_heads);
-}
-
-// The same over fp16 caches (Limits::kv_cache = kFloat16).
-inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, const Half* k,
-                          int64_t ldk, const Half* v, int64_t ldv, int64_t sequence_stride,
+// See ref::StepAttention. KV: float, or Half for fp16 caches (Limits::kv_cache = kFloat16).
+template <typename KV>
+inline void StepAttention(const Kernels& kernels, const float* q, int64_t ldq, const KV* k,
+                          int64_t ldk, const KV* v, int64_t ldv, int64_t sequence_stride,
                           const ref::StepKeys& keys, int64_t rows, int64_t heads, int64_t d_head,
                           float* scores, float* out, int64_t ldo, int64_t kv_heads = 0) {
 #if TERN_OPS_XNNPACK

@@ -58,6 +58,15 @@ check "--workers 0 is a usage error" grep -q 'rc=2' <<<"$err"
 err=$(tern translate -m "$work/m.tern" --ids --max-source 6 --batch 4 --batch-tokens 5 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
 check "--batch-tokens below --max-source is a usage error" grep -q 'batch-tokens must be 0 (off) or at least --max-source (6), got 5' <<<"$err"
 check "... with exit status 2" grep -q 'rc=2' <<<"$err"
+# fp16 K/V caches: a usage error for another value; the same ids as fp32 caches on this model
+# (its margins are far above fp16's rounding).
+err=$(tern translate -m "$work/m.tern" --ids --kv-cache fp8 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
+check "--kv-cache fp8 is a usage error naming the flag and value" \
+  grep -q 'option --kv-cache must be fp32 or fp16, got "fp8"' <<<"$err"
+check "--kv-cache fp8 exits 2" grep -q 'rc=2' <<<"$err"
+half=$(tern translate -m "$work/m.tern" --ids --max-length 12 --batch 4 --kv-cache fp16 <<<"$lines")
+full=$(tern translate -m "$work/m.tern" --ids --max-length 12 --batch 4 <<<"$lines")
+check "--kv-cache fp16 translates as fp32 caches here" test "$half" == "$full"
 
 beam=$(printf '22 10 24 29 28 26 2\n' | tern translate -m "$work/m.tern" --ids --max-length 12 --beam 4 --n-best 3)
 check "--n-best 3 prints three hypotheses" test "$(grep -o ' ||| ' <<<"$beam" | wc -l)" -eq 2

@@ -5,7 +5,6 @@
 // fp16 caches are not for is refused by name.
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -17,8 +16,6 @@
 
 namespace tern {
 namespace {
-
-using Catch::Matchers::ContainsSubstring;
 
 const int32_t kIds[3 * 9] = {5,  9, 12, 7,  3, 2, 0,  0, 0,  //
                              14, 6, 8,  11, 9, 4, 17, 2, 0,  //
@@ -267,7 +264,9 @@ TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]"
     const auto need = Generator::RequiredArenaBytes(model.value(), limits);
     REQUIRE_FALSE(need.ok());
     CHECK(need.status().code() == StatusCode::kNotSupported);
-    CHECK_THAT(need.status().message(), ContainsSubstring("kv_cache = float16"));
+    CHECK(std::string(need.status().message()) ==
+          "limits.kv_cache = float16; a Generator's caches are float32 only (fp16 caches are "
+          "for translation models)");
   }
   SECTION("relative positions") {
     ModelConfig c = testing::TinyConfig();
@@ -281,7 +280,9 @@ TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]"
     const auto need = Session::RequiredArenaBytes(model.value(), limits);
     REQUIRE_FALSE(need.ok());
     CHECK(need.status().code() == StatusCode::kNotSupported);
-    CHECK_THAT(need.status().message(), ContainsSubstring("relative positions"));
+    CHECK(std::string(need.status().message()) ==
+          "limits.kv_cache = float16 with relative positions; this model's caches are float32 "
+          "only");
   }
   SECTION("a value that is no cache type") {
     const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 2);
@@ -291,7 +292,8 @@ TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]"
     const auto need = Session::RequiredArenaBytes(model.value(), limits);
     REQUIRE_FALSE(need.ok());
     CHECK(need.status().code() == StatusCode::kInvalidArgument);
-    CHECK_THAT(need.status().message(), ContainsSubstring("limits.kv_cache = 7"));
+    CHECK(std::string(need.status().message()) ==
+          "limits.kv_cache = 7; 0 (float32) or 1 (float16) allowed");
   }
 }
 

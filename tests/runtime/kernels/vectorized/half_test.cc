@@ -14,6 +14,7 @@
 #include "runtime/core/fp16.h"
 #include "runtime/kernels/reference/attention.h"
 #include "runtime/kernels/vectorized/attention.h"
+#include "tests/support/half_caches.h"
 
 namespace tern {
 namespace {
@@ -87,13 +88,8 @@ void CheckHalfMatchesFloat(int64_t tq, int64_t tk, int64_t heads, int64_t kv_hea
   for (auto* t : {&q, &k, &v}) {
     for (auto& x : *t) x = dist(rng);
   }
-  std::vector<Half> kh(k.size()), vh(v.size());
-  for (size_t i = 0; i < k.size(); ++i) {
-    kh[i] = ToHalf(k[i]);
-    vh[i] = ToHalf(v[i]);
-    k[i] = ToFloat(kh[i]);  // the floats now hold the halves' values
-    v[i] = ToFloat(vh[i]);
-  }
+  // The floats now hold exactly the halves' values.
+  const std::vector<Half> kh = testing::RoundToHalves(&k), vh = testing::RoundToHalves(&v);
   std::vector<float> scores(static_cast<size_t>(tq * tk)), want(q.size()), got(q.size());
   ref::MultiHeadAttention(q.data(), dq, k.data(), d_kv, v.data(), d_kv, tq, tk, heads, d_head, mask,
                           scores.data(), want.data(), dq, nullptr, kv_heads);
@@ -144,13 +140,8 @@ TEST_CASE("a decoder step over fp16 caches gives the bits of float caches of the
   for (auto* t : {&q, &k, &v}) {
     for (auto& x : *t) x = dist(rng);
   }
-  std::vector<Half> kh(k.size()), vh(v.size());
-  for (size_t i = 0; i < k.size(); ++i) {
-    kh[i] = ToHalf(k[i]);
-    vh[i] = ToHalf(v[i]);
-    k[i] = ToFloat(kh[i]);
-    v[i] = ToFloat(vh[i]);
-  }
+  // The floats now hold exactly the halves' values.
+  const std::vector<Half> kh = testing::RoundToHalves(&k), vh = testing::RoundToHalves(&v);
   const int32_t positions[rows] = {0, 3, 11, 7, 20};  // 20: a full ring
   ref::StepKeys keys;
   keys.positions = positions;

@@ -17,6 +17,7 @@
 #include "runtime/kernels/reference/attention.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/attention.h"
+#include "tests/support/half_caches.h"
 
 namespace tern {
 namespace {
@@ -389,13 +390,8 @@ TEST_CASE("xnnpack decoder-step attention over fp16 caches on a thread pool: the
   for (auto* t : {&q, &k, &v}) {
     for (auto& x : *t) x = dist(rng);
   }
-  std::vector<Half> kh(k.size()), vh(v.size());
-  for (size_t i = 0; i < k.size(); ++i) {
-    kh[i] = ToHalf(k[i]);
-    vh[i] = ToHalf(v[i]);
-    k[i] = ToFloat(kh[i]);
-    v[i] = ToFloat(vh[i]);
-  }
+  // The floats now hold exactly the halves' values.
+  const std::vector<Half> kh = testing::RoundToHalves(&k), vh = testing::RoundToHalves(&v);
   std::vector<float> scores(static_cast<size_t>(capacity)), want(q.size()), floats(q.size());
   for (int64_t r = 0; r < rows; ++r) {  // the calling thread's loops, row by row
     const int64_t at = keys.Sequence(r) * stride;
