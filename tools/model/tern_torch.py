@@ -767,10 +767,11 @@ class TernModel(nn.Module):
             nxt = argmax_lowest(self.project(h[:, -1]))                              # [B]
             if cfg.forced_bos_id >= 0 and tokens.shape[1] == 1:
                 nxt = torch.full_like(nxt, cfg.forced_bos_id)
+            step_ids = nxt.tolist()  # one host transfer per step (not one per row)
             for b in range(B):
                 if done[b]:
                     continue
-                t = int(nxt[b])
+                t = step_ids[b]
                 if t == cfg.eos_id:
                     done[b] = True
                 else:

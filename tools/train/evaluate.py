@@ -7,7 +7,8 @@ Usage:
   evaluate.py [--model examples/translation/model.safetensors]    # the shipped checkpoint
   evaluate.py --run /var/cache/tern/train/base [--last 5]         # average of run snapshots
 Options: --src/--ref (default examples/translation/testset/test.{de,en}), --out HYP_FILE,
-         --batch 64, --limit N (first N sentences only), --threads 1.
+         --batch 64, --limit N (first N sentences only), --threads 1, --device cpu|cuda,
+         --json FILE (bleu, chrf, loops, sentences: what tools/train/compare.sh selects by).
 The source is encoded as spm ids + eos; max output length = 2 * source length + 10.
 """
 import argparse
@@ -47,7 +48,7 @@ def load_model(args):
     return model, cfg, desc
 
 
-def translate(model, cfg, sp, sents, batch=64):
+def translate(model, cfg, sp, sents, batch=64, device="cpu"):
     ids = [sp.encode(s) + [cfg.eos_id] for s in sents]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = [None] * len(ids)
@@ -58,7 +59,7 @@ def translate(model, cfg, sp, sents, batch=64):
         for r, i in enumerate(idx):
             src[r, :len(ids[i])] = torch.tensor(ids[i])
         max_len = min(2 * L + 10, cfg.max_positions)
-        hyps = model.greedy(src, max_len)
+        hyps = model.greedy(src.to(device), max_len)
         for r, i in enumerate(idx):
             out[i] = sp.decode(hyps[r])
     return out
@@ -76,6 +77,8 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", default="")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -87,7 +90,8 @@ def main():
     if args.limit:
         src, ref = src[:args.limit], ref[:args.limit]
     t0 = time.time()
-    hyps = translate(model, cfg, sp, src, args.batch)
+    model.to(args.device)
+    hyps = translate(model, cfg, sp, src, args.batch, args.device)
     dt = time.time() - t0
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
@@ -98,8 +102,15 @@ def main():
     for i in range(min(5, len(src))):
         print(f"  DE: {src[i]}\n  EN: {hyps[i]}\n  REF: {ref[i]}")
     print(b)
-    print(f"chrF = {corpus_chrf(hyps, ref):.2f}; outputs with a repeated-word loop: "
-          f"{sum(repeat_loops(h) for h in hyps)}/{len(hyps)}")
+    chrf = corpus_chrf(hyps, ref)
+    loops = sum(repeat_loops(h) for h in hyps)
+    print(f"chrF = {chrf:.2f}; outputs with a repeated-word loop: {loops}/{len(hyps)}")
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump({"model": desc, "src": args.src, "bleu": b.score, "chrf": chrf,
+                       "loops": loops, "sentences": len(hyps)}, f)
+            f.write("\n")
 
 
 if __name__ == "__main__":

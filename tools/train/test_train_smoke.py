@@ -92,6 +92,46 @@ class TrainSmoke(unittest.TestCase):
                 105, train.argparse.Namespace(lr_scale=1.0, warmup=4000), 256))
 
 
+class Collate(unittest.TestCase):
+    def test_batches_as_the_per_pair_loop_builds_them(self):
+        """The vectorized collate against the obvious loop, on ragged random pairs (lengths
+        0..9, one pair alone, pairs in any order)."""
+        import numpy as np
+        import torch
+        sys.path.insert(0, HERE)
+        import tern_torch
+        import train
+        cfg = tern_torch.Config.from_dict(train.DEFAULT_MODEL | {"src_vocab_size": 50,
+                                                                  "tgt_vocab_size": 50})
+        rng = np.random.default_rng(7)
+
+        def flat(n):
+            lens = rng.integers(0, 10, n)
+            off = np.zeros(n + 1, dtype=np.int64)
+            off[1:] = np.cumsum(lens)
+            return rng.integers(4, 50, off[-1]).astype(np.int16), off
+
+        s, so = flat(40)
+        t, to = flat(40)
+        for idx in ([3], [5, 1, 30, 2], list(range(40)), [39, 0]):
+            src, tin, tout = train.collate(np.array(idx), s, so, t, to, cfg)
+            B = len(idx)
+            ls = max(so[i + 1] - so[i] for i in idx) + 1
+            lt = max(to[i + 1] - to[i] for i in idx) + 1
+            es = torch.full((B, ls), cfg.pad_id)
+            ei = torch.full((B, lt), cfg.pad_id)
+            eo = torch.full((B, lt), cfg.pad_id)
+            for b, i in enumerate(idx):
+                si = [int(x) for x in s[so[i]:so[i + 1]]]
+                ti = [int(x) for x in t[to[i]:to[i + 1]]]
+                es[b, :len(si) + 1] = torch.tensor(si + [cfg.eos_id])
+                ei[b, :len(ti) + 1] = torch.tensor([cfg.bos_id] + ti)
+                eo[b, :len(ti) + 1] = torch.tensor(ti + [cfg.eos_id])
+            for got, want in ((src, es), (tin, ei), (tout, eo)):
+                self.assertEqual(got.dtype, torch.long)
+                self.assertTrue(torch.equal(got, want), (idx, got, want))
+
+
 class SentencePairs(unittest.TestCase):
     def test_only_sentence_targets_count(self):
         import numpy as np

@@ -86,8 +86,12 @@ def encode_corpus(sp, src_path, tgt_path, cache_path, max_len):
     with open(tgt_path, encoding="utf-8") as f:
         tgt = [l.rstrip("\n") for l in f]
     assert len(src) == len(tgt), (src_path, tgt_path)
-    s_ids = sp.encode(src)
-    t_ids = sp.encode(tgt)
+    try:  # sentencepiece >= 0.2 encodes a list on several threads
+        s_ids = sp.encode(src, num_threads=os.cpu_count())
+        t_ids = sp.encode(tgt, num_threads=os.cpu_count())
+    except TypeError:
+        s_ids = sp.encode(src)
+        t_ids = sp.encode(tgt)
     keep = [i for i in range(len(src)) if 0 < len(s_ids[i]) < max_len and 0 < len(t_ids[i]) < max_len]
 
     def flat(seqs):
@@ -154,22 +158,31 @@ def sentence_pairs(sp, t, t_off):
 
 
 def collate(idx, s, s_off, t, t_off, cfg):
+    """One batch as (src, tgt_in, tgt_out) LongTensors, padded with pad_id: src = ids + eos,
+    tgt_in = bos + ids, tgt_out = ids + eos. Vectorized (numpy gathers): at GPU batch sizes
+    (thousands of short dictionary pairs) a Python loop per pair would starve the device."""
+    idx = np.asarray(idx, dtype=np.int64)
     B = len(idx)
-    sl = [int(s_off[i + 1] - s_off[i]) + 1 for i in idx]
-    tl = [int(t_off[i + 1] - t_off[i]) + 1 for i in idx]
-    src = torch.full((B, max(sl)), cfg.pad_id, dtype=torch.long)
-    tin = torch.full((B, max(tl)), cfg.pad_id, dtype=torch.long)
-    tout = torch.full((B, max(tl)), cfg.pad_id, dtype=torch.long)
-    for b, i in enumerate(idx):
-        si = torch.from_numpy(s[s_off[i]:s_off[i + 1]].astype(np.int64))
-        ti = torch.from_numpy(t[t_off[i]:t_off[i + 1]].astype(np.int64))
-        src[b, :len(si)] = si
-        src[b, len(si)] = cfg.eos_id
-        tin[b, 0] = cfg.bos_id
-        tin[b, 1:len(ti) + 1] = ti
-        tout[b, :len(ti)] = ti
-        tout[b, len(ti)] = cfg.eos_id
-    return src, tin, tout
+    rows = np.arange(B)
+
+    def padded(flat, off, lead):
+        start = off[idx]
+        n = off[idx + 1] - start
+        L = int(n.max()) + 1
+        cols = np.arange(L - 1)
+        inside = cols[None, :] < n[:, None]
+        out = np.full((B, L), cfg.pad_id, dtype=np.int64)
+        body = out[:, 1:] if lead else out[:, :-1]
+        body[inside] = flat[(start[:, None] + cols[None, :])[inside]]
+        return out, n
+
+    src, sl = padded(s, s_off, False)
+    src[rows, sl] = cfg.eos_id
+    tout, tl = padded(t, t_off, False)
+    tout[rows, tl] = cfg.eos_id
+    tin, _ = padded(t, t_off, True)
+    tin[:, 0] = cfg.bos_id
+    return torch.from_numpy(src), torch.from_numpy(tin), torch.from_numpy(tout)
 
 
 def init_weights(model, cfg):
@@ -203,19 +216,19 @@ def loss_fn(logits, tout, pad_id, eps):
     nll = -lp.gather(1, tgt.unsqueeze(1)).squeeze(1)
     smooth = -lp.mean(dim=-1)
     loss = ((1 - eps) * nll + eps * smooth)[mask].sum()
-    return loss, nll[mask].sum(), int(mask.sum())
+    return loss, nll[mask].sum()
 
 
 @torch.no_grad()
-def evaluate(model, batches, data, cfg):
+def evaluate(model, batches, data, cfg, device="cpu"):
     model.eval()
     tot, ntok = 0.0, 0
     for idx in batches:
         src, tin, tout = collate(idx, *data, cfg)
-        logits = model(src, tin)
-        _, nll, n = loss_fn(logits, tout, cfg.pad_id, 0.0)
+        ntok += int((tout != cfg.pad_id).sum())
+        logits = model(src.to(device), tin.to(device))
+        _, nll = loss_fn(logits, tout.to(device), cfg.pad_id, 0.0)
         tot += float(nll)
-        ntok += n
     model.train()
     return tot / max(ntok, 1)
 
@@ -251,6 +264,9 @@ def main():
                     help="each epoch holds the sentence pairs (sentence_pairs) this many times; "
                          "may change when a run resumes (logged)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu",
+                    help="cpu (default), or cuda: the same run on an accelerator, its matrix "
+                         "products in bfloat16 (autocast; weights, optimizer and loss in float32)")
     ap.add_argument("--init-from", default="",
                     help="new run: start from these weights (.safetensors with config metadata)")
     ap.add_argument("--init-step", type=int, default=-1,
@@ -260,11 +276,17 @@ def main():
     ap.add_argument("--extra-valid", default="everyday,technical",
                     help="comma list: also report NLL on DATA/valid_NAME.* when present")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="encode the corpus into DATA/ids (once per SentencePiece model) and exit: "
+                         "runs started together then share the cache instead of racing to write it")
     args = ap.parse_args()
     if args.sentence_weight < 1:
         ap.error(f"--sentence-weight {args.sentence_weight}: must be at least 1")
 
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is visible")
     os.makedirs(args.run, exist_ok=True)
     logf = open(os.path.join(args.run, "train.log"), "a")
     last_path = os.path.join(args.run, "last.pt")
@@ -318,11 +340,15 @@ def main():
     log(logf, f"data: {ntrain} train pairs ({len(sentences)} sentences, weight "
               f"{args.sentence_weight}), {len(batches)} batches/epoch "
               f"({time.time() - t0:.0f}s to load)")
+    if args.prepare_only:
+        return
 
     torch.manual_seed(args.seed)
     model = tern_torch.TernModel(cfg, dropout=args.dropout)
-    init_weights(model, cfg)
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    init_weights(model, cfg)  # on the CPU: the same initial weights on every device
+    model.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9,
+                           **({"fused": True} if device.type == "cuda" else {}))
     nparams = sum(p.numel() for p in model.parameters())
     step, epoch, pos, train_seconds, tokens_seen = 0, 0, 0, 0.0, 0
     # train_seconds is wall-clock time of the steps: on a shared machine it overstates the
@@ -337,6 +363,8 @@ def main():
         cpu_seconds = ckpt.get("cpu_seconds", 0.0)
         history = ckpt.get("history", [])
         torch.set_rng_state(ckpt["torch_rng"])
+        if device.type == "cuda" and ckpt.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(ckpt["cuda_rng"])
         random.setstate(ckpt["py_rng"])
         log(logf, f"resumed from {last_path}: step {step}, epoch {epoch}, batch {pos}, "
                   f"{train_seconds / 3600:.2f} h trained")
@@ -375,6 +403,7 @@ def main():
             "epoch": epoch, "pos": pos, "train_seconds": train_seconds, "tokens_seen": tokens_seen,
             "cpu_seconds": cpu_seconds,
             "torch_rng": torch.get_rng_state(), "py_rng": random.getstate(), "args": vars(args),
+            "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
             "config": cfg.to_dict(), "history": history,
         }
         atomic_save(state, last_path)
@@ -394,11 +423,11 @@ def main():
     order = epoch_order(epoch)
     model.train()
     def validate():
-        vl = evaluate(model, vbatches, valid, cfg)
+        vl = evaluate(model, vbatches, valid, cfg, device)
         history.append({"step": step, "valid_nll": vl, "hours": train_seconds / 3600})
         msg = f"valid step {step} nll {vl:.3f} ppl {math.exp(vl):.2f}"
         for name, vb, vd in extra_valid:
-            x = evaluate(model, vb, vd, cfg)
+            x = evaluate(model, vb, vd, cfg, device)
             history[-1][f"valid_{name}_nll"] = x
             msg += f"; {name} nll {x:.3f}"
         log(logf, msg)
@@ -426,32 +455,39 @@ def main():
         ts = time.time()
         cs = time.process_time()
         src, tin, tout = collate(idx, *train, cfg)
+        ntok = int((tout != cfg.pad_id).sum())
+        nsrc = int((src != cfg.pad_id).sum())
+        src, tin, tout = src.to(device), tin.to(device), tout.to(device)
         lr = lr_at(step + 1, args, cfg.d_model)
         for g in opt.param_groups:
             g["lr"] = lr
-        logits = model(src, tin)
-        loss, nll, ntok = loss_fn(logits, tout, cfg.pad_id, args.label_smoothing)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(src, tin)
+        loss, nll = loss_fn(logits, tout, cfg.pad_id, args.label_smoothing)
         opt.zero_grad(set_to_none=True)
         (loss / ntok).backward()
         opt.step()
         step += 1
         pos += 1
+        # the sums stay on the device until they are logged (no host sync per step)
+        win_loss = win_loss + loss.detach()
+        win_nll = win_nll + nll.detach()
+        if device.type == "cuda" and step % args.log_every == 0:
+            torch.cuda.synchronize()  # the step time of a logged window is the device's
         dt = time.time() - ts
         train_seconds += dt
         cpu_seconds += time.process_time() - cs
-        nsrc = int((src != cfg.pad_id).sum())
         tokens_seen += ntok + nsrc
-        win_loss += float(loss)
-        win_nll += float(nll)
         win_tok += ntok
         win_src += nsrc
         if step % args.log_every == 0:
             el = time.time() - win_t0
             log(logf, f"step {step} epoch {epoch} batch {pos}/{len(order)} lr {lr:.2e} "
-                      f"loss {win_loss / win_tok:.3f} nll {win_nll / win_tok:.3f} "
+                      f"loss {float(win_loss) / win_tok:.3f} nll {float(win_nll) / win_tok:.3f} "
                       f"tok/s {(win_tok + win_src) / el:.0f} (tgt {win_tok / el:.0f}) "
                       f"trained {train_seconds / 3600:.2f} h (cpu {cpu_seconds / 3600:.2f} h)")
-            history.append({"step": step, "loss": win_loss / win_tok, "nll": win_nll / win_tok,
+            history.append({"step": step, "loss": float(win_loss) / win_tok,
+                            "nll": float(win_nll) / win_tok,
                             "hours": train_seconds / 3600})
             win_loss = win_nll = 0.0
             win_tok = win_src = 0
