@@ -135,6 +135,7 @@ ShortlistData BuildShortlist(const std::vector<IdSequence>& source,
   }
   ShortlistData out;
   out.k = static_cast<int32_t>(options.k);
+  out.tgt_vocab = tgt_vocab;
   std::vector<int32_t> order(static_cast<size_t>(tgt_vocab));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -279,7 +280,8 @@ ShortlistCoverage MeasureCoverage(const ShortlistData& shortlist,
 
 std::string ShortlistText(const ShortlistData& shortlist) {
   std::ostringstream o;
-  o << "tern-shortlist 1\nk " << shortlist.k << "\nfrequent";
+  o << "tern-shortlist 2\nvocab " << shortlist.row_offsets.size() - 1 << ' '
+    << shortlist.tgt_vocab << "\nk " << shortlist.k << "\nfrequent";
   for (int32_t id : shortlist.frequent) o << ' ' << id;
   o << '\n';
   for (size_t s = 0; s + 1 < shortlist.row_offsets.size(); ++s) {
@@ -317,8 +319,23 @@ ShortlistData ReadShortlistText(const std::string& path, int32_t src_vocab, int3
     if (!in.eof()) fail("expected token ids");
   };
   ShortlistData out;
+  out.tgt_vocab = tgt_vocab;
   next("the header");
-  if (line != "tern-shortlist 1") fail("not a tern shortlist (expected \"tern-shortlist 1\")");
+  if (line != "tern-shortlist 1" && line != "tern-shortlist 2")
+    fail("not a tern shortlist (expected \"tern-shortlist 2\", or 1)");
+  if (line == "tern-shortlist 2") {
+    next("the vocab line");
+    std::istringstream in(line);
+    std::string word;
+    long long src = -1, tgt = -1;
+    if (!(in >> word >> src >> tgt) || word != "vocab" || !(in >> std::ws).eof())
+      fail("expected \"vocab SRC_VOCAB TGT_VOCAB\"");
+    if (src != src_vocab || tgt != tgt_vocab) {
+      fail("built for vocabularies of " + std::to_string(src) + " source and " +
+           std::to_string(tgt) + " target tokens; this model has " + std::to_string(src_vocab) +
+           " and " + std::to_string(tgt_vocab) + " (a shortlist belongs to its tokenizer)");
+    }
+  }
   next("the k line");
   {
     std::istringstream in(line);

@@ -18,6 +18,7 @@ using IdSequence = std::vector<int32_t>;
 
 struct ShortlistData {
   int32_t k = 0;
+  int32_t tgt_vocab = 0;  // the target vocabulary it was built for (source: row_offsets - 1)
   std::vector<int32_t> frequent;
   std::vector<uint32_t> row_offsets;  // src_vocab + 1 entries
   std::vector<int32_t> ids;
@@ -59,7 +60,10 @@ ShortlistCoverage MeasureCoverage(const ShortlistData& shortlist,
 
 // The text form (`tern convert --shortlist FILE`, `--write-shortlist FILE`): a small file that
 // can be committed beside a checkpoint instead of its training corpus.
-//   tern-shortlist 1
+//   tern-shortlist 2
+//   vocab SRC_VOCAB TGT_VOCAB      the vocabularies it was built for: a table of ids is
+//                                  meaningless under another tokenizer, so a model whose sizes
+//                                  differ refuses it (version 1 files, without it, still read)
 //   k K
 //   frequent ID ID ...
 //   SOURCE_ID<TAB>ID ID ...        one line per non-empty row, source ids ascending

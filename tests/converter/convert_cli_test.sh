@@ -403,7 +403,8 @@ sl -o "$work/sl.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist
   --write-shortlist "$work/sl.txt"
 check "shortlist: the model has it" grep -q "^shortlist: K 4, F 2" <(tern inspect "$work/sl.tern")
 check "shortlist: inspect --json" grep -q '"worst_case_rows_per_sentence"' <(tern inspect --json "$work/sl.tern")
-check "shortlist: its text form" grep -q "^tern-shortlist 1" "$work/sl.txt"
+check "shortlist: its text form" grep -q "^tern-shortlist 2" "$work/sl.txt"
+check "shortlist: its text form names the vocabularies" grep -qx "vocab [0-9]* [0-9]*" "$work/sl.txt"
 sl -o "$work/sl2.tern" --shortlist "$work/sl.txt" --write-shortlist "$work/sl2.txt"
 check "shortlist: read back from text, the same table" cmp -s "$work/sl.txt" "$work/sl2.txt"
 check "shortlist: read back from text, the same inspect line" test \
@@ -443,6 +444,9 @@ expect_error "shortlist: -k without a corpus" 2 "--shortlist-k needs --shortlist
 printf 'tern-shortlist 1\nk 2\nfrequent 1000\n' >"$work/bad.txt"
 expect_error "shortlist: a bad text file names the line" 1 "bad.txt:3: id 1000 is outside" \
   sl -o "$work/x.tern" --shortlist "$work/bad.txt"
+sed '2s/^vocab [0-9]* /vocab 7 /' "$work/sl.txt" >"$work/othervocab.txt"
+expect_error "shortlist: one built for another vocabulary is refused" 1 \
+  "othervocab.txt:2: built for vocabularies of 7 source" sl -o "$work/x.tern" --shortlist "$work/othervocab.txt"
 check "no output after refused shortlists" test ! -e "$work/x.tern"
 
 echo "$pass passed, $failures failed"

@@ -125,8 +125,21 @@ TEST_CASE("the shortlist text form reads back what it wrote, and refuses bad lin
     CHECK_THROWS_WITH(ReadShortlistText(p, 20, 20), ContainsSubstring(what));
     std::remove(p.c_str());
   };
+  CHECK(ShortlistText(s).rfind("tern-shortlist 2\nvocab 20 20\nk 3\n", 0) == 0);
   const std::string head = "tern-shortlist 1\nk 2\nfrequent 5\n";
-  refuse("tern-shortlist 2\n", "not a tern shortlist");
+  refuse("tern-shortlist 3\n", "not a tern shortlist");
+  // version 2 names the vocabularies it was built for: another model's sizes are refused
+  refuse("tern-shortlist 2\nvocab 20 21\nk 2\nfrequent 5\n",
+         "built for vocabularies of 20 source and 21 target tokens; this model has 20 and 20");
+  refuse("tern-shortlist 2\nvocab 8000 8000\nk 2\nfrequent 5\n", "built for vocabularies of 8000");
+  refuse("tern-shortlist 2\nk 2\nfrequent 5\n", "expected \"vocab SRC_VOCAB TGT_VOCAB\"");
+  {  // and a version 1 file (no vocab line) still reads
+    const std::string p = WriteTemp(head + "4\t7 8\n");
+    const ShortlistData v1 = ReadShortlistText(p, 20, 20);
+    std::remove(p.c_str());
+    CHECK(v1.k == 2);
+    CHECK(v1.ids == std::vector<int32_t>{7, 8});
+  }
   refuse("tern-shortlist 1\nk 21\nfrequent\n", "k K");
   refuse("tern-shortlist 1\nk 0\nfrequent\n", "allow no token");
   refuse("tern-shortlist 1\nk 2\nfrequent 20\n", "id 20 is outside");

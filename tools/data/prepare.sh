@@ -21,9 +21,9 @@
 # then clean/dedupe/filter/split (build.py, fixed seed: Ding test/valid as before, plus the
 # everyday and technical test/valid sets), and copy the held-out sets into
 # examples/translation/testset/. SPM=1 also trains a new joint SentencePiece model (SPM_VOCAB,
-# default 8000 unigram pieces, pad=0 bos=1 eos=2 unk=3) and writes it to SPM_OUT (default: it
-# replaces examples/translation/spm.model); the default
-# (SPM=0, since v2) keeps the shipped one, so that training continues from the committed weights.
+# default 16000 unigram pieces, the shipped model's since v2's accelerator run; pad=0 bos=1 eos=2
+# unk=3) and writes it to SPM_OUT (default: it replaces examples/translation/spm.model); the
+# default SPM=0 keeps the shipped one, so that training continues from the committed weights.
 # (libopenblas0-serial is for training speed: python3-torch otherwise uses the reference BLAS.)
 # Everything runs niced; deterministic for a given set of package versions.
 set -eu
@@ -32,7 +32,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/var/cache/tern/data}
 PY=/usr/bin/python3
 SPM=${SPM:-0}
-SPM_VOCAB=${SPM_VOCAB:-8000}  # with SPM=1: pieces of the new model (the 8k vs 16k comparison)
+SPM_VOCAB=${SPM_VOCAB:-16000}  # with SPM=1: pieces of the new model (16000: the shipped one, v2)
 SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where the new model goes
 mkdir -p "$OUT/raw"
 
