@@ -280,8 +280,8 @@ ShortlistCoverage MeasureCoverage(const ShortlistData& shortlist,
 
 std::string ShortlistText(const ShortlistData& shortlist) {
   std::ostringstream o;
-  o << "tern-shortlist 2\nvocab " << shortlist.row_offsets.size() - 1 << ' '
-    << shortlist.tgt_vocab << "\nk " << shortlist.k << "\nfrequent";
+  o << "tern-shortlist 2\nvocab " << shortlist.row_offsets.size() - 1 << ' ' << shortlist.tgt_vocab
+    << "\nk " << shortlist.k << "\nfrequent";
   for (int32_t id : shortlist.frequent) o << ' ' << id;
   o << '\n';
   for (size_t s = 0; s + 1 < shortlist.row_offsets.size(); ++s) {
