@@ -92,6 +92,71 @@ class TrainSmoke(unittest.TestCase):
                 105, train.argparse.Namespace(lr_scale=1.0, warmup=4000), 256))
 
 
+class SelectArm(unittest.TestCase):
+    def test_prepare_only_evaluate_json_and_the_selection(self):
+        """train.py --prepare-only writes the id cache and trains nothing; evaluate.py --json
+        writes what select_arm.py reads; select_arm.py exports the arm (and last / average)
+        with the best mean validation BLEU, copies its SentencePiece model, and skips an arm
+        with missing results."""
+        import shutil
+        import tern_torch
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "data")
+            os.makedirs(data)
+            with open(os.path.join(EX, "testset", "test.de"), encoding="utf-8") as f:
+                de = f.read().splitlines()
+            with open(os.path.join(EX, "testset", "test.en"), encoding="utf-8") as f:
+                en = f.read().splitlines()
+            for split, sl in (("train", slice(0, 100)), ("valid", slice(100, 110))):
+                for lang, lines in (("de", de), ("en", en)):
+                    with open(os.path.join(data, f"{split}.{lang}"), "w", encoding="utf-8") as f:
+                        f.write("\n".join(lines[sl]) + "\n")
+            base = os.path.join(tmp, "runs")
+            small = json.dumps({"d_model": 32, "heads": 4, "encoder_layers": 1,
+                                "decoder_layers": 1, "d_ff": 64})
+            common = [os.path.join(HERE, "train.py"), "--data", data, "--model-json", small,
+                      "--max-tokens", "400", "--log-every", "1"]
+            run(*common, "--run", os.path.join(base, ".encode"), "--prepare-only")
+            self.assertTrue(any(n.startswith("train.de-en.") for n in os.listdir(os.path.join(data, "ids"))))
+            self.assertFalse(os.path.exists(os.path.join(base, ".encode", "last.pt")))
+            run(*common, "--run", os.path.join(base, "a"), "--max-steps", "3")
+            shutil.copytree(os.path.join(base, "a"), os.path.join(base, "b"))
+            os.makedirs(os.path.join(base, "c"))  # an arm whose run failed: no results
+            j = os.path.join(base, "a", "probe.json")
+            out = run(os.path.join(HERE, "evaluate.py"), "--run", os.path.join(base, "a"), "--last",
+                      "1", "--src", os.path.join(data, "valid.de"), "--ref",
+                      os.path.join(data, "valid.en"), "--json", j)
+            with open(j) as f:
+                res = json.load(f)
+            self.assertEqual(res["sentences"], 10)
+            self.assertIn(f"BLEU = {res['bleu']:.2f}", out)
+            # made-up results: b's average wins on the mean over the sets (not on Ding alone)
+            sets = ("valid", "valid_everyday", "valid_technical")
+            bleu = {("a", "last"): (20, 10, 10), ("a", "avg"): (9, 9, 9),
+                    ("b", "last"): (5, 5, 5), ("b", "avg"): (12, 14, 15)}
+            for (arm, how), scores in bleu.items():
+                for name, b in zip(sets, scores):
+                    with open(os.path.join(base, arm, f"eval_{how}.{name}.json"), "w") as f:
+                        json.dump({"bleu": b, "chrf": 40.0, "loops": 1, "sentences": 10}, f)
+            ship = os.path.join(tmp, "ship")
+            out = run(os.path.join(HERE, "select_arm.py"), "--base", base, "--out", ship,
+                      "a", "b", "c")
+            self.assertIn("selected: b, average of last 3 (mean validation BLEU 13.67)", out)
+            self.assertIn("| c | last | missing | missing | missing | - |", out)
+            with open(os.path.join(ship, "compare.md")) as f:
+                self.assertIn("selected: b", f.read())
+            tensors, meta = tern_torch.load_safetensors(os.path.join(ship, "model.safetensors"))
+            self.assertEqual(meta["averaged_steps"], "3")  # b's one snapshot
+            with open(os.path.join(ship, "spm.model"), "rb") as f, \
+                    open(os.path.join(EX, "spm.model"), "rb") as g:
+                self.assertEqual(f.read(), g.read())
+            r = subprocess.run([sys.executable, os.path.join(HERE, "select_arm.py"), "--base",
+                                base, "--out", os.path.join(tmp, "none"), "c"],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("no arm has all its validation results", r.stderr)
+
+
 class Collate(unittest.TestCase):
     def test_batches_as_the_per_pair_loop_builds_them(self):
         """The vectorized collate against the obvious loop, on ragged random pairs (lengths
