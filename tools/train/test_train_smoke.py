@@ -25,23 +25,34 @@ def run(*args):
     return r.stdout
 
 
+def write_corpus(tmp, train, valid):
+    """TMP/data/{train,valid}.{de,en}: the first TRAIN Ding test pairs, then VALID more."""
+    data = os.path.join(tmp, "data")
+    os.makedirs(data)
+    for lang in ("de", "en"):
+        with open(os.path.join(EX, "testset", f"test.{lang}"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for split, sl in (("train", slice(0, train)), ("valid", slice(train, train + valid))):
+            with open(os.path.join(data, f"{split}.{lang}"), "w", encoding="utf-8") as f:
+                f.write("\n".join(lines[sl]) + "\n")
+    return data
+
+
+def tiny_training(data):
+    """train.py's arguments for a d32 1+1 model on DATA (a run directory still to add)."""
+    small = json.dumps({"d_model": 32, "heads": 4, "encoder_layers": 1, "decoder_layers": 1,
+                        "d_ff": 64})
+    return [os.path.join(HERE, "train.py"), "--data", data, "--model-json", small,
+            "--max-tokens", "400", "--log-every", "1"]
+
+
 class TrainSmoke(unittest.TestCase):
     def test_train_resume_export_evaluate(self):
         import tern_torch
         with tempfile.TemporaryDirectory() as tmp:
-            data = os.path.join(tmp, "data")
-            os.makedirs(data)
-            de = open(os.path.join(EX, "testset", "test.de"), encoding="utf-8").read().splitlines()
-            en = open(os.path.join(EX, "testset", "test.en"), encoding="utf-8").read().splitlines()
-            for split, sl in (("train", slice(0, 200)), ("valid", slice(200, 220))):
-                for lang, lines in (("de", de), ("en", en)):
-                    with open(os.path.join(data, f"{split}.{lang}"), "w", encoding="utf-8") as f:
-                        f.write("\n".join(lines[sl]) + "\n")
+            data = write_corpus(tmp, train=200, valid=20)
             rundir = os.path.join(tmp, "run")
-            small = json.dumps({"d_model": 32, "heads": 4, "encoder_layers": 1,
-                                "decoder_layers": 1, "d_ff": 64})
-            common = [os.path.join(HERE, "train.py"), "--run", rundir, "--data", data,
-                      "--model-json", small, "--max-tokens", "400", "--log-every", "1"]
+            common = tiny_training(data) + ["--run", rundir]
             run(*common, "--max-steps", "4")
             run(*common, "--max-steps", "6", "--sentence-weight", "3")
             with open(os.path.join(rundir, "train.log")) as f:
@@ -101,21 +112,9 @@ class SelectArm(unittest.TestCase):
         import shutil
         import tern_torch
         with tempfile.TemporaryDirectory() as tmp:
-            data = os.path.join(tmp, "data")
-            os.makedirs(data)
-            with open(os.path.join(EX, "testset", "test.de"), encoding="utf-8") as f:
-                de = f.read().splitlines()
-            with open(os.path.join(EX, "testset", "test.en"), encoding="utf-8") as f:
-                en = f.read().splitlines()
-            for split, sl in (("train", slice(0, 100)), ("valid", slice(100, 110))):
-                for lang, lines in (("de", de), ("en", en)):
-                    with open(os.path.join(data, f"{split}.{lang}"), "w", encoding="utf-8") as f:
-                        f.write("\n".join(lines[sl]) + "\n")
+            data = write_corpus(tmp, train=100, valid=10)
             base = os.path.join(tmp, "runs")
-            small = json.dumps({"d_model": 32, "heads": 4, "encoder_layers": 1,
-                                "decoder_layers": 1, "d_ff": 64})
-            common = [os.path.join(HERE, "train.py"), "--data", data, "--model-json", small,
-                      "--max-tokens", "400", "--log-every", "1"]
+            common = tiny_training(data)
             run(*common, "--run", os.path.join(base, ".encode"), "--prepare-only")
             self.assertTrue(any(n.startswith("train.de-en.") for n in os.listdir(os.path.join(data, "ids"))))
             self.assertFalse(os.path.exists(os.path.join(base, ".encode", "last.pt")))
