@@ -16,6 +16,10 @@ the last step in the file's "averaged_steps" metadata), so the inverse-square-ro
 continues where it left off, and a linear re-warm-up over --rewarm steps (default 200) for the
 fresh Adam moments; the training hours already in the file ("train_hours") are carried over.
 
+On an accelerator: --device cuda, the same run with its matrix products in bfloat16 (autocast;
+weights, Adam state and loss in float32) and no host synchronization per step; checkpoints load
+on either device. tools/train/compare.sh --device and gpu_session.sh use it (MODEL_CARD.md, v3).
+
 Batching: pairs are sorted by (source length, target length) and cut into batches of at most
 --max-tokens padded tokens per side (fairseq style: batch_size * max_len <= max_tokens); the
 order of the batches is shuffled per epoch with a seed derived from (--seed, epoch), so the data
