@@ -84,8 +84,8 @@ arm_settings() {  # sets spm and extra for arm $1
 if [ "$DEVICE" != cpu ] || [ "$PARALLEL" = 1 ]; then
   for arm in $ARMS; do arm_settings "$arm"; done  # unknown arms fail before anything starts
   # the corpus encoded once per SentencePiece model, before the arms start (they share the cache)
-  for arm in $ARMS; do arm_settings "$arm"; echo "$spm"; done | sort -u | while read -r spm; do
-    "$PY" "$ROOT/tools/train/train.py" --run "$BASE/.encode" --data "$DATA" --spm "$spm" \
+  for arm in $ARMS; do arm_settings "$arm"; echo "$spm"; done | sort -u | while read -r model; do
+    "$PY" "$ROOT/tools/train/train.py" --run "$BASE/.encode" --data "$DATA" --spm "$model" \
       --prepare-only >/dev/null
   done
   for arm in $ARMS; do
