@@ -49,7 +49,8 @@ if [ -f "$demo_model" ]; then
   quality=$root/examples/translation/quality.tsv
   if [ -f "$quality" ]; then
     echo
-    echo "Quality of these weights (int8, greedy, held-out test sets; BLEU and chrF 0-100):"
+    echo "Quality of these weights (int8 without the shortlist, greedy, held-out test sets; BLEU and chrF 0-100;"
+    echo "the shortlist changes 2.5-6.5% of outputs and BLEU by under 0.1: docs/benchmarks.md):"
     awk -F'\t' '!/^#/ { printf "  %-10s %5s sentences  BLEU %6s  chrF %6s  outputs with a repeated-word loop: %s\n", $1, $2, $3, $4, $5 }' "$quality"
     want=$(awk -F'\t' '/^# model_sha256/ { print $2 }' "$quality")
     if [ "$want" != "$(sha256sum "$demo_model" | cut -d' ' -f1)" ]; then
