@@ -2,6 +2,11 @@
 """Merge the extracted sources, filter, deduplicate and split train/valid/test.
 
 Usage: build.py RAW_DIR OUT_DIR [--test-size 1000] [--valid-size 1000] [--seed 1234]
+                [--corpus 2|3] [--exclude FILE]...
+
+* Sources: --corpus 2 (default) reads the sources the shipped model was trained on; --corpus 3
+  adds game dialogue (Wesnoth campaigns, FreedroidRPG, Naev, Warzone 2100, Hedgewars, Tux
+  Paint stamps) and the GIMP manual after them (SOURCES_3): the held-out sets are the same.
 
 * Cleaning: NFC, whitespace and quote normalisation (common.clean), 1..60 words per side,
   length ratio <= 3 (words, when the longer side has more than 3 words) and <= 4 (characters).
@@ -40,6 +45,14 @@ SOURCES = [("ding", "ding.tsv"), ("lohelp", "lohelp.tsv"), ("gettext", "gettext.
            ("widelands", "widelands.tsv"), ("wesnoth", "wesnoth.tsv"),
            ("gnome_help", "gnome_help.tsv"), ("handbook", "handbook.tsv"),
            ("manpages", "manpages.tsv")]
+# Corpus 3 (not yet trained on): game dialogue and more documentation, appended after corpus 2's
+# sources. Deduplication keeps the first source's pair and the held-out sets are drawn from
+# corpus 2's sources only, so the held-out sets are the same and every corpus-2 pair is kept or
+# dropped as before (save for --exclude); only the training set grows.
+SOURCES_3 = SOURCES + [("wesnoth_campaigns", "wesnoth_campaigns.tsv"),
+                       ("freedroidrpg", "freedroidrpg.tsv"), ("naev", "naev.tsv"),
+                       ("warzone2100", "warzone2100.tsv"), ("hedgewars", "hedgewars.tsv"),
+                       ("tuxpaint", "tuxpaint.tsv"), ("gimp_help", "gimp_help.tsv")]
 # held-out quotas per source: (test, valid)
 EVERYDAY = {"cataclysm": (400, 200), "widelands": (300, 150), "gnome_help": (300, 150)}
 TECHNICAL = {"descriptions": (700, 350), "handbook": (300, 150)}
@@ -74,11 +87,16 @@ def main():
     ap.add_argument("--valid-size", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--min-align", type=float, default=0.2)
+    ap.add_argument("--corpus", type=int, choices=(2, 3), default=2,
+                    help="2: the shipped model's sources; 3: with the game dialogue and GIMP help")
+    ap.add_argument("--exclude", action="append", default=[],
+                    help="a file of sentences (one per line, either language) kept out of "
+                         "training like a held-out side, e.g. a judged test set")
     args = ap.parse_args()
 
     lex = Lexicon.from_ding(os.path.join(args.raw, "ding.tsv"))
     scores = {}  # pair index -> alignment score (non-Ding pairs of >= 4 German words)
-    sources = SOURCES
+    sources = SOURCES if args.corpus == 2 else SOURCES_3
     counts = collections.OrderedDict()
     seen = set()
     pairs = []  # (de, en, source, heldout_ok)
@@ -146,7 +164,12 @@ def main():
             val += got_v
         extra[setname] = (tst, val)
 
-    # remove every training pair that contains a held-out side (exact key or substring)
+    # remove every training pair that contains a held-out side (exact key or substring); the
+    # --exclude sentences count as held-out sides from here on (they do not take part in the
+    # selection above, so the held-out sets do not depend on them)
+    for path in args.exclude:
+        with open(path, encoding="utf-8") as f:
+            used.update(k for k in (key(clean(line)) for line in f) if k)
     sep = "\x01"
     train_idx = [i for i, p in enumerate(pairs)]
     drop = set()

@@ -51,6 +51,23 @@ def ok(s: str) -> bool:
     return letters >= 2 and letters >= 0.6 * len(s.replace(" ", ""))
 
 
+def message_pairs(en: str, de: str):
+    """(German, English) pairs of one translated message, cleaned and filtered.
+
+    Multi-line texts (game dialogue, help) are paired line by line when both sides have the
+    same number of non-empty lines, else the message gives nothing (a different line count
+    means the translator rearranged it, and a position pairing would be wrong)."""
+    el = [x for x in en.split("\n") if x.strip()]
+    dl = [x for x in de.split("\n") if x.strip()]
+    if len(el) != len(dl):
+        return
+    for en1, de1 in zip(el, dl):
+        en1, de1 = clean(strip_accel(en1)), clean(strip_accel(de1))
+        if not en1 or not de1 or en1 == de1 or not ok(en1) or not ok(de1):
+            continue
+        yield de1, en1
+
+
 def main(d: str, pkgmap: str, package: str = "") -> None:
     out = sys.stdout
     pm = open(pkgmap, "w")
@@ -73,16 +90,7 @@ def main(d: str, pkgmap: str, package: str = "") -> None:
                 de = mstr.decode("utf-8").split("\x00")[0]
             except UnicodeDecodeError:
                 continue
-            # multi-line texts (game dialogue, help): lines are paired when both sides have the
-            # same number of non-empty lines, else the message is skipped
-            el = [x for x in en.split("\n") if x.strip()]
-            dl = [x for x in de.split("\n") if x.strip()]
-            if len(el) != len(dl):
-                continue
-            for en1, de1 in zip(el, dl):
-                en1, de1 = clean(strip_accel(en1)), clean(strip_accel(de1))
-                if not en1 or not de1 or en1 == de1 or not ok(en1) or not ok(de1):
-                    continue
+            for de1, en1 in message_pairs(en, de):
                 out.write(f"{de1}\t{en1}\t{name[:-3]}\n")
 
 

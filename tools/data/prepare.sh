@@ -18,6 +18,14 @@
 #   (5-8: the .debs are fetched with `apt-get download` into OUT/debs and only the needed files
 #   are unpacked with dpkg-deb into OUT/pkgroot; nothing is installed. ~600 MB of downloads,
 #   widelands-data alone 381 MB.)
+#   9. only with CORPUS=3 (the next model's corpus; the default CORPUS=2 is the shipped
+#      model's): game dialogue from the .mo catalogs of the 16 Wesnoth campaigns
+#      (wesnoth-1.16-{did,...,utbs}), freedroidrpg-data, naev-data and warzone2100-data, the
+#      Lua table of hedgewars-data, the stamp descriptions of tuxpaint-stamps-default, and the
+#      GIMP manual (gimp-help-de/-en, HTML block by block)
+#                    -> raw/{wesnoth_campaigns,freedroidrpg,naev,warzone2100,hedgewars,tuxpaint,gimp_help}.tsv
+#      (another ~1.3 GB of downloads). The held-out sets are the same as CORPUS=2's; the
+#      judged sentences (testset/everyday_short.de) are kept out of its training set.
 # then clean/dedupe/filter/split (build.py, fixed seed: Ding test/valid as before, plus the
 # everyday and technical test/valid sets), and copy the held-out sets into
 # examples/translation/testset/. SPM=1 also trains a new joint SentencePiece model (SPM_VOCAB,
@@ -32,6 +40,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/var/cache/tern/data}
 PY=/usr/bin/python3
 SPM=${SPM:-0}
+CORPUS=${CORPUS:-2}  # 2: the shipped model's corpus; 3: with step 9's sources
+case $CORPUS in 2 | 3) ;; *) echo "prepare.sh: CORPUS must be 2 or 3, not '$CORPUS'" >&2; exit 2 ;; esac
 SPM_VOCAB=${SPM_VOCAB:-16000}  # with SPM=1: pieces of the new model (16000: the shipped one, v2)
 SPM_OUT=${SPM_OUT:-$ROOT/examples/translation/spm.model}  # with SPM=1: where the new model goes
 mkdir -p "$OUT/raw"
@@ -72,7 +82,12 @@ unpack() {  # unpack NAME PACKAGE PATTERN...
   mkdir -p "$d"
   cp_pkg=$2
   shift 2
-  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$d" --wildcards "$@" "./usr/share/doc/$cp_pkg/copyright"
+  # the license file where the package has one (gimp-help-de's is gimp-help-common's)
+  # (grep reads the whole listing: with -q it would stop early and dpkg-deb complain)
+  if dpkg-deb -c "$deb" | grep " \./usr/share/doc/$cp_pkg/copyright\$" >/dev/null; then
+    set -- "$@" "./usr/share/doc/$cp_pkg/copyright"
+  fi
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$d" --wildcards "$@"
 }
 unpack cataclysm cataclysm-dda-data './usr/share/locale/de/*'
 unpack wesnoth wesnoth-1.16-data './usr/share/games/wesnoth/1.16/locale/de/*'
@@ -94,7 +109,47 @@ nice "$PY" "$HERE/docs.py" html "$R/debian-handbook/usr/share/doc/debian-handboo
 # German man pages vs the English pages installed here (which ones exist depends on the machine)
 nice "$PY" "$HERE/manpages.py" "$R/manpages-de/usr/share/man/de" /usr/share/man >"$OUT/raw/manpages.tsv"
 
-nice "$PY" "$HERE/build.py" "$OUT/raw" "$OUT"
+# 9. corpus 3's sources
+BUILD_ARGS="--corpus $CORPUS"
+if [ "$CORPUS" = 3 ]; then
+  CAMPAIGNS="did dm dw ei httt l low nr sof sota sotbe thot trow tsg ttb utbs"
+  DEBS3="freedroidrpg-data naev-data warzone2100-data hedgewars-data tuxpaint-stamps-default"
+  DEBS3="$DEBS3 gimp-help-de gimp-help-en gimp-help-common"
+  for c in $CAMPAIGNS; do DEBS3="$DEBS3 wesnoth-1.16-$c"; done
+  (cd "$OUT/debs" && apt-get -q download $DEBS3 >>"$OUT/raw/apt-download.log" 2>&1)
+  rm -rf "$OUT/pkgroot/wesnoth_campaigns"
+  for c in $CAMPAIGNS; do  # every campaign's catalog into one directory (unpack would clear it)
+    deb=$(ls "$OUT/debs/wesnoth-1.16-${c}"_*.deb | tail -n 1)
+    echo "$(basename "$deb")" >>"$OUT/raw/package_versions.txt"
+    mkdir -p "$OUT/pkgroot/wesnoth_campaigns"
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$OUT/pkgroot/wesnoth_campaigns" --wildcards \
+      './usr/share/games/wesnoth/1.16/locale/de/*'
+  done
+  unpack freedroidrpg freedroidrpg-data './usr/share/locale/de/*'
+  unpack naev naev-data './usr/share/naev/dat/gettext/de/*'
+  unpack warzone2100 warzone2100-data './usr/share/locale/de/*'
+  unpack hedgewars hedgewars-data './usr/share/games/hedgewars/Data/Locale/de.lua'
+  unpack tuxpaint tuxpaint-stamps-default './usr/share/tuxpaint/stamps/*.txt'
+  unpack gimp-help-de gimp-help-de './usr/share/gimp/2.0/help/de/*.html'
+  unpack gimp-help-en gimp-help-en './usr/share/gimp/2.0/help/en/*.html'
+  unpack gimp-help-common gimp-help-common  # its license file only (unpack adds it)
+  nice "$PY" "$HERE/gettext_mo.py" "$R/wesnoth_campaigns/usr/share/games/wesnoth/1.16/locale/de/LC_MESSAGES" \
+    /dev/null wesnoth-1.16-campaigns >"$OUT/raw/wesnoth_campaigns.tsv"
+  nice "$PY" "$HERE/gettext_mo.py" "$R/freedroidrpg/usr/share/locale/de/LC_MESSAGES" /dev/null \
+    freedroidrpg-data >"$OUT/raw/freedroidrpg.tsv"
+  nice "$PY" "$HERE/gettext_mo.py" "$R/naev/usr/share/naev/dat/gettext/de/LC_MESSAGES" /dev/null \
+    naev-data >"$OUT/raw/naev.tsv"
+  nice "$PY" "$HERE/gettext_mo.py" "$R/warzone2100/usr/share/locale/de/LC_MESSAGES" /dev/null \
+    warzone2100-data >"$OUT/raw/warzone2100.tsv"
+  nice "$PY" "$HERE/game_text.py" hedgewars "$R/hedgewars/usr/share/games/hedgewars/Data/Locale/de.lua" \
+    >"$OUT/raw/hedgewars.tsv"
+  nice "$PY" "$HERE/game_text.py" tuxpaint "$R/tuxpaint/usr/share/tuxpaint/stamps" >"$OUT/raw/tuxpaint.tsv"
+  nice "$PY" "$HERE/docs.py" html "$R/gimp-help-en/usr/share/gimp/2.0/help/en" \
+    "$R/gimp-help-de/usr/share/gimp/2.0/help/de" >"$OUT/raw/gimp_help.tsv"
+  BUILD_ARGS="$BUILD_ARGS --exclude $ROOT/examples/translation/testset/everyday_short.de"
+fi
+
+nice "$PY" "$HERE/build.py" "$OUT/raw" "$OUT" $BUILD_ARGS
 
 mkdir -p "$ROOT/examples/translation/testset"
 for s in test test_everyday test_technical valid_everyday valid_technical; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Tests for the v2 data tools: sentence splitting, Gale-Church alignment, the lexical score,
-description units, the documentation block pairing and the repeated-word loop count
-(run: python3 tools/data/test_align.py, or pytest; no torch, well under a second)."""
+"""Tests for the data tools: sentence splitting, Gale-Church alignment, the lexical score,
+description units, the documentation block pairing, message pairs of catalogs and game text,
+build.py's corpus choice and exclusions, and the repeated-word loop count
+(run: python3 tools/data/test_align.py, or pytest; no torch, about a second)."""
 import os
 import sys
 import tempfile
@@ -12,6 +13,8 @@ sys.path.insert(0, HERE)
 import align  # noqa: E402
 import descriptions  # noqa: E402
 import docs  # noqa: E402
+import game_text  # noqa: E402
+from gettext_mo import message_pairs  # noqa: E402
 from quality import corpus_chrf, repeat_loops  # noqa: E402
 
 
@@ -136,6 +139,88 @@ class ManPages(unittest.TestCase):
             ("genau wie -dR", "same as -dR"),
             ("Eine Sicherungskopie jeder vorhandenen Zieldatei erstellen.",
              "Make a backup of each existing destination file.")])
+
+
+class Messages(unittest.TestCase):
+    def test_message_pairs(self):
+        self.assertEqual(list(message_pairs("_Open the door.\nRun!", "Die Tür _öffnen.\nLauf!")),
+                         [("Die Tür öffnen.", "Open the door."), ("Lauf!", "Run!")])
+        self.assertEqual(list(message_pairs("One.\nTwo.", "Eins und zwei.")), [])  # lines differ
+        self.assertEqual(list(message_pairs("%d coins", "%d Münzen")), [])  # format specifier
+        self.assertEqual(list(message_pairs("OK", "OK")), [])  # untranslated
+
+    def test_hedgewars_lua_table(self):
+        lua = ('locale = {\n'
+               '["Don\'t be foolish, son."] = "Sei kein Narr, Sohn.", -- A_Classic_Fairytale\n'
+               '--      ["Untranslated line."] = "",\n'
+               '["He said \\"Go!\\"\\nWe ran."]="Er sagte \\"Los!\\"\\nWir rannten.",\n'
+               '["+1 point"] = "+1 Punkt",\n'
+               '}\n')
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False, encoding="utf-8") as f:
+            f.write(lua)
+        try:
+            pairs = list(game_text.hedgewars(f.name))
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(pairs, [("Sei kein Narr, Sohn.", "Don't be foolish, son."),
+                                 ('Er sagte "Los!"', 'He said "Go!"'), ("Wir rannten.", "We ran."),
+                                 ("+1 Punkt", "+1 point")])
+
+    def test_tuxpaint_stamp(self):
+        text = "A frog.\naf.utf8='n Padda.\nde.utf8=Ein Frosch.\nde_CH.utf8=Ein Fresch.\n"
+        self.assertEqual(list(game_text.tuxpaint_stamp(text)), [("Ein Frosch.", "A frog.")])
+        self.assertEqual(list(game_text.tuxpaint_stamp("A frog.\nfr.utf8=Une grenouille.\n")), [])
+        self.assertEqual(list(game_text.tuxpaint_stamp("de.utf8=Ein Frosch.\n")), [])
+
+
+class BuildCorpus(unittest.TestCase):
+    """build.py: --corpus 3 adds sources after corpus 2's without changing its held-out sets,
+    and --exclude keeps sentences out of training."""
+
+    def build(self, raw, out, *extra):
+        import subprocess
+        subprocess.run([sys.executable, os.path.join(HERE, "build.py"), raw, out, "--test-size", "2",
+                        "--valid-size", "1", *extra], check=True, capture_output=True)
+        res = {}
+        for split in ("train", "test", "valid"):
+            with open(os.path.join(out, split + ".de"), encoding="utf-8") as f:
+                res[split] = f.read().splitlines()
+        return res
+
+    def test_corpus_and_exclude(self):
+        ding = ["Das Haus ist sehr alt.\tThe house is very old.\tsent\t1",
+                "Der Hund schläft im Garten.\tThe dog sleeps in the garden.\tsent\t1",
+                "Wir essen heute keinen Fisch.\tWe do not eat fish today.\tsent\t1",
+                "Die Katze trinkt gerne Milch.\tThe cat likes to drink milk.\tsent\t1",
+                "Haus\thouse\tword\t1", "alt\told\tword\t1", "Hund\tdog\tword\t1",
+                "Schiff\tship\tword\t1", "bereit\tready\tword\t1"]
+        naev = ["Guten Morgen!\tGood morning!\tnaev",
+                "Das Schiff ist bereit.\tThe ship is ready.\tnaev",
+                "Das Schiff ist sehr alt.\tWe do not eat fish today.\tnaev"]  # misaligned
+        with tempfile.TemporaryDirectory() as d:
+            raw = os.path.join(d, "raw")
+            os.makedirs(raw)
+            with open(os.path.join(raw, "ding.tsv"), "w", encoding="utf-8") as f:
+                f.write("\n".join(ding) + "\n")
+            with open(os.path.join(raw, "naev.tsv"), "w", encoding="utf-8") as f:
+                f.write("\n".join(naev) + "\n")
+            excl = os.path.join(d, "judged.de")
+            with open(excl, "w", encoding="utf-8") as f:
+                f.write("Guten Morgen!\n")
+            c2 = self.build(raw, os.path.join(d, "c2"))
+            c3 = self.build(raw, os.path.join(d, "c3"), "--corpus", "3")
+            c3x = self.build(raw, os.path.join(d, "c3x"), "--corpus", "3", "--exclude", excl)
+        self.assertEqual(len(c2["test"]), 2)
+        self.assertEqual((c2["test"], c2["valid"]), (c3["test"], c3["valid"]))
+        self.assertNotIn("Guten Morgen!", c2["train"])
+        self.assertIn("Guten Morgen!", c3["train"])
+        self.assertIn("Das Schiff ist bereit.", c3["train"])
+        # the new source goes through the alignment filter like the others
+        self.assertEqual(sorted(set(c3["train"]) - set(c2["train"])),
+                         ["Das Schiff ist bereit.", "Guten Morgen!"])
+        self.assertNotIn("Guten Morgen!", c3x["train"])
+        self.assertIn("Das Schiff ist bereit.", c3x["train"])
+        self.assertEqual((c3x["test"], c3x["valid"]), (c2["test"], c2["valid"]))
 
 
 class ChrF(unittest.TestCase):

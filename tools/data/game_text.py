@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Extract English->German pairs from game text that is not in gettext catalogs.
+
+Usage: game_text.py hedgewars LOCALE/de.lua > pairs.tsv
+       game_text.py tuxpaint STAMPS_DIR > pairs.tsv
+
+* hedgewars (`hedgewars-data`, Data/Locale/de.lua): a Lua table of ``["English"] = "German",``
+  entries (missions, training, game modes); untranslated entries are commented out with ``--``
+  and skipped. Lua escapes are undone.
+* tuxpaint (`tuxpaint-stamps-default`, stamps/**/*.txt): each stamp's description file starts
+  with the English text, followed by ``LANG.utf8=text`` lines; ``de.utf8`` is the German.
+  Short descriptive sentences ("A frog." / "Ein Frosch.").
+
+Both go through gettext_mo.message_pairs, so they are cleaned and filtered exactly like the
+catalogs. Output TSV: ``de<TAB>en<TAB>name`` (name: hedgewars, tuxpaint-stamps).
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gettext_mo import message_pairs  # noqa: E402
+
+_LUA_STR = r'"((?:[^"\\]|\\.)*)"'
+_LUA_ENTRY = re.compile(r"^\s*\[" + _LUA_STR + r"\]\s*=\s*" + _LUA_STR)
+_LUA_ESC = re.compile(r"\\(.)")
+
+
+def _unlua(s):
+    return _LUA_ESC.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
+
+
+def hedgewars(path):
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = _LUA_ENTRY.match(line)  # a commented-out (untranslated) entry starts with --
+            if m:
+                yield from message_pairs(_unlua(m.group(1)), _unlua(m.group(2)))
+
+
+def tuxpaint_stamp(text):
+    lines = text.splitlines()
+    if not lines or "=" in lines[0]:
+        return
+    en = lines[0]
+    for line in lines[1:]:
+        if line.startswith("de.utf8="):
+            yield from message_pairs(en, line[len("de.utf8="):].rstrip("|"))
+            return
+
+
+def tuxpaint(root):
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".txt"):
+                with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
+                    yield from tuxpaint_stamp(f.read())
+
+
+def main(kind, path):
+    if kind == "hedgewars":
+        pairs, name = hedgewars(path), "hedgewars"
+    elif kind == "tuxpaint":
+        pairs, name = tuxpaint(path), "tuxpaint-stamps"
+    else:
+        sys.exit(f"game_text.py: unknown kind {kind!r} (hedgewars, tuxpaint)")
+    for de, en in pairs:
+        sys.stdout.write(f"{de}\t{en}\t{name}\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])
