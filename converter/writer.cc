@@ -115,8 +115,15 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
   auto converter_version = fbb.CreateString(c.converter_version);
   auto metadata = schema::CreateMetadata(fbb, converter_version, source_digest, source_format,
                                          creation_options);
-  flatbuffers::Offset<schema::Shortlist> shortlist = 0;
-  if (c.shortlist) {
+  flatbuffers::Offset<schema::Shortlist> shortlist = 0, compact_shortlist = 0;
+  if (c.shortlist && c.CompactShortlist()) {
+    const std::vector<uint16_t> ids16(c.shortlist->ids.begin(), c.shortlist->ids.end());
+    auto ids = fbb.CreateVector(ids16);
+    auto row_offsets = fbb.CreateVector(c.shortlist->row_offsets);
+    auto frequent = fbb.CreateVector(c.shortlist->frequent);
+    compact_shortlist =
+        schema::CreateShortlist(fbb, c.shortlist->k, frequent, row_offsets, /*ids=*/0, ids);
+  } else if (c.shortlist) {
     auto ids = fbb.CreateVector(c.shortlist->ids);
     auto row_offsets = fbb.CreateVector(c.shortlist->row_offsets);
     auto frequent = fbb.CreateVector(c.shortlist->frequent);
@@ -135,7 +142,7 @@ std::vector<uint8_t> BuildDescription(const TernContents& c,
   }
   auto config = BuildConfig(fbb, c.config);
   auto model = schema::CreateModel(fbb, 1, FormatMinor(c), config, tensor_vec, tokenizer, metadata,
-                                   shortlist, languages);
+                                   shortlist, languages, compact_shortlist);
   schema::FinishSizePrefixedModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -146,8 +153,8 @@ uint16_t FormatMinor(const TernContents& contents) {
   // 1.2 files read the same in every 1.x reader: the floor. Each config field that differs from
   // its default needs the minor that added it (config_fields.h's since column; kv_heads = heads
   // is stored as the default), and each enum value the minor that added it (ValueSince: GeGLU is
-  // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5, a SentencePiece
-  // language model's own BOS / EOS rule 1.10.
+  // 1.6); the byte-level BPE tokenizer is 1.4, the vocabulary shortlist 1.5 (with 16-bit ids
+  // 1.11), a SentencePiece language model's own BOS / EOS rule 1.10.
   const ModelConfig c = FileConfig(contents.config);
   uint16_t minor = 2;
   auto need = [&minor](bool used, uint16_t since) {
@@ -171,7 +178,16 @@ uint16_t FormatMinor(const TernContents& contents) {
   need(!contents.vocabulary_map.empty(), 8);
   need(!contents.target_vocabulary_map.empty(), 9);
   need(contents.NonDefaultPromptSpecials(), 10);
+  need(contents.CompactShortlist(), 11);
   return minor;
+}
+
+bool TernContents::CompactShortlist() const {
+  if (!shortlist || shortlist_wide_ids) return false;
+  for (int32_t id : shortlist->ids) {
+    if (id < 0 || id > 0xFFFF) return false;
+  }
+  return true;
 }
 
 std::vector<uint8_t> SerializeModel(const TernContents& c) {

@@ -38,8 +38,11 @@ struct TernContents {
   }
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
-  // The vocabulary shortlist: format 1.5.
+  // The vocabulary shortlist: format 1.5, or 1.11 when written compact (Model.compact_shortlist,
+  // 16-bit ids: whenever every id fits, unless shortlist_wide_ids asks for the 1.5 form).
   std::optional<ShortlistData> shortlist;
+  bool shortlist_wide_ids = false;
+  bool CompactShortlist() const;
   // A multilingual model's language codes and tokens (any order; written sorted): format 1.7.
   std::vector<std::pair<std::string, int32_t>> languages;
   std::string converter_version;

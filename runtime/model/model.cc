@@ -321,14 +321,20 @@ Result<Model> Model::Load(const void* data, size_t size) {
   TERN_RETURN_IF_ERROR(UnstoreNormPlacement(&model.config_));
   TERN_RETURN_IF_ERROR(CheckModelConfig(model.config_));
   TERN_RETURN_IF_ERROR(model.CheckTensors());
-  if (model.root_->shortlist() != nullptr &&
-      model.config_.architecture == Architecture::kDecoderOnly) {
-    return Status::Error(
-        StatusCode::kInvalidModel,
-        "shortlist: a decoder-only model has no source sentence to shortlist from");
+  const bool compact = model.root_->compact_shortlist() != nullptr;
+  if (compact && model.root_->shortlist() != nullptr) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "shortlist and compact_shortlist are both set: a file holds one");
   }
-  TERN_RETURN_IF_ERROR(ReadShortlist(model.root_->shortlist(), model.config_.src_vocab_size,
-                                     model.config_.tgt_vocab_size, &model.shortlist_));
+  if ((compact || model.root_->shortlist() != nullptr) &&
+      model.config_.architecture == Architecture::kDecoderOnly) {
+    return Status::Error(StatusCode::kInvalidModel,
+                         "%s: a decoder-only model has no source sentence to shortlist from",
+                         compact ? "compact_shortlist" : "shortlist");
+  }
+  TERN_RETURN_IF_ERROR(
+      ReadShortlist(compact ? model.root_->compact_shortlist() : model.root_->shortlist(), compact,
+                    model.config_.src_vocab_size, model.config_.tgt_vocab_size, &model.shortlist_));
   TERN_RETURN_IF_ERROR(
       CheckLanguages(*model.root_, model.config_.src_vocab_size, model.config_.tgt_vocab_size));
   TERN_RETURN_IF_ERROR(model.CheckVocabularyMap());

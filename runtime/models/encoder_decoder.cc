@@ -330,7 +330,7 @@ void EncoderDecoder::ListCandidates(const int32_t* src, int32_t length, int32_t*
   const int n = ShortlistSpecials(config_, specials);
   for (int i = 0; i < n; ++i) mark(specials[i]);
   for (int32_t i = 0; i < length; ++i) {
-    for (int32_t id : shortlist_->row(src[i])) mark(id);
+    shortlist_->ForEachInRow(src[i], mark);
   }
   int32_t c = 0;
   for (size_t w = 0; w < words; ++w) {

@@ -403,6 +403,8 @@ sl -o "$work/sl.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en" --shortlist
   --write-shortlist "$work/sl.txt"
 check "shortlist: the model has it" grep -q "^shortlist: K 4, F 2" <(tern inspect "$work/sl.tern")
 check "shortlist: inspect --json" grep -q '"worst_case_rows_per_sentence"' <(tern inspect --json "$work/sl.tern")
+check "shortlist: its ids are 16-bit (format 1.11)" grep -q "^shortlist: K 4, F 2, [0-9]* ids of 2 bytes" \
+  <(tern inspect "$work/sl.tern")
 check "shortlist: its text form" grep -q "^tern-shortlist 2" "$work/sl.txt"
 check "shortlist: its text form names the vocabularies" grep -qx "vocab [0-9]* [0-9]*" "$work/sl.txt"
 sl -o "$work/sl2.tern" --shortlist "$work/sl.txt" --write-shortlist "$work/sl2.txt"

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "converter/error.h"
 #include "converter/writer.h"
+#include "tern_generated.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern::convert {
@@ -150,10 +152,18 @@ TEST_CASE("the shortlist text form reads back what it wrote, and refuses bad lin
   refuse(head + "4 7\n", "SOURCE_ID<TAB>IDS");
 }
 
-TEST_CASE("a file with a shortlist is format 1.5 and loads it; the loader checks its ids",
+// Both stored forms: Model.compact_shortlist with 16-bit ids (1.11, written whenever the ids
+// fit) and Model.shortlist with 32-bit ids (1.5, shortlist_wide_ids); the loader checks either
+// and names the field as the file has it.
+TEST_CASE("a file with a shortlist loads it in either form; the loader checks its ids",
           "[shortlist][writer]") {
+  const bool wide = GENERATE(false, true);
+  CAPTURE(wide);
+  const std::string name = wide ? "shortlist" : "compact_shortlist";
+  const std::string ids = name + (wide ? ".ids" : ".ids16");
   const ModelConfig config = testing::TinyConfig();  // vocab 20
   TernContents contents = testing::RandomContents(config, 3);
+  contents.shortlist_wide_ids = wide;
   ShortlistData s;
   s.k = 2;
   s.frequent = {4, 5};
@@ -165,14 +175,22 @@ TEST_CASE("a file with a shortlist is format 1.5 and loads it; the loader checks
     const testing::AlignedBytes bytes(SerializeModel(contents));
     auto model = Model::Load(bytes.data(), bytes.size());
     REQUIRE(model.ok());
-    CHECK(model.value().format_minor() == 5);
+    CHECK(model.value().format_minor() == (wide ? 5 : 11));
+    CHECK((model.value().schema()->shortlist() != nullptr) == wide);
+    CHECK((model.value().schema()->compact_shortlist() != nullptr) == !wide);
     const ShortlistTable& t = model.value().shortlist();
     REQUIRE(t.present());
+    CHECK(t.id_bytes() == (wide ? 4 : 2));
+    CHECK(t.id_count() == 2);
     CHECK(t.k == 2);
     CHECK(t.f() == 2);
-    REQUIRE(t.row(7).size() == 2);
-    CHECK(t.row(7)[1] == 11);
-    CHECK(t.row(8).size() == 0);
+    REQUIRE(t.row_size(7) == 2);
+    CHECK(t.row_id(7, 0) == 9);
+    CHECK(t.row_id(7, 1) == 11);
+    std::vector<int32_t> row;
+    t.ForEachInRow(7, [&row](int32_t id) { row.push_back(id); });
+    CHECK(row == std::vector<int32_t>{9, 11});
+    CHECK(t.row_size(8) == 0);
     CHECK(t.MaxCandidates(10, 4, 20) == 20);
     CHECK(t.MaxCandidates(3, 4, 20) == 2 + 6 + 4);
   }
@@ -185,34 +203,59 @@ TEST_CASE("a file with a shortlist is format 1.5 and loads it; the loader checks
   };
   ShortlistData bad = s;
   bad.ids[1] = 20;
-  refused(bad, "shortlist.ids[1] = 20 is outside tgt_vocab_size 20");
+  refused(bad, ids + "[1] = 20 is outside tgt_vocab_size 20");
   bad = s;
   bad.frequent[0] = -1;
-  refused(bad, "shortlist.frequent[0] = -1");
+  refused(bad, name + ".frequent[0] = -1");
   bad = s;
   bad.row_offsets.pop_back();
-  refused(bad, "shortlist.row_offsets has 20 entries");
+  refused(bad, name + ".row_offsets has 20 entries");
   bad = s;
   bad.k = 1;
-  refused(bad, "more than k = 1");
+  refused(bad, name + " row of source token 7 has 2 ids, more than k = 1");
   bad = s;
   bad.row_offsets[12] = 1;
-  refused(bad, "shortlist.row_offsets[12] = 1");
+  refused(bad, name + ".row_offsets[12] = 1");
   bad = s;
   bad.k = 0;
   bad.frequent.clear();
   bad.ids.clear();
   bad.row_offsets.assign(21, 0);
-  refused(bad, "k = 0 and no frequent ids");
+  refused(bad, name + " has k = 0 and no frequent ids");
   bad = s;
   bad.k = 21;
-  refused(bad, "shortlist.k = 21");
+  refused(bad, name + ".k = 21");
   contents.shortlist.reset();
   const testing::AlignedBytes plain(SerializeModel(contents));
   auto model = Model::Load(plain.data(), plain.size());
   REQUIRE(model.ok());
   CHECK(model.value().format_minor() == 2);
   CHECK(!model.value().shortlist().present());
+}
+
+TEST_CASE("ids that do not fit 16 bits keep the 1.5 form", "[shortlist][writer]") {
+  ModelConfig config = testing::TinyConfig();
+  config.tgt_vocab_size = 70000;  // a target vocabulary beyond 16-bit ids
+  config.shared_embeddings = false;
+  TernContents contents = testing::RandomContents(config, 3);
+  ShortlistData s;
+  s.k = 1;
+  s.frequent = {4};
+  s.row_offsets.assign(static_cast<size_t>(config.src_vocab_size) + 1, 1);
+  s.row_offsets[0] = 0;  // source 0: {69999}
+  s.ids = {69999};
+  contents.shortlist = s;
+  CHECK(!contents.CompactShortlist());
+  const testing::AlignedBytes bytes(SerializeModel(contents));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(model.ok());
+  CHECK(model.value().format_minor() == 5);
+  REQUIRE(model.value().shortlist().present());
+  CHECK(model.value().shortlist().id_bytes() == 4);
+  CHECK(model.value().shortlist().row_id(0, 0) == 69999);
+  s.ids = {65535};  // the largest id that fits
+  contents.shortlist = s;
+  CHECK(contents.CompactShortlist());
 }
 
 }  // namespace

@@ -124,7 +124,12 @@ int main(int argc, char** argv) {
   shortlist.row_offsets = {0, 0, 0, 0, 0, 3, 4, 4, 6};
   shortlist.ids = {6, 7, 3, 1, 7, 6};
   with_shortlist.shortlist = shortlist;
+  with_shortlist.shortlist_wide_ids = true;  // the 1.5 form, Model.shortlist with 32-bit ids
   WriteFile(dir + "/load/shortlist_i8.tern", SerializeModel(with_shortlist));
+  // The same shortlist as the converter writes it by default (format 1.11,
+  // Model.compact_shortlist with 16-bit ids), so load_fuzzer reaches both readers.
+  with_shortlist.shortlist_wide_ids = false;
+  WriteFile(dir + "/load/compact_shortlist_i8.tern", SerializeModel(with_shortlist));
 
   // A SentencePiece model with a vocabulary map (format 1.8, as NLLB / mBART-50 store theirs):
   // src37's piece p is model id p + 1 (fairseq's offset), piece 5 left out (-1), in a shared

@@ -192,7 +192,8 @@ int Inspect(int argc, char** argv) {
     j["shortlist"] = {
         {"k", shortlist.k},
         {"f", shortlist.f()},
-        {"ids", shortlist.ids.size()},
+        {"ids", shortlist.id_count()},
+        {"id_bytes", shortlist.id_bytes()},
         {"special_ids", n},
         {"worst_case_rows_per_sentence",
          shortlist.MaxCandidates(limits.max_source_length, n, model.config().tgt_vocab_size)}};
@@ -243,11 +244,12 @@ int Inspect(int argc, char** argv) {
   if (shortlist.present()) {
     const auto& sl = j["shortlist"];
     std::printf(
-        "shortlist: K %d, F %lld, %zu ids; worst case per sentence (source %d): %lld of %d "
-        "output rows (F + K per source token + %d special ids)\n",
-        shortlist.k, static_cast<long long>(shortlist.f()), shortlist.ids.size(),
-        limits.max_source_length, sl["worst_case_rows_per_sentence"].get<long long>(),
-        model.config().tgt_vocab_size, sl["special_ids"].get<int>());
+        "shortlist: K %d, F %lld, %zu ids of %d bytes; worst case per sentence (source %d): "
+        "%lld of %d output rows (F + K per source token + %d special ids)\n",
+        shortlist.k, static_cast<long long>(shortlist.f()), shortlist.id_count(),
+        shortlist.id_bytes(), limits.max_source_length,
+        sl["worst_case_rows_per_sentence"].get<long long>(), model.config().tgt_vocab_size,
+        sl["special_ids"].get<int>());
   } else {
     std::printf("shortlist: none\n");
   }
