@@ -183,7 +183,8 @@ uint16_t FormatMinor(const TernContents& contents) {
 }
 
 bool TernContents::CompactShortlist() const {
-  if (!shortlist || shortlist_wide_ids) return false;
+  // No row ids (K = 0, only frequent ids): nothing to halve, so the file stays 1.5.
+  if (!shortlist || shortlist_wide_ids || shortlist->ids.empty()) return false;
   for (int32_t id : shortlist->ids) {
     if (id < 0 || id > 0xFFFF) return false;
   }

@@ -39,7 +39,8 @@ struct TernContents {
   // A byte-level BPE tokenizer (tokenizer.json) instead of SentencePiece models: format 1.4.
   std::optional<BpeTokenizerData> bpe_tokenizer;
   // The vocabulary shortlist: format 1.5, or 1.11 when written compact (Model.compact_shortlist,
-  // 16-bit ids: whenever every id fits, unless shortlist_wide_ids asks for the 1.5 form).
+  // 16-bit ids: whenever it has row ids and every one fits, unless shortlist_wide_ids asks for
+  // the 1.5 form: tern convert --shortlist-ids 32).
   std::optional<ShortlistData> shortlist;
   bool shortlist_wide_ids = false;
   bool CompactShortlist() const;

@@ -391,7 +391,7 @@ expect_error "config.json: encoder_layers = 10^9 names the file, field and bound
   limited convert "$pre" --skip-prefix expected. --quiet -o "$work/x.tern" --config "$work/huge.json"
 check "no output after refused configs" test ! -e "$work/x.tern"
 
-# The vocabulary shortlist (format 1.5): from parallel text, written as text, read back; bad
+# The vocabulary shortlist (format 1.11, or 1.5 with --shortlist-ids 32): from parallel text, written as text, read back; bad
 # corpora and K / F are refused with no output left behind.
 sl() {
   tern convert "$pre" --skip-prefix expected. --quiet --tokenizer "$all_fixtures/tokenizer/src37.model" \
@@ -412,6 +412,12 @@ check "shortlist: read back from text, the same table" cmp -s "$work/sl.txt" "$w
 check "shortlist: read back from text, the same inspect line" test \
   "$(tern inspect "$work/sl.tern" | grep ^shortlist)" == "$(tern inspect "$work/sl2.tern" | grep ^shortlist)"
 check "shortlist: a file without one says so" grep -q "^shortlist: none" <(tern inspect "$work/qt.tern")
+sl -o "$work/sl32.tern" --shortlist "$work/sl.txt" --shortlist-ids 32
+check "shortlist: --shortlist-ids 32 stores 32-bit ids (format 1.5)" \
+  grep -q "^shortlist: K 4, F 2, [0-9]* ids of 4 bytes" <(tern inspect "$work/sl32.tern")
+check "shortlist: --shortlist-ids 32 is format 1.5" grep -q "format 1.5," <(tern inspect "$work/sl32.tern")
+check "shortlist: 16-bit ids make the file smaller" \
+  test "$(stat -c %s "$work/sl2.tern")" -lt "$(stat -c %s "$work/sl32.tern")"
 # Using it: translate with and without (--no-shortlist), and tern bench timing both.
 printf 'hello world\nabc\n' >"$work/sl_in.de"
 tern translate -m "$work/sl.tern" --max-length 6 --json "$work/sl_in.de" >"$work/sl_on.json"
@@ -443,6 +449,10 @@ expect_error "shortlist: a corpus needs the tokenizer" 1 "needs the model's Sent
   conv -o "$work/x.tern" --shortlist-corpus "$work/sl.de" "$work/sl.en"
 expect_error "shortlist: -k without a corpus" 2 "--shortlist-k needs --shortlist-corpus" \
   conv -o "$work/x.tern" --shortlist-k 3
+expect_error "shortlist: --shortlist-ids other than 16 or 32" 2 "--shortlist-ids must be 16 or 32, not '8'" \
+  sl -o "$work/x.tern" --shortlist "$work/sl.txt" --shortlist-ids 8
+expect_error "shortlist: --shortlist-ids without a shortlist" 2 "--shortlist-ids needs --shortlist-corpus" \
+  conv -o "$work/x.tern" --shortlist-ids 32
 printf 'tern-shortlist 1\nk 2\nfrequent 1000\n' >"$work/bad.txt"
 expect_error "shortlist: a bad text file names the line" 1 "bad.txt:3: id 1000 is outside" \
   sl -o "$work/x.tern" --shortlist "$work/bad.txt"

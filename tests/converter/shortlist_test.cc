@@ -1,5 +1,6 @@
 // The vocabulary shortlist: built from parallel ids (IBM model 1 and the log-likelihood ratio),
-// its text form, the writer's format 1.5, and the inputs each step refuses.
+// its text form, the writer's formats 1.5 and 1.11 (16-bit ids), and the inputs each step
+// refuses.
 #include "converter/shortlist.h"
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "converter/error.h"
 #include "converter/writer.h"
+#include "runtime/model/shortlist.h"
 #include "tern_generated.h"
 #include "tests/support/tiny_model.h"
 
@@ -221,7 +223,7 @@ TEST_CASE("a file with a shortlist loads it in either form; the loader checks it
   bad.frequent.clear();
   bad.ids.clear();
   bad.row_offsets.assign(21, 0);
-  refused(bad, name + " has k = 0 and no frequent ids");
+  refused(bad, "has k = 0 and no frequent ids");  // no row ids: written in the 1.5 form either way
   bad = s;
   bad.k = 21;
   refused(bad, name + ".k = 21");
@@ -231,6 +233,39 @@ TEST_CASE("a file with a shortlist loads it in either form; the loader checks it
   REQUIRE(model.ok());
   CHECK(model.value().format_minor() == 2);
   CHECK(!model.value().shortlist().present());
+}
+
+// Tables the converter never writes, built by hand: ids in the wrong vector for the field the
+// table was found in.
+TEST_CASE("the loader refuses ids in the other form's vector", "[shortlist][writer]") {
+  const auto read = [](bool compact, std::vector<int32_t> ids, std::vector<uint16_t> ids16,
+                       ShortlistTable* out) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const std::vector<int32_t> frequent = {4};
+    std::vector<uint32_t> offsets(21, 0);
+    for (size_t i = 8; i < offsets.size(); ++i) offsets[i] = 1;  // source 7: one id
+    auto f = fbb.CreateVector(frequent);
+    auto o = fbb.CreateVector(offsets);
+    auto i32 = ids.empty() ? 0 : fbb.CreateVector(ids);
+    auto i16 = ids16.empty() ? 0 : fbb.CreateVector(ids16);
+    fbb.Finish(schema::CreateShortlist(fbb, 1, f, o, i32, i16));
+    return ReadShortlist(flatbuffers::GetRoot<schema::Shortlist>(fbb.GetBufferPointer()), compact,
+                         20, 20, out);
+  };
+  ShortlistTable t;
+  REQUIRE(read(true, {}, {9}, &t).ok());
+  CHECK(t.id_bytes() == 2);
+  CHECK(t.row_id(7, 0) == 9);
+  REQUIRE(read(false, {9}, {}, &t).ok());
+  CHECK(t.id_bytes() == 4);
+  CHECK(t.row_id(7, 0) == 9);
+  Status s = read(true, {9}, {9}, &t);
+  CHECK(s.message() == std::string("compact_shortlist.ids is set: it holds its ids in ids16 only"));
+  s = read(false, {9}, {9}, &t);
+  CHECK(s.message() == std::string("shortlist.ids16 is set: it holds its ids in ids only"));
+  s = read(true, {}, {}, &t);  // no ids at all: the offsets point past them
+  CHECK(s.message() ==
+        std::string("compact_shortlist.row_offsets[8] = 1 is not in [0, 0] (ids16 has 0)"));
 }
 
 TEST_CASE("ids that do not fit 16 bits keep the 1.5 form", "[shortlist][writer]") {
@@ -256,6 +291,11 @@ TEST_CASE("ids that do not fit 16 bits keep the 1.5 form", "[shortlist][writer]"
   s.ids = {65535};  // the largest id that fits
   contents.shortlist = s;
   CHECK(contents.CompactShortlist());
+  s.ids.clear();  // K = 0, frequent ids only: nothing to halve, the file stays 1.5
+  s.k = 0;
+  s.row_offsets.assign(s.row_offsets.size(), 0);
+  contents.shortlist = s;
+  CHECK(!contents.CompactShortlist());
 }
 
 }  // namespace

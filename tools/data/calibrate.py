@@ -7,7 +7,8 @@ Usage: calibrate.py RAW_DIR SOURCE [SOURCE...] [--n 3000] [--seed 1234]
 
 For each source, up to N random pairs of at least 4 German words (cleaned as build.py does) are
 scored with align.Lexicon (build.py's --min-align filter); then the same pairs with their English
-sides shuffled among them. A good threshold keeps most real pairs and few shuffled ones: that is
+sides shuffled among them (shares are of the pairs that get a score: a German side with no
+content word gets none). A good threshold keeps most real pairs and few shuffled ones: that is
 the table DATA.md shows for each source. Prints a Markdown table.
 """
 import argparse
@@ -49,7 +50,7 @@ def main():
     args = ap.parse_args()
     lex = Lexicon.from_ding(os.path.join(args.raw, "ding.tsv"))
     head = " | ".join(f"t={t}" for t in THRESHOLDS) + " | " + " | ".join(f"shuffled: {t}" for t in SHUFFLED)
-    print(f"| source | pairs scored | {head} |")
+    print(f"| source | pairs sampled | {head} |")
     print("|---|---:|" + "---|" * (len(THRESHOLDS) + len(SHUFFLED)))
     for name in args.sources:
         pairs = [(de, en) for de, en, _, _ in read(os.path.join(args.raw, name + ".tsv"), name)

@@ -6,7 +6,8 @@ Usage: game_text.py hedgewars LOCALE/de.lua > pairs.tsv
 
 * hedgewars (`hedgewars-data`, Data/Locale/de.lua): a Lua table of ``["English"] = "German",``
   entries (missions, training, game modes); untranslated entries are commented out with ``--``
-  and skipped. Lua escapes are undone.
+  and skipped. Lua escapes are undone (an entry with an escape other than \n \t \" \' \\ is
+  skipped); ``|`` is the game's soft line wrap, often in mid-sentence, so it becomes a space.
 * tuxpaint (`tuxpaint-stamps-default`, stamps/**/*.txt): each stamp's description file starts
   with the English text, followed by ``LANG.utf8=text`` lines; ``de.utf8`` is the German.
   Short descriptive sentences ("A frog." / "Ein Frosch.").
@@ -24,10 +25,14 @@ from gettext_mo import message_pairs  # noqa: E402
 _LUA_STR = r'"((?:[^"\\]|\\.)*)"'
 _LUA_ENTRY = re.compile(r"^\s*\[" + _LUA_STR + r"\]\s*=\s*" + _LUA_STR)
 _LUA_ESC = re.compile(r"\\(.)")
+_LUA_SIMPLE = {"n": "\n", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
 
 
 def _unlua(s):
-    return _LUA_ESC.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
+    """The Lua string's text, or None when it uses an escape not undone here (\\ddd, \\x..)."""
+    if any(m.group(1) not in _LUA_SIMPLE for m in _LUA_ESC.finditer(s)):
+        return None
+    return _LUA_ESC.sub(lambda m: _LUA_SIMPLE[m.group(1)], s).replace("|", " ")
 
 
 def hedgewars(path):
@@ -35,7 +40,9 @@ def hedgewars(path):
         for line in f:
             m = _LUA_ENTRY.match(line)  # a commented-out (untranslated) entry starts with --
             if m:
-                yield from message_pairs(_unlua(m.group(1)), _unlua(m.group(2)))
+                en, de = _unlua(m.group(1)), _unlua(m.group(2))
+                if en is not None and de is not None:
+                    yield from message_pairs(en, de)
 
 
 def tuxpaint_stamp(text):

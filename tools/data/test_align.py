@@ -155,6 +155,8 @@ class Messages(unittest.TestCase):
                '--      ["Untranslated line."] = "",\n'
                '["He said \\"Go!\\"\\nWe ran."]="Er sagte \\"Los!\\"\\nWir rannten.",\n'
                '["+1 point"] = "+1 Punkt",\n'
+               '["You can|use the rope again."] = "Du kannst das|Seil wieder benutzen.",\n'
+               '["Caf\\195\\169 time."] = "Kaffeezeit.",\n'
                '}\n')
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False, encoding="utf-8") as f:
             f.write(lua)
@@ -164,7 +166,9 @@ class Messages(unittest.TestCase):
             os.unlink(f.name)
         self.assertEqual(pairs, [("Sei kein Narr, Sohn.", "Don't be foolish, son."),
                                  ('Er sagte "Los!"', 'He said "Go!"'), ("Wir rannten.", "We ran."),
-                                 ("+1 Punkt", "+1 point")])
+                                 ("+1 Punkt", "+1 point"),
+                                 # | is a soft wrap; a decimal escape skips the entry
+                                 ("Du kannst das Seil wieder benutzen.", "You can use the rope again.")])
 
     def test_tuxpaint_stamp(self):
         text = "A frog.\naf.utf8='n Padda.\nde.utf8=Ein Frosch.\nde_CH.utf8=Ein Fresch.\n"

@@ -92,7 +92,7 @@ const char kHelp[] =
     "                            tokenizer (BLEU on its subword ids)\n"
     "  --max-length N            decoder steps per sentence (default min(256, max_positions))\n"
     "\n"
-    "vocabulary shortlist (format 1.5; translation models; docs/shortlist.md):\n"
+    "vocabulary shortlist (translation models; docs/shortlist.md):\n"
     "  --shortlist-corpus SRC TGT  build it from parallel text, one sentence per line, encoded\n"
     "                            with the embedded tokenizers: per source token the K target\n"
     "                            tokens most likely in its translation, plus the F most\n"
@@ -107,6 +107,9 @@ const char kHelp[] =
     "                            to commit beside a checkpoint)\n"
     "  --shortlist-eval SRC TGT  print the table's recall on held-out parallel text: the share\n"
     "                            of reference tokens inside their sentence's candidates\n"
+    "  --shortlist-ids 16|32     how row ids are stored: 16 (default, format 1.11, half the\n"
+    "                            bytes; when every id fits) or 32 (format 1.5, which readers\n"
+    "                            older than 1.11 use; they ignore a 1.11 table)\n"
     "\n"
     "output:\n"
     "  -o, --output PATH         the .tern file to write\n"
@@ -208,16 +211,17 @@ int Convert(int argc, char** argv) {
   const std::vector<std::string> skips = TakeRepeated(&argc, argv, "skip-prefix");
   const std::vector<std::string> corpus = TakePair(&argc, argv, "shortlist-corpus");
   const std::vector<std::string> held_out = TakePair(&argc, argv, "shortlist-eval");
-  Args args(argc, argv, {"output",      "arch",
-                         "config",      "map",
-                         "state-key",   "dtype",
-                         "group-size",  "auto-budget",
-                         "tokenizer",   "target-tokenizer",
-                         "report",      "references",
-                         "report-text", "references-text",
-                         "max-length",  "shortlist-k",
-                         "shortlist-f", "shortlist-score",
-                         "shortlist",   "write-shortlist"},
+  Args args(argc, argv, {"output",       "arch",
+                         "config",       "map",
+                         "state-key",    "dtype",
+                         "group-size",   "auto-budget",
+                         "tokenizer",    "target-tokenizer",
+                         "report",       "references",
+                         "report-text",  "references-text",
+                         "max-length",   "shortlist-k",
+                         "shortlist-f",  "shortlist-score",
+                         "shortlist",    "write-shortlist",
+                         "shortlist-ids"},
             {"force", "quiet", "help", "ignore-position-table", "no-tokenizer"},
             {{"-o", "--output"}});
   if (args.has("help")) {

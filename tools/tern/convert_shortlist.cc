@@ -87,6 +87,13 @@ ShortlistRequest ParseShortlistRequest(const Args& args, std::vector<std::string
     if (args.has(o) && r.corpus.empty())
       throw UsageError(std::string("--") + o + " needs --shortlist-corpus");
   }
+  if (args.has("shortlist-ids")) {
+    if (!r.wanted()) throw UsageError("--shortlist-ids needs --shortlist-corpus or --shortlist");
+    const std::string ids = args.get("shortlist-ids");
+    if (ids != "16" && ids != "32")
+      throw UsageError("--shortlist-ids must be 16 or 32, not '" + ids + "'");
+    r.wide_ids = ids == "32";
+  }
   if ((!r.write.empty() || !r.held_out.empty()) && !r.wanted())
     throw UsageError(
         "--write-shortlist and --shortlist-eval need --shortlist-corpus or --shortlist");
@@ -105,6 +112,7 @@ ShortlistRequest ParseShortlistRequest(const Args& args, std::vector<std::string
 
 void AddShortlist(const ShortlistRequest& request, bool quiet, convert::TernContents* contents) {
   if (!request.wanted()) return;
+  contents->shortlist_wide_ids = request.wide_ids;
   const ModelConfig& c = contents->config;
   if (c.architecture == Architecture::kDecoderOnly) {
     throw convert::Error("a shortlist needs a source sentence: this is a decoder-only model");

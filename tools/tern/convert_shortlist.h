@@ -17,6 +17,7 @@ struct ShortlistRequest {
   std::string write;                  // --write-shortlist
   long long k = 50, f = 50;
   std::string score = "ibm1";
+  bool wide_ids = false;  // --shortlist-ids 32: the 1.5 form, for readers older than 1.11
   bool wanted() const { return !corpus.empty() || !file.empty(); }
 };
 

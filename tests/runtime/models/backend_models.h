@@ -72,11 +72,13 @@ inline convert::ShortlistData ToyShortlist(const ModelConfig& config) {
   return s;
 }
 
-// ModelBytes with ToyShortlist in the file (format 1.5).
+// ModelBytes with ToyShortlist in the file: as the converter writes it by default (format 1.11,
+// 16-bit row ids), or with wide_ids the 1.5 form (32-bit ids).
 inline AlignedBytes ShortlistModelBytes(const ModelConfig& config, uint32_t seed, DType dtype,
-                                        int64_t group) {
+                                        int64_t group, bool wide_ids = false) {
   convert::TernContents contents = ModelContents(config, seed, dtype, group);
   contents.shortlist = ToyShortlist(config);
+  contents.shortlist_wide_ids = wide_ids;
   return AlignedBytes(convert::SerializeModel(contents));
 }
 

@@ -188,6 +188,27 @@ TEST_CASE("shortlist: outputs stay inside the candidates, and match alone and in
   }
 }
 
+TEST_CASE("the 16-bit (1.11) and 32-bit (1.5) shortlist forms translate alike", "[shortlist]") {
+  const ModelConfig config = testing::WideConfig();
+  for (Backend backend : testing::Backends()) {
+    INFO("backend " << static_cast<int>(backend));
+    Prepared compact(testing::ShortlistModelBytes(config, 5, DType::kI8, 0), LimitsFor(backend));
+    Prepared wide(testing::ShortlistModelBytes(config, 5, DType::kI8, 0, /*wide_ids=*/true),
+                  LimitsFor(backend));
+    REQUIRE(compact.model.format_minor() == 11);
+    REQUIRE(wide.model.format_minor() == 5);
+    for (int beam : {1, 3}) {
+      DecodingOptions options;
+      options.beam_size = beam;
+      const Output a = Translate(compact.session, 0, 3, options);
+      const Output b = Translate(wide.session, 0, 3, options);
+      CHECK(a.ids == b.ids);
+      CHECK(a.lengths == b.lengths);
+      CHECK(a.scores == b.scores);
+    }
+  }
+}
+
 TEST_CASE("use_shortlist = false translates as the model without a shortlist", "[shortlist]") {
   const ModelConfig config = testing::WideConfig();
   for (Backend backend : testing::Backends()) {
