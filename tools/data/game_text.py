@@ -12,8 +12,9 @@ Usage: game_text.py hedgewars LOCALE/de.lua > pairs.tsv
   with the English text, followed by ``LANG.utf8=text`` lines; ``de.utf8`` is the German.
   Short descriptive sentences ("A frog." / "Ein Frosch.").
 
-Both go through gettext_mo.message_pairs, so they are cleaned and filtered exactly like the
-catalogs. Output TSV: ``de<TAB>en<TAB>name`` (name: hedgewars, tuxpaint-stamps).
+Both go through gettext_mo.message_pairs, so they are cleaned and filtered like the corpus v3
+catalogs (corpus v3's rules: gettext_mo --v3).
+Output TSV: ``de<TAB>en<TAB>name`` (name: hedgewars, tuxpaint-stamps).
 """
 import os
 import re
@@ -42,7 +43,7 @@ def hedgewars(path):
             if m:
                 en, de = _unlua(m.group(1)), _unlua(m.group(2))
                 if en is not None and de is not None:
-                    yield from message_pairs(en, de)
+                    yield from message_pairs(en, de, v3=True)
 
 
 def tuxpaint_stamp(text):
@@ -52,7 +53,7 @@ def tuxpaint_stamp(text):
     en = lines[0]
     for line in lines[1:]:
         if line.startswith("de.utf8="):
-            yield from message_pairs(en, line[len("de.utf8="):].rstrip("|"))
+            yield from message_pairs(en, line[len("de.utf8="):].rstrip("|"), v3=True)
             return
 
 

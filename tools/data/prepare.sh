@@ -22,7 +22,8 @@
 #      model's): game dialogue from the .mo catalogs of the 16 Wesnoth campaigns
 #      (wesnoth-1.16-{did,...,utbs}), freedroidrpg-data, naev-data and warzone2100-data, the
 #      Lua table of hedgewars-data, the stamp descriptions of tuxpaint-stamps-default, and the
-#      GIMP manual (gimp-help-de/-en, HTML block by block)
+#      GIMP manual (gimp-help-de/-en, HTML block by block); their messages are filtered by
+#      corpus v3's rules (gettext_mo.py --v3: hyphenated words kept, which v2's sources drop)
 #                    -> raw/{wesnoth_campaigns,freedroidrpg,naev,warzone2100,hedgewars,tuxpaint,gimp_help}.tsv
 #      (another ~1.3 GB of downloads). The held-out sets are the same as CORPUS=2's; the
 #      judged sentences (testset/everyday_short.de) are kept out of its training set.
@@ -134,13 +135,13 @@ if [ "$CORPUS" = 3 ]; then
   unpack gimp-help-en gimp-help-en './usr/share/gimp/2.0/help/en/*.html'
   unpack gimp-help-common gimp-help-common  # its license file only (unpack adds it)
   nice "$PY" "$HERE/gettext_mo.py" "$R/wesnoth_campaigns/usr/share/games/wesnoth/1.16/locale/de/LC_MESSAGES" \
-    /dev/null wesnoth-1.16-campaigns >"$OUT/raw/wesnoth_campaigns.tsv"
+    /dev/null wesnoth-1.16-campaigns --v3 >"$OUT/raw/wesnoth_campaigns.tsv"
   nice "$PY" "$HERE/gettext_mo.py" "$R/freedroidrpg/usr/share/locale/de/LC_MESSAGES" /dev/null \
-    freedroidrpg-data >"$OUT/raw/freedroidrpg.tsv"
+    freedroidrpg-data --v3 >"$OUT/raw/freedroidrpg.tsv"
   nice "$PY" "$HERE/gettext_mo.py" "$R/naev/usr/share/naev/dat/gettext/de/LC_MESSAGES" /dev/null \
-    naev-data >"$OUT/raw/naev.tsv"
+    naev-data --v3 >"$OUT/raw/naev.tsv"
   nice "$PY" "$HERE/gettext_mo.py" "$R/warzone2100/usr/share/locale/de/LC_MESSAGES" /dev/null \
-    warzone2100-data >"$OUT/raw/warzone2100.tsv"
+    warzone2100-data --v3 >"$OUT/raw/warzone2100.tsv"
   nice "$PY" "$HERE/game_text.py" hedgewars "$R/hedgewars/usr/share/games/hedgewars/Data/Locale/de.lua" \
     >"$OUT/raw/hedgewars.tsv"
   nice "$PY" "$HERE/game_text.py" tuxpaint "$R/tuxpaint/usr/share/tuxpaint/stamps" >"$OUT/raw/tuxpaint.tsv"

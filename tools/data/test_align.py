@@ -148,6 +148,15 @@ class Messages(unittest.TestCase):
         self.assertEqual(list(message_pairs("One.\nTwo.", "Eins und zwei.")), [])  # lines differ
         self.assertEqual(list(message_pairs("%d coins", "%d Münzen")), [])  # format specifier
         self.assertEqual(list(message_pairs("OK", "OK")), [])  # untranslated
+        # an inner hyphen is an option name to corpus v2's filter, a word to corpus v3's; v3
+        # also removes Naev's BEL colour codes
+        self.assertEqual(list(message_pairs("Re-use it.", "Wiederverwenden.")), [])
+        self.assertEqual(list(message_pairs("Re-use it.", "Wiederverwenden.", v3=True)),
+                         [("Wiederverwenden.", "Re-use it.")])
+        self.assertEqual(list(message_pairs("Use --all.", "Nimm --all.", v3=True)), [])
+        self.assertEqual(list(message_pairs("Try -v now.", "Versuch -v.", v3=True)), [])
+        self.assertEqual(list(message_pairs("\x07oYou won!\x070", "\x07oDu hast gewonnen!\x070",
+                                            v3=True)), [("Du hast gewonnen!", "You won!")])
 
     def test_hedgewars_lua_table(self):
         lua = ('locale = {\n'
