@@ -238,9 +238,11 @@ TEST_CASE("a file with a shortlist loads it in either form; the loader checks it
 // Tables the converter never writes, built by hand: ids in the wrong vector for the field the
 // table was found in.
 TEST_CASE("the loader refuses ids in the other form's vector", "[shortlist][writer]") {
-  const auto read = [](bool compact, std::vector<int32_t> ids, std::vector<uint16_t> ids16,
-                       ShortlistTable* out) {
-    flatbuffers::FlatBufferBuilder fbb;
+  // The table is a view of the builder's buffer: the builder outlives each read's checks.
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto read = [&fbb](bool compact, std::vector<int32_t> ids, std::vector<uint16_t> ids16,
+                           ShortlistTable* out) {
+    fbb.Clear();
     const std::vector<int32_t> frequent = {4};
     std::vector<uint32_t> offsets(21, 0);
     for (size_t i = 8; i < offsets.size(); ++i) offsets[i] = 1;  // source 7: one id
