@@ -270,6 +270,38 @@ TEST_CASE("the loader refuses ids in the other form's vector", "[shortlist][writ
         std::string("compact_shortlist.row_offsets[8] = 1 is not in [0, 0] (ids16 has 0)"));
 }
 
+TEST_CASE("a decoder-only model's shortlist is refused, named as stored", "[shortlist][writer]") {
+  const bool wide = GENERATE(false, true);
+  ModelConfig c;
+  c.architecture = Architecture::kDecoderOnly;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 0;
+  c.decoder_layers = 1;
+  c.d_ff = 32;
+  c.norm_placement = NormPlacement::kPre;
+  c.position = PositionKind::kLearned;
+  c.src_vocab_size = 0;
+  c.tgt_vocab_size = 20;
+  c.shared_embeddings = false;
+  c.tied_output = true;
+  c.max_positions = 64;
+  TernContents contents = testing::RandomContents(c, 4);
+  ShortlistData s;
+  s.k = 1;
+  s.frequent = {4};
+  s.row_offsets = {0};
+  s.ids = {3};  // no row holds it: the architecture is refused before the table is read
+  contents.shortlist = s;
+  contents.shortlist_wide_ids = wide;
+  const testing::AlignedBytes bytes(SerializeModel(contents));
+  auto model = Model::Load(bytes.data(), bytes.size());
+  REQUIRE(!model.ok());
+  CHECK(model.status().message() ==
+        std::string(wide ? "shortlist" : "compact_shortlist") +
+            ": a decoder-only model has no source sentence to shortlist from");
+}
+
 TEST_CASE("ids that do not fit 16 bits keep the 1.5 form", "[shortlist][writer]") {
   ModelConfig config = testing::TinyConfig();
   config.tgt_vocab_size = 70000;  // a target vocabulary beyond 16-bit ids
