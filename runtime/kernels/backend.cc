@@ -351,8 +351,10 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
     cache = &cache_;
   }
   TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record, cache));
+  // A layer XNNPACK has no operator for keeps its record too (no operator, path kReference):
+  // ops::Linear then runs the vectorizable loops on it instead of the reference kernel.
+  *kernel = record;
   if (choice.path != xnn::LinearPath::kReference) {
-    *kernel = record;
     // The operator holds its own packed copy; the model's bytes are read again only by a
     // fallback call and, for a tied output projection, by the embedding lookup (its rows load
     // back from the file as they are used, a page at a time, if the pages were dropped).
@@ -419,13 +421,14 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   const char* separator = " ";
   for (int p = 0; p < xnn::kLinearPathCount; ++p) {
     if (plan.on_path[p] == 0) continue;
+    const auto path = static_cast<xnn::LinearPath>(p);
     out.Append("%s%d %s", separator, plan.on_path[p],
-               xnn::LinearPathName(static_cast<xnn::LinearPath>(p)));
+               path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path));
     separator = ", ";
   }
   if (plan.fallbacks[0][0] > 0) {
     out.Append(
-        "; %d layers on the reference kernel: XNNPACK has no operator for their weights (int4 "
+        "; %d layers on vectorized loops: XNNPACK has no operator for their weights (int4 "
         "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row%s)",
         plan.fallbacks[0][0],
         xnn::Qb4wTrusted() ? "" : "; its int4 blocks are wrong on this CPU (AVX512-VNNI)");

@@ -1,7 +1,9 @@
 // The kernels the layers call. Layers never know which backend runs:
 //  - Linear: the layer's prepared XNNPACK operator when it has one (runtime/kernels/xnnpack/,
-//    built with TERN_WITH_XNNPACK and chosen per session by Limits::backend), else the portable
-//    reference kernel. A call XNNPACK cannot run is answered by the reference kernel too.
+//    built with TERN_WITH_XNNPACK and chosen per session by Limits::backend); on that backend a
+//    layer XNNPACK has no operator for runs the vectorizable loops (kernels/vectorized/linear.h);
+//    on the reference backend, the portable reference kernel. A call XNNPACK cannot run is
+//    answered by the reference kernel.
 //  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
 //    choice (attention through batch_matrix_multiply for many queries and the vectorizable
 //    loops of kernels/vectorized/ for one; LayerNorm and activations as those loops), per the
@@ -26,6 +28,7 @@
 #include "runtime/kernels/vectorized/activations.h"
 #include "runtime/kernels/vectorized/half.h"
 #include "runtime/kernels/vectorized/layer_norm.h"
+#include "runtime/kernels/vectorized/linear.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 #include "runtime/kernels/xnnpack/attention.h"
@@ -68,7 +71,13 @@ struct Kernels {
 inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
                    xnn::LinearKernel* kernel, float* y, int64_t ldy) {
 #if TERN_OPS_XNNPACK
-  if (kernel != nullptr && xnn::RunLinear(*kernel, x, m, ldx, y, ldy)) return;
+  if (kernel != nullptr) {
+    if (kernel->op == nullptr) {  // no XNNPACK operator for this weight (vec/linear.h)
+      vec::Linear(x, m, ldx, w, bias, y, ldy);
+      return;
+    }
+    if (xnn::RunLinear(*kernel, x, m, ldx, y, ldy)) return;
+  }
 #else
   (void)kernel;
 #endif

@@ -185,9 +185,10 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
       {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0,
        PathBit(LinearPath::kQd8Qc4w), 1, 1, "fully_connected_nc_f32_qc4w"},
       {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1,
-       xnn::Qb4wTrusted() ? "fully_connected_nc_qd8_f32_qb4w" : "reference kernel"},
-      {"xnnpack i4 blocks of 8 (reference kernel)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1,
-       1, "reference kernel"},
+       xnn::Qb4wTrusted() ? "fully_connected_nc_qd8_f32_qb4w"
+                          : "vectorized loops: XNNPACK has no operator"},
+      {"xnnpack i4 blocks of 8 (vectorized loops)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1,
+       1, "vectorized loops: XNNPACK has no operator"},
       {"xnnpack i8, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1, "2 threads"},
       {"xnnpack f32, 2 threads", Backend::kXnnpack, true, DType::kF32, 0, 0, 2, 1, "2 threads"},
       {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,

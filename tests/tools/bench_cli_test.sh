@@ -79,10 +79,10 @@ else
     test "$(field "$lin" 'len(j), sorted({r["rows"] for r in j}), len({(r["n"], r["k"]) for r in j})')" == "(40, [1, 3], 4)"
   check "--linear times every call and names each weight type's path" \
     test "$(field "$lin" 'all(r["us"] > 0 for r in j), sorted({(r["weights"], r["path"]) for r in j if r["weights"] in ("f32", "int8", "int4/row")})')" == "(True, [('f32', 'fully_connected_nc_f32'), ('int4/row', 'fully_connected_nc_qd8_f32_qc4w'), ('int8', 'fully_connected_nc_qd8_f32_qc8w')])"
-  # int4 in blocks of 32: qb4w, per row where the block is the whole row, the reference kernel
-  # where no block of 32 divides the row (the fixture's rows of 40)
-  check "--linear's int4 blocks take qb4w, qc4w or the reference kernel" \
-    test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "reference"}')" == True
+  # int4 in blocks of 32: qb4w, per row where the block is the whole row, the vectorizable loops
+  # where no block of 32 divides the row (the fixture's rows of 40) or qb4w is not trusted
+  check "--linear's int4 blocks take qb4w, qc4w or the vectorized loops" \
+    test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "vectorized loops"}')" == True
 fi
 err=$(tern bench --linear --rows 1,0 2>&1 >/dev/null)
 check "--rows 0 fails naming the flag" grep -q -- '--rows takes a comma-separated list of row counts 1..4096' <<<"$err"

@@ -18,7 +18,7 @@
 #include "converter/host_tensor.h"
 #include "converter/quantize.h"
 #include "runtime/kernels/backend.h"
-#include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/linear.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "tools/tern/bench_util.h"
 
@@ -145,12 +145,12 @@ struct Shape {
 };
 
 // One timed pass: every copy called once; microseconds per call. A layer XNNPACK has no path
-// for (an int4 block that does not divide the row) runs the reference kernel, as in a session.
+// for (an int4 block that does not divide the row) runs the vectorizable loops, as in a session.
 double Pass(std::vector<Layer>& copies, const Shape& sh, const float* x, float* y) {
   const Clock::time_point t0 = Clock::now();
   for (Layer& layer : copies) {
     if (layer.kernel.path == xnn::LinearPath::kReference) {
-      ref::Linear(x, sh.m, sh.k, layer.view(), layer.bias.data(), y, sh.n);
+      vec::Linear(x, sh.m, sh.k, layer.view(), layer.bias.data(), y, sh.n);
     } else if (!xnn::RunLinear(layer.kernel, x, sh.m, sh.k, y, sh.n)) {
       throw std::runtime_error("XNNPACK could not run a " + std::to_string(sh.m) + " x " +
                                std::to_string(sh.k) + " call");
@@ -334,7 +334,9 @@ int BenchLinear(const LinearBenchSettings& s) {
       for (Layer& layer : copies[static_cast<size_t>(v)]) {
         Build(shape.first, shape.second, variants[v], max_rows, pool, &layer);
       }
-      paths[v] = xnn::LinearPathName(copies[static_cast<size_t>(v)][0].kernel.path);
+      const xnn::LinearPath path = copies[static_cast<size_t>(v)][0].kernel.path;
+      paths[v] =
+          path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path);
     }
     for (int64_t m : s.rows) {
       const Shape sh{shape.first, shape.second, m};

@@ -319,8 +319,8 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
       {"int8 without qd8", false, DType::kI8, 0, PathBit(LinearPath::kQd8Qc8w),
        "fully_connected_nc_qd8_f32_qc8w unsupported here -> fully_connected_nc_f32_qc8w"},
       {"int4 per row", false, DType::kI4, 0, 0, "fully_connected_nc_qd8_f32_qc4w"},
-      {"int4 blocks of 8 (reference)", false, DType::kI4, 8, 0,
-       "33 layers on the reference kernel: XNNPACK has no operator"},
+      {"int4 blocks of 8 (vectorized loops)", false, DType::kI4, 8, 0,
+       "33 layers on vectorized loops: XNNPACK has no operator"},
       {"int4 blocks of 32", true, DType::kI4, 32, 0,
        xnn::Qb4wTrusted() ? "fully_connected_nc_qd8_f32_qb4w"
                           : "int4 blocks are wrong on this CPU"},

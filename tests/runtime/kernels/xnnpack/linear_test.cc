@@ -21,6 +21,7 @@
 #include "converter/quantize.h"
 #include "runtime/kernels/ops.h"
 #include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/linear.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/linear.h"
@@ -217,10 +218,24 @@ void CheckPath(DType dtype, const Case& c, LinearPath expect_path, uint32_t unsu
 
   std::vector<float> got(static_cast<size_t>(m * ldy) + kPad, -7.0f), want(got);
   ref::Linear(x.data(), m, ldx, spec.weight, spec.bias, want.data(), ldy);
-  if (expect_path == LinearPath::kReference) {  // no operator: ops::Linear is the reference
+  if (expect_path == LinearPath::kReference) {
+    // No operator: ops::Linear runs the vectorizable loops (vectorized/linear.h), which give the
+    // reference's outputs up to the order of the sums (tests/runtime/kernels/vectorized/).
     CHECK(one.kernel.op == nullptr);
     ops::Linear(x.data(), m, ldx, spec.weight, spec.bias, &one.kernel, got.data(), ldy);
-    CHECK(got == want);
+    std::vector<float> loops(got.size(), -7.0f);
+    vec::Linear(x.data(), m, ldx, spec.weight, spec.bias, loops.data(), ldy);
+    CHECK(got == loops);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < c.n; ++j) {
+        double size = bias ? std::fabs(b[j]) : 0.0;
+        for (int64_t cc = 0; cc < c.k; ++cc) {
+          size += std::fabs(x[i * ldx + cc] * WeightAt(spec.weight, j, cc));
+        }
+        CHECK(std::fabs(got[i * ldy + j] - want[i * ldy + j]) <= 2e-6 * size + 1e-30);
+      }
+    }
+    CHECK(one.context.fallback_calls == 0);
     return;
   }
   REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, ldx, got.data(), ldy));
@@ -314,7 +329,7 @@ TEST_CASE("xnnpack int4 block-scaled linear matches the reference", "[xnnpack][l
   const Case blocks[] = {{1, 64, 32},  {7, 96, 32},    {33, 64, 32},
                          {40, 64, 32}, {130, 256, 64}, {5, 256, 128}};
   // Batch sizes around XNNPACK's 14-row tiles: 2, 3, 15, 17 and 31 were wrong on AVX512-VNNI
-  // CPUs, which therefore run the reference kernel (linear.cc, Qb4wTrusted).
+  // CPUs, which therefore run the vectorizable loops (linear.cc, Qb4wTrusted).
   const LinearPath path = xnn::Qb4wTrusted() ? LinearPath::kQd8Qb4w : LinearPath::kReference;
   for (const Case& c : blocks) {
     for (int64_t m : {1, 2, 3, 4, 14, 15, 17, 21, 31}) {
@@ -324,7 +339,7 @@ TEST_CASE("xnnpack int4 block-scaled linear matches the reference", "[xnnpack][l
   }
 }
 
-TEST_CASE("layers XNNPACK cannot run fall back to the reference kernel", "[xnnpack][linear]") {
+TEST_CASE("layers XNNPACK cannot run take the vectorizable loops", "[xnnpack][linear]") {
   // Blocks XNNPACK does not take (not a multiple of 32, or not dividing the row), and every
   // path of a dtype switched off, as on a CPU that lacks it.
   CheckPath(DType::kF32, {9, 24, 0}, LinearPath::kReference, xnn::PathBit(LinearPath::kF32), true,

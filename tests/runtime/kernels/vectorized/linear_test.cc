@@ -1,0 +1,145 @@
+// vec::Linear, the XNNPACK backend's kernel for layers XNNPACK has no operator for: the reference
+// kernel's outputs to float rounding for every weight dtype and layout (per row, blocks that
+// span its chunks of 256 columns, odd blocks, tails), on tiles of rows with strides; a row's
+// outputs are the same bits alone as inside a batch.
+#include "runtime/kernels/vectorized/linear.h"
+
+#include <catch2/catch_test_macros.hpp>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "runtime/core/fp16.h"
+#include "runtime/kernels/reference/linear.h"
+
+namespace tern {
+namespace {
+
+struct Layout {
+  const char* name;
+  DType dtype;
+  int64_t group;  // 0: one scale per row
+};
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> scales;
+  WeightView view;
+};
+
+Weights RandomWeights(const Layout& l, int64_t n, int64_t k, std::mt19937* rng) {
+  Weights w;
+  w.view.dtype = l.dtype;
+  w.view.rows = n;
+  w.view.cols = k;
+  w.view.group_size = l.group;
+  w.bytes.resize(w.view.row_bytes() * static_cast<size_t>(n));
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  if (l.dtype == DType::kF32 || l.dtype == DType::kF16) {
+    for (int64_t r = 0; r < n; ++r) {
+      uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.view.row_bytes();
+      for (int64_t c = 0; c < k; ++c) {
+        const float f = value(*rng);
+        if (l.dtype == DType::kF32) {
+          std::memcpy(row + c * 4, &f, 4);
+        } else {
+          const uint16_t h = Fp32ToFp16(f);
+          std::memcpy(row + c * 2, &h, 2);
+        }
+      }
+    }
+  } else {
+    // Every byte is a valid int8 or pair of int4 values (-8 and -128 included).
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (uint8_t& b : w.bytes) b = static_cast<uint8_t>(byte(*rng));
+    w.scales.resize(static_cast<size_t>(n * w.view.groups_per_row()));
+    std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+    for (float& s : w.scales) s = scale(*rng);
+    w.view.scales = w.scales.data();
+  }
+  w.view.data = w.bytes.data();
+  return w;
+}
+
+TEST_CASE("vec::Linear computes ref::Linear's outputs for every weight layout",
+          "[vectorized][linear]") {
+  const Layout layouts[] = {
+      {"f32", DType::kF32, 0},
+      {"f16", DType::kF16, 0},
+      {"int8 per row", DType::kI8, 0},
+      {"int8 blocks of 24", DType::kI8, 24},
+      {"int4 per row", DType::kI4, 0},
+      {"int4 blocks of 8", DType::kI4, 8},
+      {"int4 blocks of 32", DType::kI4, 32},
+      {"int4 blocks of 24", DType::kI4, 24},
+      {"int4 blocks of 3", DType::kI4, 3},
+  };
+  // k: below one lane group, a tail, exactly one chunk, chunks with a tail (blocks of 24 and 3
+  // then span the chunk boundary at 256, and odd blocks start on odd columns).
+  const int64_t ks[] = {5, 33, 256, 300, 531};
+  const int64_t ms[] = {1, 3, 8, 19};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  for (const Layout& l : layouts) {
+    for (int64_t k : ks) {
+      if (l.group > k) continue;
+      const int64_t n = 37;
+      Weights w = RandomWeights(l, n, k, &rng);
+      std::vector<float> bias(static_cast<size_t>(n));
+      for (float& b : bias) b = value(rng);
+      for (int64_t m : ms) {
+        for (bool with_bias : {true, false}) {
+          INFO(l.name << ", k " << k << ", m " << m << (with_bias ? ", bias" : ", no bias"));
+          const int64_t ldx = k + 3, ldy = n + 5;  // strides wider than the rows
+          std::vector<float> x(static_cast<size_t>(m * ldx));
+          for (float& v : x) v = value(rng);
+          const float* b = with_bias ? bias.data() : nullptr;
+          std::vector<float> want(static_cast<size_t>(m * ldy), -7.0f);
+          std::vector<float> got(static_cast<size_t>(m * ldy), -7.0f);
+          ref::Linear(x.data(), m, ldx, w.view, b, want.data(), ldy);
+          vec::Linear(x.data(), m, ldx, w.view, b, got.data(), ldy);
+          int bad = 0;
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < ldy; ++j) {
+              const size_t at = static_cast<size_t>(i * ldy + j);
+              if (j >= n) {  // between rows: never written
+                if (got[at] != -7.0f && ++bad <= 3) UNSCOPED_INFO("wrote column " << j);
+                continue;
+              }
+              // Only the order of the sums differs: bound by the sum of the products' sizes.
+              double size = with_bias ? std::fabs(bias[static_cast<size_t>(j)]) : 0.0;
+              for (int64_t c = 0; c < k; ++c) {
+                size += std::fabs(static_cast<double>(x[static_cast<size_t>(i * ldx + c)]) *
+                                  WeightAt(w.view, j, c));
+              }
+              if (std::fabs(got[at] - want[at]) > 2e-6 * size + 1e-30 && ++bad <= 3) {
+                UNSCOPED_INFO("row " << i << " column " << j << ": " << got[at] << " vs "
+                                     << want[at]);
+              }
+            }
+          }
+          CHECK(bad == 0);
+          // Each row alone: the same bits as in the tile it shared with the others.
+          for (int64_t i = 0; i < m; ++i) {
+            std::vector<float> alone(static_cast<size_t>(n));
+            vec::Linear(x.data() + i * ldx, 1, ldx, w.view, b, alone.data(), n);
+            CHECK(std::memcmp(alone.data(), got.data() + i * ldy, alone.size() * sizeof(float)) ==
+                  0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("vec::Linear with no rows writes nothing", "[vectorized][linear]") {
+  std::mt19937 rng(1);
+  Weights w = RandomWeights({"int4 blocks of 8", DType::kI4, 8}, 4, 16, &rng);
+  float y = -7.0f;
+  vec::Linear(nullptr, 0, 16, w.view, nullptr, &y, 4);
+  CHECK(y == -7.0f);
+}
+
+}  // namespace
+}  // namespace tern
