@@ -16,6 +16,12 @@ namespace tern {
 #if TERN_XNNPACK_BUILD
 namespace {
 
+// What runs a layer on this path: its XNNPACK operator's name, or for kReference (no operator)
+// the vectorizable loops ops::Linear runs then.
+const char* RunsOn(xnn::LinearPath path) {
+  return path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path);
+}
+
 xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCall& call) {
   xnn::LinearSpec spec;
   spec.weight = weight;
@@ -225,7 +231,7 @@ namespace {
 Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedRegion* region,
                    bool* pack) {
   const size_t need = xnn::SharedRegion::RequiredBytes(plan.packed_layers, plan.packed_bytes);
-  // A model XNNPACK packs nothing of (every layer on the reference kernel) shares nothing: the
+  // A model XNNPACK packs nothing of (no layer with an operator) shares nothing: the
   // region, bound or not, stays as it is.
   *pack = false;
   if (need == 0) return Status::Ok();
@@ -421,9 +427,7 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   const char* separator = " ";
   for (int p = 0; p < xnn::kLinearPathCount; ++p) {
     if (plan.on_path[p] == 0) continue;
-    const auto path = static_cast<xnn::LinearPath>(p);
-    out.Append("%s%d %s", separator, plan.on_path[p],
-               path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path));
+    out.Append("%s%d %s", separator, plan.on_path[p], RunsOn(static_cast<xnn::LinearPath>(p)));
     separator = ", ";
   }
   if (plan.fallbacks[0][0] > 0) {
@@ -442,7 +446,7 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
       if (plan.fallbacks[p][q] == 0) continue;
       out.Append("; fallback: %d layers %s unsupported here -> %s", plan.fallbacks[p][q],
                  xnn::LinearPathName(static_cast<xnn::LinearPath>(p)),
-                 xnn::LinearPathName(static_cast<xnn::LinearPath>(q)));
+                 RunsOn(static_cast<xnn::LinearPath>(q)));
     }
   }
   return Status::Ok();

@@ -13,7 +13,8 @@ namespace tern {
 struct LinearWeights {
   WeightView weight;            // [out, in]
   const float* bias = nullptr;  // [out] or null
-  // The backend's prepared operator for this layer (in the arena), or null: reference kernel.
+  // The backend's record of this layer (in the arena): its XNNPACK operator, or none (the
+  // vectorizable loops run it); null on the reference backend (the reference kernel).
   LinearKernel* kernel = nullptr;
 };
 

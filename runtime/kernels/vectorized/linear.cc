@@ -15,15 +15,19 @@ constexpr int64_t kTile = 8;     // rows of x that share one unpacking of the we
 constexpr int kLanes = 16;
 
 // Two signed nibbles per byte, low first (as Int4At), unpacked without branches.
-inline float Low(uint8_t b) {
+__attribute__((always_inline)) inline float Low(uint8_t b) {
   return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4);
 }
-inline float High(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b) >> 4); }
+__attribute__((always_inline)) inline float High(uint8_t b) {
+  return static_cast<float>(static_cast<int8_t>(b) >> 4);
+}
 
 // Columns [c0, c1) of weight row r as floats: each exactly WeightAt(w, r, c) (a quantized
 // weight is its scale times its integer, one rounding), so only the order of the sums differs
-// from ref::Linear.
-inline void Unpack(const WeightView& w, int64_t r, int64_t c0, int64_t c1, float* out) {
+// from ref::Linear. Forced inline: the target_clones copies of Linear must each get their own
+// (GCC 12 at -O2 otherwise calls one baseline copy from the AVX2 clone).
+__attribute__((always_inline)) inline void Unpack(const WeightView& w, int64_t r, int64_t c0,
+                                                  int64_t c1, float* out) {
   const uint8_t* row = w.row(r);
   switch (w.dtype) {
     case DType::kF32:

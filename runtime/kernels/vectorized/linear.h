@@ -14,7 +14,8 @@
 namespace tern::vec {
 
 // What ref::Linear computes, to rounding: y[i, :] = x[i, :] W^T + b for i < m (row strides ldx,
-// ldy in elements; bias may be null). Every weight dtype.
+// ldy in elements; bias may be null). Every weight dtype (f32, f16, int8, int4; int32, which no
+// linear layer has, as WeightAt reads it).
 void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
             float* y, int64_t ldy);
 

@@ -21,7 +21,8 @@ std::atomic<uint32_t> g_unsupported_for_testing{0};
 // XNNPACK 2024-11's f32_qc4w GEMM on ARM (aarch64 and armv7) computes garbage for rows with an
 // odd number of input channels (measured under qemu: errors 10^5..10^8 times the int4 tolerance,
 // even K exact; x86-64 is exact for both), so there odd K skips that path and runs the
-// reference kernel. Real models have even widths; the qd8 path, tried first, is unaffected.
+// vectorizable loops (vectorized/linear.h). Real models have even widths; the qd8 path, tried
+// first, is unaffected.
 bool F32Qc4wTakes(int64_t cols) {
 #if defined(__aarch64__) || defined(__arm__)
   return cols % 2 == 0;
@@ -260,9 +261,9 @@ bool ReshapeFc(LinearKernel& kn, int64_t m) {
 // 43-45, 57-59 (a model's logits off by up to 0.9 where 0.05 was allowed; M = 1 and the other
 // sizes within the tests' tolerance). Running those batches in pieces of good sizes still left
 // errors up to 3x the tolerance for N not a multiple of 16, so on such CPUs blockwise int4 runs
-// the reference kernel. Per-row int4 (qc4w, the converter's default), int8, f16 and f32 passed
-// there for every M tested up to 64, and qb4w passed on the machines without AVX512-VNNI that
-// ran these tests before.
+// the vectorizable loops (vectorized/linear.h; the reference kernel before 2026-12-05). Per-row
+// int4 (qc4w, the converter's default), int8, f16 and f32 passed there for every M tested up to 64,
+// and qb4w passed on the machines without AVX512-VNNI that ran these tests before.
 bool Qb4wTrusted() {
   static const bool trusted = !(cpuinfo_initialize() && cpuinfo_has_x86_avx512vnni());
   return trusted;

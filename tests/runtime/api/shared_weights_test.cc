@@ -108,7 +108,7 @@ TEST_CASE("sessions sharing packed weights translate as sessions with their own"
       const Output expected = Translate(own.session, 3);
 
       // XNNPACK packs every layer, except blockwise int4 where its kernel is not trusted (then
-      // every layer runs the reference kernel and nothing is shared: 0 bytes).
+      // every layer runs the vectorizable loops and nothing is shared: 0 bytes).
       const bool packs = backend == Backend::kXnnpack && (c.group == 0 || XnnpackTakesInt4Blocks());
       auto shared_bytes = SharedWeights::RequiredBytes(model, limits);
       REQUIRE(shared_bytes.ok());

@@ -1,7 +1,7 @@
 // Models for the backend tests (XNNPACK vs reference): random weights in any dtype with a chosen
 // int4 block size, and a 64-wide config whose rows XNNPACK's blockwise int4 (blocks of 32)
 // takes. tests/support/tiny_model.h's RandomContents fixes int4 blocks at 8, which XNNPACK does
-// not take (those layers run on the reference kernel).
+// not take (those layers run on the vectorizable loops, vectorized/linear.h).
 #pragma once
 
 #include <cmath>
