@@ -45,7 +45,7 @@ namespace {
 const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
     "       tern bench --linear [-m MODEL] [--rows 1,4,16,64] [--int4-block 32] [--threads N]\n"
-    "                           [--working-set MIB] [--repeat R] [--json] [--gather C]\n"
+    "                           [--working-set MIB] [--repeat R] [--json] [--gather C | --split]\n"
     "\n"
     "A language model (decoder-only): a batch of --batch prompts of --prompt-length tokens is\n"
     "prefilled and --tokens tokens per prompt generated greedily (EOS not stopping them):\n"
@@ -87,7 +87,11 @@ const char kHelp[] =
     "--linear --gather C: the vocabulary shortlist's row kernel on C of the vocabulary x d\n"
     "layer's rows against copying those rows out and packing an operator for them once per\n"
     "sentence (int8 and int4 per row): us per step, us per sentence, and after how many steps\n"
-    "gathering would pay.\n";
+    "gathering would pay.\n"
+    "--linear --split (with --threads N >= 2): int8 layers on N threads two ways, XNNPACK's\n"
+    "own tiling on the pool (as a session runs them) against the output rows cut into N\n"
+    "operators run as one pool task each; us per call and speed-up over one thread (outputs\n"
+    "checked identical).\n";
 
 using bench::Check;
 using bench::Clock;
@@ -181,6 +185,10 @@ int BenchLinearCommand(const Args& args) {
   s.json = args.has("json");
   s.gather_rows = args.get_int("gather", 0, 0, 1 << 24);
   if (s.gather_rows > 0 && s.json) throw UsageError("--gather prints a table; no --json");
+  s.split = args.has("split");
+  if (s.split && s.threads < 2) throw UsageError("--split needs --threads >= 2");
+  if (s.split && s.gather_rows > 0)
+    throw UsageError("--split and --gather are different benchmarks");
   return BenchLinear(s);
 }
 
@@ -190,7 +198,7 @@ int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "kv-cache", "source-length", "prompt-length", "tokens",
              "batch", "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather"},
-            {"json", "no-mmap", "no-shortlist", "linear", "help"}, {{"-m", "--model"}});
+            {"json", "no-mmap", "no-shortlist", "linear", "split", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -198,6 +206,7 @@ int Bench(int argc, char** argv) {
   if (args.has("linear")) return BenchLinearCommand(args);
   if (args.has("rows")) throw UsageError("--rows is for --linear");
   if (args.has("gather")) throw UsageError("--gather is for --linear");
+  if (args.has("split")) throw UsageError("--split is for --linear");
   if (!args.has("model")) throw UsageError("--model is required");
   const std::string path = args.get("model");
   const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));

@@ -81,7 +81,7 @@ struct Layer {
   }
 };
 
-void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer);
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int64_t output_stride = 0);
 
 void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool_t pool,
            Layer* layer) {
@@ -96,8 +96,9 @@ void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool
   Create(max_rows, pool, layer);
 }
 
-// The second half of Build: the operator for layer->encoded, as Prepare creates it.
-void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer) {
+// The second half of Build: the operator for layer->encoded, as Prepare creates it, writing rows
+// of output_stride outputs (0: its own n).
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int64_t output_stride) {
   const int64_t n = layer->encoded.shape[0], k = layer->encoded.shape[1];
   layer->bias.assign(static_cast<size_t>(n), 0.01f);
 
@@ -106,7 +107,7 @@ void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer) {
   spec.bias = layer->bias.data();
   spec.max_rows = max_rows;
   spec.input_stride = k;
-  spec.output_stride = n;
+  spec.output_stride = output_stride > 0 ? output_stride : n;
   xnn::LinearPlanner planner;
   bench::Check(planner.Choose(spec, &layer->choice), "choosing a path");
   xnn::ContextNeeds needs;
@@ -297,6 +298,130 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
   return 0;
 }
 
+// --split: one layer's output rows cut into `parts` slices, each an operator of its own (no pool:
+// XNNPACK walks its tiles on the thread that runs it) writing its columns of the full output.
+struct Slices {
+  std::vector<Layer> parts;
+  int64_t n = 0;
+  std::vector<int64_t> first;  // first output row of each part
+};
+
+void Slice(const Layer& full, int parts, int64_t max_rows, Slices* out) {
+  const int64_t n = full.encoded.shape[0], k = full.encoded.shape[1];
+  const size_t row_bytes = full.encoded.data.size() / static_cast<size_t>(n);
+  out->n = n;
+  out->parts = std::vector<Layer>(static_cast<size_t>(parts));
+  out->first.clear();
+  for (int p = 0; p < parts; ++p) {
+    const int64_t begin = n * p / parts, end = n * (p + 1) / parts;
+    Layer& l = out->parts[static_cast<size_t>(p)];
+    l.encoded.dtype = full.encoded.dtype;
+    l.encoded.shape = {end - begin, k};
+    l.encoded.data.assign(
+        full.encoded.data.begin() + static_cast<std::ptrdiff_t>(begin * row_bytes),
+        full.encoded.data.begin() + static_cast<std::ptrdiff_t>(end * row_bytes));
+    l.encoded.scales.assign(full.encoded.scales.begin() + begin, full.encoded.scales.begin() + end);
+    Create(max_rows, nullptr, &l, n);
+    out->first.push_back(begin);
+  }
+}
+
+struct SliceCall {
+  Slices* slices;
+  const float* x;
+  float* y;
+  int64_t m, k;
+  bool failed;
+};
+
+void RunSlice(void* context, size_t p) {
+  auto* c = static_cast<SliceCall*>(context);
+  Layer& l = c->slices->parts[p];
+  if (!xnn::RunLinear(l.kernel, c->x, c->m, c->k, c->y + c->slices->first[p], c->slices->n)) {
+    c->failed = true;
+  }
+}
+
+int BenchSplit(const LinearBenchSettings& s) {
+  if (s.threads < 2) throw std::runtime_error("tern bench --linear --split needs --threads >= 2");
+  pthreadpool_t pool = pthreadpool_create(static_cast<size_t>(s.threads));
+  if (pool == nullptr) throw std::runtime_error("could not create a thread pool");
+  const Variant int8{"int8", DType::kI8, 0};
+  const int64_t max_rows = *std::max_element(s.rows.begin(), s.rows.end());
+  nlohmann::json out = nlohmann::json::array();
+  if (!s.json) {
+    std::printf(
+        "int8 (qd8_f32_qc8w), us per call, calls cycling through %.0f MiB of layers: one thread; "
+        "%d threads through XNNPACK's tiling (governed, as a session runs it); output rows cut "
+        "into %d operators, one pool task each. Outputs checked identical.\n",
+        s.working_set_bytes / (1024 * 1024), s.threads, s.threads);
+    std::printf("%-12s %4s %12s %12s %8s %12s %8s\n", "n x k", "M", "1 thread", "tiled", "speedup",
+                "cut", "speedup");
+  }
+  for (const auto& shape : s.shapes) {
+    const int64_t n = shape.first, k = shape.second;
+    Layer probe;
+    Build(n, k, int8, max_rows, nullptr, &probe);
+    const size_t count =
+        static_cast<size_t>(std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
+    std::vector<Layer> single(count), tiled(count);
+    std::vector<Slices> cut(count);
+    for (size_t c = 0; c < count; ++c) {
+      Build(n, k, int8, max_rows, nullptr, &single[c]);
+      Build(n, k, int8, max_rows, pool, &tiled[c]);
+      Slice(single[c], s.threads, max_rows, &cut[c]);
+    }
+    for (int64_t m : s.rows) {
+      const Shape sh{n, k, m};
+      std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+      std::vector<float> y_cut(y.size());
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (auto& e : x) e = dist(rng);
+      std::vector<double> t_single, t_tiled, t_cut;
+      for (int r = 0; r < s.warmup + s.repeat; ++r) {
+        const double a = Pass(single, sh, x.data(), y.data());
+        const double b = Pass(tiled, sh, x.data(), y.data());
+        const Clock::time_point t0 = Clock::now();
+        for (Slices& sl : cut) {
+          SliceCall call{&sl, x.data(), y_cut.data(), m, k, false};
+          pthreadpool_parallelize_1d(pool, RunSlice, &call, sl.parts.size(), 0);
+          if (call.failed) throw std::runtime_error("XNNPACK could not run a slice");
+        }
+        const double c = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(count);
+        if (r >= s.warmup) {
+          t_single.push_back(a);
+          t_tiled.push_back(b);
+          t_cut.push_back(c);
+        }
+      }
+      // Every output column is computed by the same kernel from the same quantized row either
+      // way: the slices must give the full layer's bits.
+      Pass(single, sh, x.data(), y.data());
+      if (std::memcmp(y.data(), y_cut.data(), y.size() * sizeof(float)) != 0) {
+        throw std::runtime_error("the sliced layer's outputs differ from the whole layer's");
+      }
+      const double a = Median(t_single), b = Median(t_tiled), c = Median(t_cut);
+      if (s.json) {
+        out.push_back({{"n", n},
+                       {"k", k},
+                       {"rows", m},
+                       {"threads", s.threads},
+                       {"one_thread_us", a},
+                       {"tiled_us", b},
+                       {"cut_us", c}});
+        continue;
+      }
+      const std::string name = std::to_string(n) + " x " + std::to_string(k);
+      std::printf("%-12s %4lld %12.1f %12.1f %7.2fx %12.1f %7.2fx\n", name.c_str(),
+                  static_cast<long long>(m), a, b, a / b, c, a / c);
+    }
+  }
+  if (s.json) std::printf("%s\n", out.dump(2).c_str());
+  pthreadpool_destroy(pool);
+  return 0;
+}
+
 }  // namespace
 
 int BenchLinear(const LinearBenchSettings& s) {
@@ -308,6 +433,7 @@ int BenchLinear(const LinearBenchSettings& s) {
                               {"int4/block", DType::kI4, s.int4_block}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
   if (s.gather_rows > 0) return BenchGather(s, variants + 2, 2);  // int8, int4 per row
+  if (s.split) return BenchSplit(s);
   pthreadpool_t pool = s.threads > 1 ? pthreadpool_create(static_cast<size_t>(s.threads)) : nullptr;
   const int64_t max_rows = *std::max_element(s.rows.begin(), s.rows.end());
 

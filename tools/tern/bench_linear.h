@@ -24,6 +24,10 @@ struct LinearBenchSettings {
   // > 0: instead of the table, the vocabulary shortlist's row kernel against gathering this
   // many rows into an operator of their own (the last shape: vocabulary x d).
   int64_t gather_rows = 0;
+  // Instead of the table: int8 layers on `threads` threads two ways, XNNPACK's own tiling on
+  // the pool (as a session runs them) against the output rows cut into one operator per
+  // thread, each run as one pool task (issue 20: threads at batch > 1).
+  bool split = false;
 };
 
 // Times f32, f16, int8 (qc8w), int4 per row (qc4w) and int4 per block (qb4w) on random weights
