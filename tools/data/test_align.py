@@ -236,6 +236,32 @@ class BuildCorpus(unittest.TestCase):
         self.assertEqual((c3x["test"], c3x["valid"]), (c2["test"], c2["valid"]))
 
 
+class UsageErrors(unittest.TestCase):
+    """The data tools' exit messages: a wrong kind, option or corpus is named, exit status not 0."""
+
+    def run_tool(self, argv, env=None):
+        import subprocess
+        return subprocess.run(argv, capture_output=True, text=True, env=env)
+
+    def test_game_text_unknown_kind(self):
+        r = self.run_tool([sys.executable, os.path.join(HERE, "game_text.py"), "wesnoth", "x"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("game_text.py: unknown kind 'wesnoth' (hedgewars, tuxpaint)", r.stderr)
+
+    def test_gettext_mo_unknown_option(self):
+        r = self.run_tool([sys.executable, os.path.join(HERE, "gettext_mo.py"), "--v4", "a", "b"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("gettext_mo.py: unknown option --v4", r.stderr)
+
+    def test_prepare_corpus_value(self):
+        env = dict(os.environ, CORPUS="4")
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_tool(["sh", os.path.join(HERE, "prepare.sh"), d], env=env)
+            self.assertEqual(os.listdir(d), [])  # refused before anything is fetched or written
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("prepare.sh: CORPUS must be 2 or 3, not '4'", r.stderr)
+
+
 class ChrF(unittest.TestCase):
     def test_hand_derived(self):
         self.assertAlmostEqual(corpus_chrf(["a b c"], ["abc"]), 100.0)  # whitespace removed
