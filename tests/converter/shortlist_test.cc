@@ -272,21 +272,7 @@ TEST_CASE("the loader refuses ids in the other form's vector", "[shortlist][writ
 
 TEST_CASE("a decoder-only model's shortlist is refused, named as stored", "[shortlist][writer]") {
   const bool wide = GENERATE(false, true);
-  ModelConfig c;
-  c.architecture = Architecture::kDecoderOnly;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 0;
-  c.decoder_layers = 1;
-  c.d_ff = 32;
-  c.norm_placement = NormPlacement::kPre;
-  c.position = PositionKind::kLearned;
-  c.src_vocab_size = 0;
-  c.tgt_vocab_size = 20;
-  c.shared_embeddings = false;
-  c.tied_output = true;
-  c.max_positions = 64;
-  TernContents contents = testing::RandomContents(c, 4);
+  TernContents contents = testing::RandomContents(testing::TinyDecoderOnlyConfig(20), 4);
   ShortlistData s;
   s.k = 1;
   s.frequent = {4};

@@ -32,6 +32,27 @@ ModelConfig TinyConfig() {
   return c;
 }
 
+ModelConfig TinyDecoderOnlyConfig(int32_t vocab_size) {
+  ModelConfig c;
+  c.architecture = Architecture::kDecoderOnly;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 0;
+  c.decoder_layers = 2;
+  c.d_ff = 32;
+  c.activation = ref::Activation::kGELUTanh;
+  c.norm_placement = NormPlacement::kPre;
+  c.position = PositionKind::kLearned;
+  c.src_vocab_size = 0;
+  c.tgt_vocab_size = vocab_size;
+  c.shared_embeddings = false;
+  c.tied_output = true;
+  c.max_positions = 64;
+  c.eos_id = vocab_size - 1;
+  c.bos_id = c.pad_id = c.unk_id = c.decoder_start_id = c.eos_id;
+  return c;
+}
+
 convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed, DType dtype) {
   std::mt19937 rng(seed);
   convert::TernContents contents;

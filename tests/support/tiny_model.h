@@ -51,6 +51,11 @@ inline std::vector<Backend> Backends() {
 // A small post-LN config: d_model 16, 2 heads, 2+2 layers, d_ff 24, vocab 20.
 ModelConfig TinyConfig();
 
+// A small decoder-only (GPT-style) config: d_model 16, 2 heads, 2 pre-LN layers, d_ff 32, GELU
+// (tanh), learned positions, a tied output over `vocab_size` tokens, 64 positions; every
+// special id is the last token.
+ModelConfig TinyDecoderOnlyConfig(int32_t vocab_size);
+
 // Random weights (uniform in [-scale, scale], seeded) for every tensor the config needs.
 convert::TernContents RandomContents(const ModelConfig& config, uint32_t seed,
                                      DType dtype = DType::kF32);

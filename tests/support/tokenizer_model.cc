@@ -15,23 +15,8 @@ AlignedBytes ModelBytesWithTokenizer(const convert::BpeTokenizerData& tokenizer)
 AlignedBytes LanguageModelWithTokenizer(const convert::BpeTokenizerData* bpe,
                                         const std::vector<uint8_t>& sentencepiece,
                                         int32_t vocab_size, uint32_t seed, int32_t eos_id) {
-  ModelConfig c;
-  c.architecture = Architecture::kDecoderOnly;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 0;
-  c.decoder_layers = 2;
-  c.d_ff = 32;
-  c.activation = ref::Activation::kGELUTanh;
-  c.norm_placement = NormPlacement::kPre;
-  c.position = PositionKind::kLearned;
-  c.src_vocab_size = 0;
-  c.tgt_vocab_size = vocab_size;
-  c.shared_embeddings = false;
-  c.tied_output = true;
-  c.max_positions = 64;
-  c.eos_id = eos_id >= 0 ? eos_id : vocab_size - 1;
-  c.bos_id = c.pad_id = c.unk_id = c.decoder_start_id = c.eos_id;
+  ModelConfig c = TinyDecoderOnlyConfig(vocab_size);
+  if (eos_id >= 0) c.eos_id = c.bos_id = c.pad_id = c.unk_id = c.decoder_start_id = eos_id;
   convert::TernContents contents = RandomContents(c, seed);
   if (bpe != nullptr) contents.bpe_tokenizer = *bpe;
   contents.source_tokenizer = sentencepiece;

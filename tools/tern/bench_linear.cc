@@ -343,7 +343,6 @@ void RunSlice(void* context, size_t p) {
 }
 
 int BenchSplit(const LinearBenchSettings& s) {
-  if (s.threads < 2) throw std::runtime_error("tern bench --linear --split needs --threads >= 2");
   pthreadpool_t pool = pthreadpool_create(static_cast<size_t>(s.threads));
   if (pool == nullptr) throw std::runtime_error("could not create a thread pool");
   const Variant int8{"int8", DType::kI8, 0};

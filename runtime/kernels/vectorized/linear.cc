@@ -14,14 +14,6 @@ constexpr int64_t kChunk = 256;  // columns of a weight row unpacked at a time (
 constexpr int64_t kTile = 8;     // rows of x that share one unpacking of the weights
 constexpr int kLanes = 16;
 
-// Two signed nibbles per byte, low first (as Int4At), unpacked without branches.
-__attribute__((always_inline)) inline float Low(uint8_t b) {
-  return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4);
-}
-__attribute__((always_inline)) inline float High(uint8_t b) {
-  return static_cast<float>(static_cast<int8_t>(b) >> 4);
-}
-
 // Columns [c0, c1) of weight row r as floats: each exactly WeightAt(w, r, c) (a quantized
 // weight is its scale times its integer, one rounding), so only the order of the sums differs
 // from ref::Linear. Forced inline: the target_clones copies of Linear must each get their own
@@ -55,8 +47,8 @@ __attribute__((always_inline)) inline void Unpack(const WeightView& w, int64_t r
           const uint8_t* b = row + (c >> 1);
           const int64_t pairs = (end - c) / 2;
           for (int64_t j = 0; j < pairs; ++j) {
-            o[2 * j] = s * Low(b[j]);
-            o[2 * j + 1] = s * High(b[j]);
+            o[2 * j] = s * static_cast<float>(Int4Low(b[j]));
+            o[2 * j + 1] = s * static_cast<float>(Int4High(b[j]));
           }
           c += 2 * pairs;
           if (c < end) o[2 * pairs] = s * static_cast<float>(Int4At(row, c));

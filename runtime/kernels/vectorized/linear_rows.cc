@@ -33,10 +33,8 @@ float Dot(const float* x, int64_t begin, int64_t end, Value v) {
   return Sum(acc);
 }
 
-// Two signed nibbles per byte, low first, unpacked without branches (sign by shifts); groups
-// start at even columns (the loader checks group sizes, and int4 blocks are even).
-inline int Low(uint8_t b) { return static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4; }
-inline int High(uint8_t b) { return static_cast<int8_t>(b) >> 4; }
+// Int4 rows are read two nibbles per byte (Int4Low, Int4High); groups start at even columns
+// (the loader checks group sizes, and int4 blocks are even).
 
 float DotInt4(const float* x, const uint8_t* row, int64_t begin, int64_t end) {
   if ((begin & 1) != 0) {  // an odd start (odd group sizes): element by element
@@ -47,8 +45,8 @@ float DotInt4(const float* x, const uint8_t* row, int64_t begin, int64_t end) {
   for (; c + kLanes <= end; c += kLanes) {
     const uint8_t* b = row + (c >> 1);
     for (int l = 0; l < kLanes / 2; ++l) {
-      acc[2 * l] += x[c + 2 * l] * static_cast<float>(Low(b[l]));
-      acc[2 * l + 1] += x[c + 2 * l + 1] * static_cast<float>(High(b[l]));
+      acc[2 * l] += x[c + 2 * l] * static_cast<float>(Int4Low(b[l]));
+      acc[2 * l + 1] += x[c + 2 * l + 1] * static_cast<float>(Int4High(b[l]));
     }
   }
   for (int l = 0; c < end; ++c, ++l) acc[l] += x[c] * static_cast<float>(Int4At(row, c));
@@ -101,9 +99,9 @@ int32_t DotQd8Int4From(const int16_t* xq, const uint8_t* row, int64_t from, int6
   int32_t sum = 0;
   const int64_t pairs = k / 2;
   for (int64_t i = from / 2; i < pairs; ++i) {
-    sum += int32_t{xq[2 * i]} * Low(row[i]) + int32_t{xq[2 * i + 1]} * High(row[i]);
+    sum += int32_t{xq[2 * i]} * Int4Low(row[i]) + int32_t{xq[2 * i + 1]} * Int4High(row[i]);
   }
-  if ((k & 1) != 0) sum += int32_t{xq[k - 1]} * Low(row[pairs]);
+  if ((k & 1) != 0) sum += int32_t{xq[k - 1]} * Int4Low(row[pairs]);
   return sum;
 }
 

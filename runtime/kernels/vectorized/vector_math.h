@@ -15,6 +15,16 @@
 
 namespace tern::vec {
 
+// The two signed nibbles of a packed int4 byte (low first, as Int4At reads them), without
+// branches: the sign comes from the arithmetic shift. Forced inline so each target_clones copy
+// of a calling loop gets its own.
+__attribute__((always_inline)) inline int Int4Low(uint8_t b) {
+  return static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4;
+}
+__attribute__((always_inline)) inline int Int4High(uint8_t b) {
+  return static_cast<int8_t>(b) >> 4;
+}
+
 // e^y, relative error about 1e-7 (Cephes' expf polynomial after y = n ln2 + r, |r| <= ln2/2).
 // y is clamped to [-87, 88], so the result is a finite normal float (e^-87 ~ 1.6e-38 stands in
 // for smaller values, e^88 ~ 1.7e38 for larger ones).
