@@ -22,13 +22,17 @@ const char* RunsOn(xnn::LinearPath path) {
   return path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path);
 }
 
-xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCall& call) {
+// threads: the session's; with a pool of up to kMaxParts threads large layers are cut into one
+// operator per thread (linear.h).
+xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCall& call,
+                     int32_t threads) {
   xnn::LinearSpec spec;
   spec.weight = weight;
   spec.bias = bias;
   spec.max_rows = call.rows;
   spec.input_stride = call.ldx;
   spec.output_stride = call.ldy;
+  spec.parts = xnn::CutParts(threads, weight.rows);
   return spec;
 }
 
@@ -46,15 +50,16 @@ Status BackendPlan::MeasureLinear(const WeightView& weight, const float* bias,
   ++linears;
 #if TERN_XNNPACK_BUILD
   if (backend != Backend::kXnnpack) return Status::Ok();
-  const xnn::LinearSpec spec = Spec(weight, bias, call);
+  const xnn::LinearSpec spec = Spec(weight, bias, call, threads);
   xnn::LinearChoice choice;
   TERN_RETURN_IF_ERROR(planner.Choose(spec, &choice));
   region_bytes = CheckedAdd(
       region_bytes, shared_weights && choice.shareable ? choice.operator_bytes : choice.xnn_bytes);
   if (choice.shareable) {
-    ++packed_layers;
-    packed_bytes = CheckedAdd(packed_bytes, (choice.packed_bytes + 63) / 64 * 64);
+    packed_layers += choice.parts;  // each part is an entry of the shared region
+    packed_bytes = CheckedAdd(packed_bytes, choice.packed_bytes);
   }
+  if (choice.parts > 1) ++cut_layers;
   if (choice.scratch_bytes > scratch_bytes) scratch_bytes = choice.scratch_bytes;
   needs.Add(spec, choice.path);
   ++on_path[static_cast<int>(choice.path)];
@@ -244,8 +249,8 @@ Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedReg
     *pack = false;
     if (region->model() != identity || region->layers() != plan.packed_layers) {
       return Status::Error(StatusCode::kFailedPrecondition,
-                           "the shared weights were packed for another model (%d packed layers; "
-                           "this one has %d)",
+                           "the shared weights were packed for another model, or for sessions of "
+                           "another thread count (%d packed layers; this one has %d)",
                            region->layers(), plan.packed_layers);
     }
     return Status::Ok();
@@ -345,18 +350,20 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   *kernel = nullptr;
   if (backend_ != Backend::kXnnpack) return Status::Ok();
 #if TERN_XNNPACK_BUILD
-  const xnn::LinearSpec spec = Spec(weight, bias, call);
+  const xnn::LinearSpec spec = Spec(weight, bias, call, plan_->threads);
   xnn::LinearChoice choice;
   TERN_RETURN_IF_ERROR(plan_->planner.Choose(spec, &choice));
   if (next_ >= plan_->linears)
     return Status::Error(StatusCode::kInternal, "more linear layers than planned");
   xnn::LinearKernel* record = new (&records_[next_++]) xnn::LinearKernel();
   xnn::WeightsCache* cache = nullptr;
+  const int32_t first_packed = next_packed_;
   if (cache_.mode() != xnn::WeightsCache::Mode::kOff && choice.shareable) {
-    cache_.Expect(next_packed_++);
+    next_packed_ += choice.parts;
     cache = &cache_;
   }
-  TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, choice, context_, scratch_, record, cache));
+  TERN_RETURN_IF_ERROR(
+      xnn::CreateLinear(spec, choice, context_, scratch_, record, cache, first_packed));
   // A layer XNNPACK has no operator for keeps its record too (no operator, path kReference):
   // ops::Linear then runs the vectorizable loops on it instead of the reference kernel.
   *kernel = record;
@@ -429,6 +436,10 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
     if (plan.on_path[p] == 0) continue;
     out.Append("%s%d %s", separator, plan.on_path[p], RunsOn(static_cast<xnn::LinearPath>(p)));
     separator = ", ";
+  }
+  if (plan.cut_layers > 0) {
+    out.Append("; %d layers cut into %d operators each, one per thread", plan.cut_layers,
+               xnn::CutParts(plan.threads, INT64_MAX / 2));
   }
   if (plan.fallbacks[0][0] > 0) {
     out.Append(

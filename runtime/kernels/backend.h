@@ -81,6 +81,7 @@ struct BackendPlan {
   size_t region_bytes = 0;   // operators and packed weights
   size_t scratch_bytes = 0;  // largest prepare-time scratch of one layer
   int32_t on_path[xnn::kLinearPathCount] = {};
+  int32_t cut_layers = 0;  // layers cut into one operator per thread (xnn::CutParts)
   // Layers not on their weight's preferred path: [preferred][taken]; [0][0]: layers whose
   // weights XNNPACK has no operator for at all (kReference is path 0).
   int32_t fallbacks[xnn::kLinearPathCount][xnn::kLinearPathCount] = {};

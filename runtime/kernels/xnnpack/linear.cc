@@ -1,6 +1,7 @@
 #include "runtime/kernels/xnnpack/linear.h"
 
 #include <cpuinfo.h>
+#include <pthreadpool.h>
 #include <xnnpack.h>
 
 #include <atomic>
@@ -99,6 +100,22 @@ ScratchLayout Layout(LinearPath path, const LinearSpec& spec) {
   return l;
 }
 
+// Part p of a layer cut into spec.parts: its output rows, their scales and bias; the strides
+// stay the whole layer's (each part writes its columns of the same y).
+LinearSpec PartSpec(const LinearSpec& spec, int p) {
+  if (spec.parts <= 1) return spec;
+  const WeightView& w = spec.weight;
+  const int64_t begin = PartBegin(w.rows, spec.parts, p);
+  const int64_t end = PartBegin(w.rows, spec.parts, p + 1);
+  LinearSpec part = spec;
+  part.parts = 1;
+  part.weight.data = w.row(begin);
+  part.weight.rows = end - begin;
+  if (w.scales != nullptr) part.weight.scales = w.scales + begin * w.groups_per_row();
+  if (spec.bias != nullptr) part.bias = spec.bias + begin;
+  return part;
+}
+
 uint16_t Bf16(float value) {  // round to nearest even
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);
@@ -108,8 +125,10 @@ uint16_t Bf16(float value) {  // round to nearest even
 
 // Fills scratch per Layout(path, spec) and says what to hand XNNPACK. With repack_kernel false
 // (the dry run), the kernel stays the file's bytes: XNNPACK does not read it before asking for
-// the packed memory, and for small layers that it does pack, the values do not matter.
-Operands PrepareOperands(LinearPath path, const LinearSpec& spec, uint8_t* scratch,
+// the packed memory, and for small layers that it does pack, the values do not matter. whole_n:
+// the output rows of the whole layer (spec may be one part of it; the f16 output buffer is
+// the whole layer's).
+Operands PrepareOperands(LinearPath path, const LinearSpec& spec, int64_t whole_n, uint8_t* scratch,
                          bool repack_kernel) {
   const PathTraits& t = Traits(path);
   const WeightView& w = spec.weight;
@@ -121,8 +140,8 @@ Operands PrepareOperands(LinearPath path, const LinearSpec& spec, uint8_t* scrat
   // Quantized and f16 activations live in the context's contiguous buffers.
   o.input_stride =
       t.activations == Activations::kF32 ? static_cast<size_t>(spec.input_stride) : o.k;
-  o.output_stride =
-      t.activations == Activations::kF16 ? o.n : static_cast<size_t>(spec.output_stride);
+  o.output_stride = t.activations == Activations::kF16 ? static_cast<size_t>(whole_n)
+                                                       : static_cast<size_t>(spec.output_stride);
   o.block_size = static_cast<size_t>(w.group_size);
   o.zero_point = t.repack == Repack::kToUnsigned ? 8 : 0;
   o.kernel = w.data;
@@ -179,7 +198,7 @@ xnn_status CreateOperator(LinearPath path, const Operands& o, xnn_operator_t* op
 // Dry run of one path: true with the arena bytes when this CPU supports it. With a cache (in
 // WeightsCache::Mode::kMeasure) the packed weights are asked of it instead of the allocator:
 // *bytes is then the operator's alone and cache->measured_bytes() the packed weights'.
-bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes,
+bool Measure(LinearPath path, const LinearSpec& spec, int64_t whole_n, size_t* bytes,
              WeightsCache* cache = nullptr) {
   const ScratchLayout l = Layout(path, spec);
   // Real scales / f16 bias (small: one value per row or block), from the heap: this runs in
@@ -189,7 +208,7 @@ bool Measure(LinearPath path, const LinearSpec& spec, size_t* bytes,
     small = static_cast<uint8_t*>(std::malloc(l.small_bytes));
     if (small == nullptr) return false;
   }
-  Operands o = PrepareOperands(path, spec, small, /*repack_kernel=*/false);
+  Operands o = PrepareOperands(path, spec, whole_n, small, /*repack_kernel=*/false);
   if (cache != nullptr) o.cache = cache->provider();
   xnn_operator_t op = nullptr;
   bool supported = false;
@@ -244,13 +263,57 @@ bool ReshapeConvert(xnn_status (*reshape)(xnn_operator_t, size_t, size_t, size_t
   return false;
 }
 
+// A whole operator is reshaped for the session's pool (XNNPACK tiles it for that many threads;
+// run without the pool it walks the same tiles on the calling thread); the parts of a cut
+// layer for one thread each.
 bool ReshapeFc(LinearKernel& kn, int64_t m) {
   if (kn.reshaped_rows == m) return true;
-  if (!Check(Traits(kn.path).reshape(kn.op, static_cast<size_t>(m), kn.context->pool))) {
-    kn.reshaped_rows = -1;
-    return false;
+  kn.reshaped_rows = -1;
+  const PathTraits& t = Traits(kn.path);
+  if (kn.parts == 1) {
+    if (!Check(t.reshape(kn.op, static_cast<size_t>(m), kn.context->pool))) return false;
+  } else {
+    for (int p = 0; p < kn.parts; ++p) {
+      if (!Check(t.reshape(kn.part_ops[p], static_cast<size_t>(m), nullptr))) return false;
+    }
   }
   kn.reshaped_rows = m;
+  return true;
+}
+
+// The parts of a cut layer, one pool task each.
+struct PartRuns {
+  LinearKernel* kernel;
+  xnn_status status[kMaxParts];
+};
+
+void RunPart(void* context, size_t p) {
+  auto* runs = static_cast<PartRuns*>(context);
+  runs->status[p] = xnn_run_operator(runs->kernel->part_ops[p], nullptr);
+}
+
+// Sets up and runs the layer's operators after ReshapeFc: the whole operator on `pool` (null:
+// the calling thread), or each part as one task of `pool` (null: one after another on the
+// calling thread). setup(op, first) points operator op at its inputs and at output row `first`.
+template <typename Setup>
+bool RunOperators(LinearKernel& kn, pthreadpool_t pool, int64_t m, Setup&& setup) {
+  if (!ReshapeFc(kn, m)) return false;
+  if (kn.parts == 1) return Check(setup(kn.op, 0)) && Check(xnn_run_operator(kn.op, pool));
+  for (int p = 0; p < kn.parts; ++p) {
+    if (!Check(setup(kn.part_ops[p], kn.begin[p]))) return false;
+  }
+  if (pool == nullptr) {
+    for (int p = 0; p < kn.parts; ++p) {
+      if (!Check(xnn_run_operator(kn.part_ops[p], nullptr))) return false;
+    }
+    return true;
+  }
+  PartRuns runs;
+  runs.kernel = &kn;
+  pthreadpool_parallelize_1d(pool, RunPart, &runs, static_cast<size_t>(kn.parts), 0);
+  for (int p = 0; p < kn.parts; ++p) {
+    if (!Check(runs.status[p])) return false;
+  }
   return true;
 }
 
@@ -278,6 +341,19 @@ LinearPath PreferredPath(const WeightView& weight) {
   return Chain(weight, chain) > 0 ? chain[0] : LinearPath::kReference;
 }
 
+int CutParts(int threads, int64_t n) {
+  if (threads < 2 || threads > kMaxParts) return 1;
+  return n >= threads * kPartAlign ? threads : 1;
+}
+
+int64_t PartBegin(int64_t n, int parts, int p) {
+  if (p >= parts) return n;
+  // The even cut, rounded to the nearest multiple of kPartAlign (CutParts keeps every part
+  // non-empty: n >= parts * kPartAlign).
+  const int64_t even = n * p / parts;
+  return (even + kPartAlign / 2) / kPartAlign * kPartAlign;
+}
+
 void SetUnsupportedPathsForTesting(uint32_t mask) { g_unsupported_for_testing.store(mask); }
 uint32_t UnsupportedPathsForTesting() { return g_unsupported_for_testing.load(); }
 
@@ -289,10 +365,16 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
                          "linear layer [%lld, %lld]: invalid shape or strides",
                          static_cast<long long>(w.rows), static_cast<long long>(w.cols));
   }
+  if (spec.parts < 1 || spec.parts > kMaxParts ||
+      (spec.parts > 1 && w.rows < spec.parts * kPartAlign)) {
+    return Status::Error(
+        StatusCode::kInvalidArgument, "linear layer [%lld, %lld]: cannot cut into %d parts",
+        static_cast<long long>(w.rows), static_cast<long long>(w.cols), spec.parts);
+  }
   for (int i = 0; i < count_; ++i) {
     const Entry& e = entries_[i];
     if (e.dtype == w.dtype && e.n == w.rows && e.k == w.cols && e.group == w.group_size &&
-        e.bias == (spec.bias != nullptr)) {
+        e.bias == (spec.bias != nullptr) && e.parts == spec.parts) {
       *out = e.choice;
       return Status::Ok();
     }
@@ -302,24 +384,39 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   LinearPath chain[4];
   const int length = Chain(w, chain);
   for (int i = 0; i < length; ++i) {
-    size_t bytes = 0;
-    if (Measure(chain[i], spec, &bytes)) {
-      choice.path = chain[i];
-      choice.xnn_bytes = bytes;
-      choice.scratch_bytes = Layout(chain[i], spec).total();
+    // A path is taken when every part of the layer can run on it.
+    LinearChoice c;
+    c.path = chain[i];
+    c.parts = spec.parts;
+    c.shareable = true;
+    bool supported = true;
+    for (int p = 0; p < spec.parts && supported; ++p) {
+      const LinearSpec part = PartSpec(spec, p);
+      size_t bytes = 0;
+      supported = Measure(chain[i], part, w.rows, &bytes);
+      if (!supported) break;
+      c.xnn_bytes += bytes;
+      const size_t scratch = Layout(chain[i], part).total();
+      if (scratch > c.scratch_bytes) c.scratch_bytes = scratch;
       WeightsCache measure;
       measure.Start(WeightsCache::Mode::kMeasure, nullptr);
       size_t operator_bytes = 0;
-      if (Measure(chain[i], spec, &operator_bytes, &measure)) {
-        choice.shareable = true;
-        choice.operator_bytes = operator_bytes;
-        choice.packed_bytes = measure.measured_bytes();
+      if (c.shareable && Measure(chain[i], part, w.rows, &operator_bytes, &measure)) {
+        c.operator_bytes += operator_bytes;
+        c.packed_bytes += Align64(measure.measured_bytes());
+      } else {
+        c.shareable = false;
       }
+    }
+    if (supported) {
+      if (!c.shareable) c.operator_bytes = c.packed_bytes = 0;
+      choice = c;
       break;
     }
   }
   if (count_ < kMaxEntries) {
-    entries_[count_++] = Entry{w.dtype, w.rows, w.cols, w.group_size, spec.bias != nullptr, choice};
+    entries_[count_++] =
+        Entry{w.dtype, w.rows, w.cols, w.group_size, spec.bias != nullptr, spec.parts, choice};
   }
   *out = choice;
   return Status::Ok();
@@ -393,7 +490,7 @@ Status CreateContext(const ContextNeeds& needs, Context* c) {
 }
 
 Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
-                    void* scratch, LinearKernel* out, WeightsCache* cache) {
+                    void* scratch, LinearKernel* out, WeightsCache* cache, int32_t first_packed) {
   *out = LinearKernel();
   out->context = context;
   out->path = choice.path;
@@ -403,27 +500,44 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->output_stride = spec.output_stride;
   out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;
   if (choice.path == LinearPath::kReference) return Status::Ok();
+  if (choice.parts != spec.parts) {
+    return Status::Error(StatusCode::kInternal, "linear layer: %d parts planned, %d asked for",
+                         choice.parts, spec.parts);
+  }
   // Reusing shared packed weights, XNNPACK finds them before it would read the kernel.
   const bool reuse = cache != nullptr && cache->mode() == WeightsCache::Mode::kReuse;
-  Operands o =
-      PrepareOperands(choice.path, spec, static_cast<uint8_t*>(scratch), /*repack_kernel=*/!reuse);
-  if (cache != nullptr) o.cache = cache->provider();
-  xnn_operator_t op = nullptr;
-  const xnn_status s = CreateOperator(choice.path, o, &op);
-  if (s != xnn_status_success && cache != nullptr && cache->mismatch()) {
-    return Status::Error(StatusCode::kFailedPrecondition,
-                         "%s [%lld, %lld]: the shared weights hold no packed layer like this one "
-                         "(they were packed for another model, or for other kernels)",
-                         LinearPathName(choice.path), static_cast<long long>(spec.weight.rows),
-                         static_cast<long long>(spec.weight.cols));
+  out->parts = choice.parts;
+  for (int p = 0; p < choice.parts; ++p) {
+    const LinearSpec part = PartSpec(spec, p);
+    // Each part's operator packs its weights at creation, so the next part reuses the scratch.
+    Operands o = PrepareOperands(choice.path, part, spec.weight.rows,
+                                 static_cast<uint8_t*>(scratch), /*repack_kernel=*/!reuse);
+    if (cache != nullptr) {
+      cache->Expect(first_packed + p);
+      o.cache = cache->provider();
+    }
+    xnn_operator_t op = nullptr;
+    const xnn_status s = CreateOperator(choice.path, o, &op);
+    if (s != xnn_status_success && cache != nullptr && cache->mismatch()) {
+      return Status::Error(StatusCode::kFailedPrecondition,
+                           "%s [%lld, %lld]: the shared weights hold no packed layer like this "
+                           "one (they were packed for another model, for other kernels, or for "
+                           "sessions of another thread count)",
+                           LinearPathName(choice.path), static_cast<long long>(spec.weight.rows),
+                           static_cast<long long>(spec.weight.cols));
+    }
+    if (s != xnn_status_success) {
+      return Status::Error(
+          PrepareError(s),
+          "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",
+          LinearPathName(choice.path), static_cast<long long>(out->n),
+          static_cast<long long>(out->k), static_cast<int>(s));
+    }
+    out->part_ops[p] = op;
+    out->begin[p] = PartBegin(spec.weight.rows, choice.parts, p);
   }
-  if (s != xnn_status_success) {
-    return Status::Error(PrepareError(s),
-                         "%s [%lld, %lld]: XNNPACK status %d at prepare (the dry run accepted it)",
-                         LinearPathName(choice.path), static_cast<long long>(out->n),
-                         static_cast<long long>(out->k), static_cast<int>(s));
-  }
-  out->op = op;
+  out->begin[choice.parts] = spec.weight.rows;
+  out->op = out->part_ops[0];
   return Status::Ok();
 }
 
@@ -438,9 +552,9 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   if (kn.op == nullptr || m < 1) return m == 0 && kn.op != nullptr;
   pthreadpool_t pool = kn.context->pool;
   if (pool == nullptr) return RunOnce(kn, nullptr, x, m, ldx, y, ldy);
-  // With a pool: run the way this layer has measured faster (pool_governor.h). The operators
-  // were reshaped for the pool's thread count; run without it, XNNPACK walks the same tiles on
-  // the calling thread.
+  // With a pool: run the way this layer has measured faster (pool_governor.h): a whole operator
+  // on the pool or on the calling thread; a cut layer's parts as pool tasks or one after another
+  // on the calling thread.
   return RunGoverned(
       kn.pool.For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
       [&](bool pooled) { return RunOnce(kn, pooled ? pool : nullptr, x, m, ldx, y, ldy); });
@@ -455,13 +569,17 @@ bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, in
   const size_t rows = static_cast<size_t>(m);
   const size_t k = static_cast<size_t>(kn.k);
   const size_t n = static_cast<size_t>(kn.n);
+  // The activation conversions of a cut layer run on the calling thread below 64 rows: there a
+  // fork-join over the pool costs more than converting the rows (the parts then run as tasks).
+  pthreadpool_t convert_pool = kn.parts > 1 && m < 64 ? nullptr : pool;
   switch (t.activations) {
     case Activations::kNone:
       return false;
     case Activations::kF32: {
-      if (ldx != kn.input_stride || ldy != kn.output_stride || !ReshapeFc(kn, m))
-        return Fallback(c);
-      if (!Check(t.setup_f32(kn.op, x, y)) || !Check(xnn_run_operator(kn.op, pool))) {
+      if (ldx != kn.input_stride || ldy != kn.output_stride) return Fallback(c);
+      if (!RunOperators(kn, pool, m, [&](xnn_operator_t op, int64_t first) {
+            return t.setup_f32(op, x, y + first);
+          })) {
         return Fallback(c);
       }
       if (kn.bias_after_run != nullptr) {
@@ -479,13 +597,14 @@ bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, in
       }
       auto* params = static_cast<xnn_quantization_params*>(c.qd8_params);
       if (!ReshapeConvert(xnn_reshape_convert_nc_f32_qd8, c.to_qd8, c.qd8_shape, m, kn.k, ldx, kn.k,
-                          pool) ||
+                          convert_pool) ||
           !Check(xnn_setup_convert_nc_f32_qd8(c.to_qd8, x, c.qd8_input, params)) ||
-          !Check(xnn_run_operator(c.to_qd8, pool))) {
+          !Check(xnn_run_operator(c.to_qd8, convert_pool))) {
         return Fallback(c);
       }
-      if (!ReshapeFc(kn, m) || !Check(t.setup_qd8(kn.op, c.qd8_input, y, params)) ||
-          !Check(xnn_run_operator(kn.op, pool))) {
+      if (!RunOperators(kn, pool, m, [&](xnn_operator_t op, int64_t first) {
+            return t.setup_qd8(op, c.qd8_input, y + first, params);
+          })) {
         return Fallback(c);
       }
       return true;
@@ -496,15 +615,17 @@ bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, in
         return Fallback(c);
       }
       if (!ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.to_f16, c.to_f16_shape, m, kn.k, ldx,
-                          kn.k, pool) ||
+                          kn.k, convert_pool) ||
           !Check(xnn_setup_unary_elementwise_nc(c.to_f16, x, c.f16_input)) ||
-          !Check(xnn_run_operator(c.to_f16, pool)) || !ReshapeFc(kn, m) ||
-          !Check(t.setup_f16(kn.op, c.f16_input, c.f16_output)) ||
-          !Check(xnn_run_operator(kn.op, pool)) ||
+          !Check(xnn_run_operator(c.to_f16, convert_pool)) ||
+          !RunOperators(kn, pool, m,
+                        [&](xnn_operator_t op, int64_t first) {
+                          return t.setup_f16(op, c.f16_input, c.f16_output + first);
+                        }) ||
           !ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.from_f16, c.from_f16_shape, m, kn.n,
-                          kn.n, ldy, pool) ||
+                          kn.n, ldy, convert_pool) ||
           !Check(xnn_setup_unary_elementwise_nc(c.from_f16, c.f16_output, y)) ||
-          !Check(xnn_run_operator(c.from_f16, pool))) {
+          !Check(xnn_run_operator(c.from_f16, convert_pool))) {
         return Fallback(c);
       }
       return true;

@@ -15,6 +15,15 @@
 //        per block: convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qb4w (block a multiple of
 //        32 dividing the row; block scales rounded to bf16, as XNNPACK takes them)
 // and the reference kernel when none applies: slower, never wrong.
+//
+// With a thread pool of 2 to kMaxParts threads, a layer's output rows (n) are cut into one
+// operator per thread (LinearSpec::parts, CutParts), each run as one pool task on its own thread,
+// instead of one operator whose tiles XNNPACK spreads over the pool. XNNPACK's tiling makes about
+// five tiles per thread and hands them out by work stealing: at 16 rows on an AVX-512 VNNI VM its
+// pooled qd8 GEMM was 0.97-1.08x one thread on the paper-base layers, the cut 1.15-1.64x
+// (`tern bench --linear --split`, bench/results/2026-12-05-split-threads.md). Each part packs
+// only its rows, so the packed bytes stay those of one operator. Every output is computed by the
+// same micro-kernel from the same inputs either way: the cut gives the whole layer's bits.
 #pragma once
 
 #include <cstddef>
@@ -60,6 +69,19 @@ inline constexpr uint32_t PathBit(LinearPath path) { return 1u << static_cast<ui
 void SetUnsupportedPathsForTesting(uint32_t mask);
 uint32_t UnsupportedPathsForTesting();
 
+// Most operators one layer is cut into (one per thread). With more threads than this a layer stays
+// one operator and XNNPACK tiles it over the pool.
+inline constexpr int kMaxParts = 8;
+// Output rows of a part start at multiples of this (a multiple of every GEMM's nr, so no part
+// computes a partial tile that the whole operator would not).
+inline constexpr int64_t kPartAlign = 32;
+
+// How many operators a layer of n output rows is cut into for a session of `threads` threads:
+// threads when 2 <= threads <= kMaxParts and every part keeps at least kPartAlign rows, else 1.
+int CutParts(int threads, int64_t n);
+// The first output row of part p of `parts` (p == parts: n).
+int64_t PartBegin(int64_t n, int parts, int p);
+
 // One linear layer as prepare sees it.
 struct LinearSpec {
   WeightView weight;            // [n, k]
@@ -67,14 +89,18 @@ struct LinearSpec {
   int64_t max_rows = 1;         // most rows (m) of any call
   int64_t input_stride = 0;     // row stride of x in the calls (elements)
   int64_t output_stride = 0;    // row stride of y in the calls
+  int32_t parts = 1;            // operators the output rows are cut into (CutParts)
 };
 
+// Bytes are those of all the layer's parts together.
 struct LinearChoice {
   LinearPath path = LinearPath::kReference;
-  size_t xnn_bytes = 0;      // arena bytes of its XNNPACK operator (struct + packed weights)
-  size_t scratch_bytes = 0;  // prepare-time scratch CreateLinear needs (repacked data)
-  // With shared packed weights (weights_cache.h): whether the operator takes them from a
-  // cache, the arena bytes of the operator alone, and the packed bytes in the shared region.
+  int32_t parts = 1;         // operators (the spec's parts; 1 for kReference)
+  size_t xnn_bytes = 0;      // arena bytes of its XNNPACK operators (structs + packed weights)
+  size_t scratch_bytes = 0;  // prepare-time scratch CreateLinear needs (repacked data; one part's)
+  // With shared packed weights (weights_cache.h): whether the operators take them from a
+  // cache, the arena bytes of the operators alone, and the packed bytes in the shared region
+  // (each part's rounded up to 64, as the region places them; one region entry per part).
   bool shareable = false;
   size_t operator_bytes = 0;
   size_t packed_bytes = 0;
@@ -94,6 +120,7 @@ class LinearPlanner {
     DType dtype;
     int64_t n, k, group;
     bool bias;
+    int32_t parts;
     LinearChoice choice;
   };
   static constexpr int kMaxEntries = 32;
@@ -147,7 +174,12 @@ Status MeasureContext(const ContextNeeds& needs, size_t* xnn_bytes);
 Status CreateContext(const ContextNeeds& needs, Context* context);
 
 struct LinearKernel {
-  xnn_operator* op = nullptr;
+  xnn_operator* op = nullptr;  // the whole layer's operator, or its first part's
+  // A layer cut into parts (parts > 1): part p's operator computes output rows
+  // [begin[p], begin[p + 1]) and runs as one pool task (part_ops[0] == op).
+  int32_t parts = 1;
+  xnn_operator* part_ops[kMaxParts] = {};
+  int64_t begin[kMaxParts + 1] = {};
   Context* context = nullptr;
   LinearPath path = LinearPath::kReference;
   int64_t n = 0, k = 0;
@@ -157,11 +189,13 @@ struct LinearKernel {
   RowClassGovernors pool;                 // with a thread pool: whether this layer uses it
 };
 
-// Creates the operator of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes
+// Creates the operators of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes
 // bytes, 64-byte aligned, only needed during the call. cache (optional, for a shareable choice):
-// where the packed weights go or come from (weights_cache.h); the caller has set its Expect.
+// where the packed weights go or come from (weights_cache.h); part p is packed layer
+// first_packed + p of the region.
 Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context* context,
-                    void* scratch, LinearKernel* out, WeightsCache* cache = nullptr);
+                    void* scratch, LinearKernel* out, WeightsCache* cache = nullptr,
+                    int32_t first_packed = 0);
 
 // y[m, n] (row stride ldy) = x[m, k] (row stride ldx) W^T + b. Returns false when XNNPACK cannot
 // run this call (strides or rows beyond what prepare planned, or an XNNPACK error; counted in

@@ -248,6 +248,56 @@ TEST_CASE("shared weights refuse what they were not packed for", "[shared_weight
     CHECK(std::string(s.message()).find("no packed layer like this one") != std::string::npos);
     CHECK(Translate(p.session, 3).lengths[0] > 0);  // the packed session is untouched
   }
+  SECTION("sessions of another thread count") {
+    // Two threads cut the layers into one operator per thread (xnnpack/linear.h), each part a
+    // packed layer of its own: weights packed for one-thread sessions do not fit.
+    std::vector<uint8_t> memory(need);
+    SharedWeights shared;
+    REQUIRE(shared.Init(memory.data(), need).ok());
+    REQUIRE(PrepareSession(model, limits, &shared, &p).ok());
+    Limits two = limits;
+    two.threads = 2;
+    Prepared q;
+    const Status s = PrepareSession(model, two, &shared, &q);
+    INFO(s.message());
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(std::string(s.message()).find("another thread count") != std::string::npos);
+  }
+}
+
+TEST_CASE("two-thread sessions share their cut layers and translate as one thread does",
+          "[shared_weights]") {
+  for (DType dtype : {DType::kF32, DType::kI8, DType::kI4}) {
+    INFO(DTypeName(dtype));
+    const testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 9, dtype, 0);
+    const Model model = Model::Load(bytes.data(), bytes.size()).value();
+    const Limits limits = SmallLimits(Backend::kXnnpack);
+    Prepared own;
+    REQUIRE(PrepareSession(model, limits, nullptr, &own).ok());
+    const Output expected = Translate(own.session, 3);
+    Limits two = limits;
+    two.threads = 2;
+    std::vector<uint8_t> memory(SharedWeights::RequiredBytes(model, two).value());
+    SharedWeights shared;
+    REQUIRE(shared.Init(memory.data(), memory.size()).ok());
+    Prepared a, b;
+    REQUIRE(PrepareSession(model, two, &shared, &a).ok());
+    Limits two_beams = two;  // a second session with a wider beam reuses the same parts
+    two_beams.beam_size = 2;
+    REQUIRE(PrepareSession(model, two_beams, &shared, &b).ok());
+    INFO(a.session.backend_report());
+    CHECK(std::string(a.session.backend_report()).find("cut into 2 operators") !=
+          std::string::npos);
+    CHECK(Translate(a.session, 3) == expected);
+    CHECK(Translate(b.session, 3) == expected);
+    CHECK(Translate(b.session, 3, 2) == [&] {
+      Limits beam = limits;
+      beam.beam_size = 2;
+      Prepared wide;
+      REQUIRE(PrepareSession(model, beam, nullptr, &wide).ok());
+      return Translate(wide.session, 3, 2);
+    }());
+  }
 }
 #endif
 

@@ -2,6 +2,7 @@
 // kernels; for XNNPACK it also depends on the CPU's packed layouts), Prepare uses exactly that,
 // one byte less fails, and nothing is written outside it, on both backends.
 #include <catch2/catch_test_macros.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -363,7 +364,7 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
   }
 }
 
-TEST_CASE("xnnpack with a thread pool: a row of scores per head more, reported",
+TEST_CASE("xnnpack with a thread pool: a row of scores per head more, layers cut, reported",
           "[arena][xnnpack]") {
   testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 6, DType::kI8, 0);
   auto model = Model::Load(bytes.data(), bytes.size());
@@ -376,18 +377,36 @@ TEST_CASE("xnnpack with a thread pool: a row of scores per head more, reported",
   threaded.threads = 2;
   // The decoder's attention loops split by head over the pool: each of the 4 heads scores its
   // keys (at most max(11, 16)) in its own row, which the greedy placement may put after a
-  // 64-byte alignment gap. Nothing grows with the thread count itself.
+  // 64-byte alignment gap. And every layer of at least 64 output rows is cut into one operator
+  // per thread (xnnpack/linear.h): an operator more per cut layer (its struct; each part packs
+  // only its own rows). Nothing else grows with the thread count.
   const size_t single = Session::RequiredArenaBytes(model.value(), limits).value();
   const size_t rows = 4 * 16 * sizeof(float);
   const size_t two = Session::RequiredArenaBytes(model.value(), threaded).value();
-  CHECK(two >= single + rows);
-  CHECK(two <= single + rows + 64);
-  threaded.threads = 3;
-  CHECK(Session::RequiredArenaBytes(model.value(), threaded).value() == two);
-  threaded.threads = 2;
   std::string report;
   CheckExactArena(model.value(), threaded, Backend::kXnnpack, &report);
+  INFO(report);
   CHECK(report.find("xnnpack, 2 threads") == 0);
+  int cut = 0;
+  const size_t at = report.find(" layers cut into 2 operators each, one per thread");
+  REQUIRE(at != std::string::npos);
+  const size_t start = report.rfind(' ', at - 1) + 1;
+  cut = std::atoi(report.c_str() + start);
+  // d_model 64 and d_ff 96: every projection but the 40-token vocabulary's.
+  CHECK(cut >= 20);
+  CHECK(two >= single + rows);
+  CHECK(two <= single + rows + 64 + static_cast<size_t>(cut) * 4096);
+  // 3 threads: only the 96-row layers have 32 rows a part; the others stay whole operators that
+  // XNNPACK tiles over the pool.
+  threaded.threads = 3;
+  CheckExactArena(model.value(), threaded, Backend::kXnnpack, &report);
+  CHECK(report.find("layers cut into 3 operators each") != std::string::npos);
+  CHECK(Session::RequiredArenaBytes(model.value(), threaded).value() < two);
+  // More threads than a layer is ever cut into: no cut, the arena of one thread and the rows.
+  threaded.threads = xnn::kMaxParts + 1;
+  const size_t many = Session::RequiredArenaBytes(model.value(), threaded).value();
+  CHECK(many >= single + rows);
+  CHECK(many <= single + static_cast<size_t>(threaded.threads) * 16 * sizeof(float) + 64);
 }
 
 #endif  // TERN_WITH_XNNPACK

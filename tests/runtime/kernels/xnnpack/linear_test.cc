@@ -11,6 +11,8 @@
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 
+#include <pthreadpool.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -107,7 +109,8 @@ struct OneLinear {
   size_t region_used = 0;
 };
 
-Status Make(const xnn::LinearSpec& spec, OneLinear* one) {
+// pool: the context's thread pool (null: none).
+Status Make(const xnn::LinearSpec& spec, OneLinear* one, pthreadpool* pool = nullptr) {
   xnn::LinearPlanner planner;
   TERN_RETURN_IF_ERROR(planner.Choose(spec, &one->choice));
   xnn::ContextNeeds needs;
@@ -122,6 +125,7 @@ Status Make(const xnn::LinearSpec& spec, OneLinear* one) {
   one->f16_input = Aligned(needs.f16_input_bytes);
   one->f16_output = Aligned(needs.f16_output_bytes);
   xnn::Context& c = one->context;
+  c.pool = pool;
   c.qd8_input = reinterpret_cast<int8_t*>(one->qd8_input.data());
   c.qd8_input_bytes = needs.qd8_input_bytes;
   c.qd8_params = one->qd8_params.data();
@@ -474,6 +478,161 @@ TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit"
       }
     }
   }
+}
+
+TEST_CASE("layers are cut into one operator per thread only when every part keeps 32 rows",
+          "[xnnpack][linear]") {
+  CHECK(xnn::CutParts(1, 4096) == 1);
+  CHECK(xnn::CutParts(2, 63) == 1);
+  CHECK(xnn::CutParts(2, 64) == 2);
+  CHECK(xnn::CutParts(3, 95) == 1);
+  CHECK(xnn::CutParts(3, 96) == 3);
+  CHECK(xnn::CutParts(xnn::kMaxParts, 32000) == xnn::kMaxParts);
+  CHECK(xnn::CutParts(xnn::kMaxParts + 1, 32000) == 1);  // XNNPACK's tiling spreads it instead
+  for (int64_t n : {64, 96, 130, 300, 512, 32000}) {
+    for (int parts = 2; parts <= xnn::kMaxParts; ++parts) {
+      if (xnn::CutParts(parts, n) != parts) continue;
+      INFO("n " << n << " parts " << parts);
+      CHECK(xnn::PartBegin(n, parts, 0) == 0);
+      CHECK(xnn::PartBegin(n, parts, parts) == n);
+      for (int p = 1; p < parts; ++p) {
+        CHECK(xnn::PartBegin(n, parts, p) % xnn::kPartAlign == 0);
+        CHECK(xnn::PartBegin(n, parts, p) > xnn::PartBegin(n, parts, p - 1));
+      }
+      CHECK(xnn::PartBegin(n, parts, parts - 1) < n);
+    }
+  }
+  // A cut the planner cannot make is refused, not planned.
+  const Weight w = MakeWeight(40, 16, DType::kF32, 0, 3, false);
+  xnn::LinearSpec spec;
+  spec.weight = w.view();
+  spec.input_stride = 16;
+  spec.output_stride = 40;
+  spec.parts = 2;
+  xnn::LinearPlanner planner;
+  xnn::LinearChoice choice;
+  CHECK(planner.Choose(spec, &choice).code() == StatusCode::kInvalidArgument);
+}
+
+struct PathCase {
+  DType dtype;
+  int64_t group;
+  LinearPath path;
+  uint32_t unsupported;  // paths switched off to reach it
+};
+
+// Every path XNNPACK runs here, the f32-activation fallbacks forced.
+std::vector<PathCase> CutPaths() {
+  std::vector<PathCase> paths = {
+      {DType::kF32, 0, LinearPath::kF32, 0},
+      {DType::kF16, 0, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16)},
+      {DType::kI8, 0, LinearPath::kQd8Qc8w, 0},
+      {DType::kI8, 0, LinearPath::kF32Qc8w, xnn::PathBit(LinearPath::kQd8Qc8w)},
+      {DType::kI4, 0, LinearPath::kQd8Qc4w, 0},
+      {DType::kI4, 0, LinearPath::kF32Qc4w, xnn::PathBit(LinearPath::kQd8Qc4w)},
+  };
+  if (CpuHasF16Gemm()) paths.push_back({DType::kF16, 0, LinearPath::kF16, 0});
+  if (xnn::Qb4wTrusted()) paths.push_back({DType::kI4, 32, LinearPath::kQd8Qb4w, 0});
+  return paths;
+}
+
+TEST_CASE("a layer cut into one operator per thread gives the whole layer's bits",
+          "[xnnpack][linear]") {
+  // n x k, parts: cuts at 32-row boundaries that are not XNNPACK's tiles of 64 (130 into 3:
+  // rows 0-31, 32-95, 96-129), every part with a bias and scales of its own rows.
+  struct Cut {
+    int64_t n, k;
+    int parts;
+  };
+  const Cut cuts[] = {{64, 96, 2}, {130, 256, 2}, {130, 256, 3}, {300, 512, 4}};
+  uint32_t seed = 900;
+  for (const PathCase& pc : CutPaths()) {
+    for (const Cut& cut : cuts) {
+      for (int64_t m : {1, 5, 70}) {  // 70: the activations converted on the pool's way
+        const Weight w = MakeWeight(cut.n, cut.k, pc.dtype, pc.group, seed, seed % 2 == 0);
+        std::mt19937 rng(seed++);
+        std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+        std::vector<float> b(static_cast<size_t>(cut.n));
+        for (auto& v : b) v = dist(rng);
+        const int64_t ldx = cut.k + 3, ldy = cut.n + 2;
+        std::vector<float> x(static_cast<size_t>(m * ldx) + kPad);
+        for (auto& v : x) v = dist(rng);
+        xnn::LinearSpec spec;
+        spec.weight = w.view();
+        spec.bias = b.data();
+        spec.max_rows = m;
+        spec.input_stride = ldx;
+        spec.output_stride = ldy;
+        INFO(xnn::LinearPathName(pc.path)
+             << " n=" << cut.n << " k=" << cut.k << " parts " << cut.parts << " m=" << m);
+        xnn::SetUnsupportedPathsForTesting(pc.unsupported);
+        OneLinear whole, parts;
+        const Status made_whole = Make(spec, &whole);
+        spec.parts = cut.parts;
+        const Status made_parts = Make(spec, &parts);
+        xnn::SetUnsupportedPathsForTesting(0);
+        REQUIRE(made_whole.ok());
+        REQUIRE(made_parts.ok());
+        REQUIRE(whole.choice.path == pc.path);
+        REQUIRE(parts.choice.path == pc.path);
+        CHECK(parts.choice.parts == cut.parts);
+        CHECK(parts.kernel.parts == cut.parts);
+        CHECK(parts.region_used == parts.region_bytes);  // measured exactly, part by part
+        // Each part packs only its rows: the packed bytes grow by at most a tile of 32 rows a
+        // part (padding), not by another copy.
+        REQUIRE(parts.choice.shareable);
+        CHECK(parts.choice.packed_bytes <=
+              whole.choice.packed_bytes +
+                  static_cast<size_t>(cut.parts) *
+                      (whole.choice.packed_bytes / static_cast<size_t>(cut.n) + 1) * 32);
+        std::vector<float> want(static_cast<size_t>(m * ldy) + kPad, -7.0f), got(want);
+        REQUIRE(xnn::RunLinear(whole.kernel, x.data(), m, ldx, want.data(), ldy));
+        REQUIRE(xnn::RunLinear(parts.kernel, x.data(), m, ldx, got.data(), ldy));
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        CHECK(parts.context.fallback_calls == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a cut layer on a thread pool: one part per task, the same bits", "[xnnpack][linear]") {
+  // Layers large enough (a call over 20 us on one thread) for the governor to try the pool on
+  // the second call (pool_governor.h); one row (a decode step) and 17.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  uint32_t seed = 950;
+  for (DType dtype : {DType::kI8, DType::kI4, DType::kF32}) {
+    for (int64_t m : {1, 17}) {
+      const int64_t n = 2048, k = 1024;
+      const Weight w = MakeWeight(n, k, dtype, 0, seed, false);
+      std::mt19937 rng(seed++);
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      std::vector<float> x(static_cast<size_t>(m * k) + kPad);
+      for (auto& v : x) v = dist(rng);
+      xnn::LinearSpec spec;
+      spec.weight = w.view();
+      spec.max_rows = m;
+      spec.input_stride = k;
+      spec.output_stride = n;
+      OneLinear whole, parts;
+      REQUIRE(Make(spec, &whole).ok());
+      spec.parts = 2;
+      REQUIRE(Make(spec, &parts, pool).ok());
+      std::vector<float> want(static_cast<size_t>(m * n) + kPad, -7.0f);
+      REQUIRE(xnn::RunLinear(whole.kernel, x.data(), m, k, want.data(), n));
+      for (int call = 0; call < 4; ++call) {  // the first call measures one thread, then the pool
+        std::vector<float> got(want.size(), -7.0f);
+        REQUIRE(xnn::RunLinear(parts.kernel, x.data(), m, k, got.data(), n));
+        INFO(DTypeName(dtype) << " m " << m << " call " << call);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        if (call == 1) xnn::ParkWorkers(pool);  // sleeping workers take the next task as before
+      }
+      CHECK(parts.kernel.pool.For(m).single_ns() > 0.0f);
+      CHECK(parts.kernel.pool.For(m).pooled_ns() > 0.0f);
+      CHECK(parts.context.fallback_calls == 0);
+    }
+  }
+  pthreadpool_destroy(pool);
 }
 
 TEST_CASE("the dry run measures without packing and is memoized", "[xnnpack][linear]") {
