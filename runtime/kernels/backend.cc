@@ -367,6 +367,15 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   // A layer XNNPACK has no operator for keeps its record too (no operator, path kReference):
   // ops::Linear then runs the vectorizable loops on it instead of the reference kernel.
   *kernel = record;
+  // Layers of one shape, path and cut share the first one's pool governors.
+  for (int32_t i = 0; i + 1 < next_ && record->op != nullptr; ++i) {
+    xnn::LinearKernel& other = records_[i];
+    if (other.op != nullptr && other.shared == nullptr && other.path == record->path &&
+        other.n == record->n && other.k == record->k && other.parts == record->parts) {
+      record->shared = &other.own;
+      break;
+    }
+  }
   if (choice.path != xnn::LinearPath::kReference) {
     // The operator holds its own packed copy; the model's bytes are read again only by a
     // fallback call and, for a tied output projection, by the embedding lookup (its rows load
@@ -514,6 +523,24 @@ uint64_t BackendSession::passes() const {
   if (context_ != nullptr) return context_->passes.passes();
 #endif
   return 0;
+}
+
+int32_t BackendSession::operator_layers() const {
+  int32_t count = 0;
+#if TERN_XNNPACK_BUILD
+  if (context_ == nullptr) return 0;
+  for (int32_t i = 0; i < next_; ++i) count += records_[i].op != nullptr;
+#endif
+  return count;
+}
+
+int32_t BackendSession::governor_groups() const {
+  int32_t count = 0;
+#if TERN_XNNPACK_BUILD
+  if (context_ == nullptr) return 0;
+  for (int32_t i = 0; i < next_; ++i) count += records_[i].op != nullptr && !records_[i].shared;
+#endif
+  return count;
 }
 
 uint64_t BackendSession::passes_without_pool() const {

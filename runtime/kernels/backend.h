@@ -189,6 +189,10 @@ class BackendSession {
   // Passes measured, and of them run with the pool switched off (0 without a pool).
   uint64_t passes() const;
   uint64_t passes_without_pool() const;
+  // Linear layers with an XNNPACK operator, and the distinct pool governors they use: layers of
+  // one shape, path and cut share the first one's (xnn::LinearKernel::shared). 0 on reference.
+  int32_t operator_layers() const;
+  int32_t governor_groups() const;
 
  private:
   ops::Kernels kernels_;
@@ -203,7 +207,7 @@ class BackendSession {
   bool scope_open_ = false;
   xnn::LinearKernel* records_ = nullptr;
   uint8_t* scratch_ = nullptr;
-  int32_t next_ = 0;
+  int32_t next_ = 0;  // records created (all of them after End)
   // Shared packed weights: the provider XNNPACK's operators ask (they keep a pointer to it, so
   // it lives here, as long as the session), the region this session packs into until End.
   xnn::WeightsCache cache_;

@@ -51,6 +51,10 @@ class TransformerModel {
   // machine; xnn::PassGovernor). Both 0 without a pool.
   uint64_t passes() const { return backend_.passes(); }
   uint64_t passes_without_pool() const { return backend_.passes_without_pool(); }
+  // Linear layers with an XNNPACK operator, and the pool governors they share (one per shape,
+  // path and cut).
+  int32_t operator_layers() const { return backend_.operator_layers(); }
+  int32_t governor_groups() const { return backend_.governor_groups(); }
 
  protected:
   // A model's plan: the backend's (every linear layer measured), the arena's, and how the

@@ -84,14 +84,18 @@ else
   check "--linear's int4 blocks take qb4w, qc4w or the vectorized loops" \
     test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "vectorized loops"}')" == True
   # --split: int8 on 2 threads, XNNPACK's tiling against one operator per thread (it fails if
-  # the slices' outputs differ from the whole layer's)
-  split=$(tern bench --linear --split --threads 2 -m "$work/m.tern" --rows 1,3 --repeat 1 \
+  # the cut layer's outputs differ from the whole layer's); layers of fewer than 64 rows stay
+  # whole (post_relu's feed-forward layer has 64)
+  tern convert "$fixtures/parity/post_relu.safetensors" -o "$work/p.tern" --skip-prefix expected. --quiet
+  split=$(tern bench --linear --split --threads 2 -m "$work/p.tern" --rows 1,3 --repeat 1 \
     --warmup 0 --working-set 0 --json 2>&1)
   check "--linear --split times every shape and row count three ways, outputs identical" \
-    test "$(field "$split" 'len(j), all(r["one_thread_us"] > 0 and r["tiled_us"] > 0 and r["cut_us"] > 0 and r["threads"] == 2 for r in j)')" == "(8, True)"
+    test "$(field "$split" 'len(j), all(r["one_thread_us"] > 0 and r["tiled_us"] > 0 and r["cut_us"] > 0 and r["threads"] == 2 and r["parts"] == (2 if r["n"] >= 64 else 1) for r in j), any(r["parts"] == 2 for r in j)')" == "(8, True, True)"
 fi
 err=$(tern bench --linear --split 2>&1 >/dev/null)
-check "--split on one thread fails naming the flag" grep -q -- '--split needs --threads >= 2' <<<"$err"
+check "--split on one thread fails naming the flag" grep -q -- '--split needs --threads 2 to 8' <<<"$err"
+err=$(tern bench --linear --split --threads 9 2>&1 >/dev/null)
+check "--split on 9 threads fails naming the bound" grep -q -- '--split needs --threads 2 to 8' <<<"$err"
 err=$(tern bench -m "$work/m.tern" --split 2>&1 >/dev/null)
 check "--split without --linear fails naming it" grep -q -- '--split is for --linear' <<<"$err"
 err=$(tern bench --linear --rows 1,0 2>&1 >/dev/null)

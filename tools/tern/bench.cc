@@ -88,10 +88,12 @@ const char kHelp[] =
     "layer's rows against copying those rows out and packing an operator for them once per\n"
     "sentence (int8 and int4 per row): us per step, us per sentence, and after how many steps\n"
     "gathering would pay.\n"
-    "--linear --split (with --threads N >= 2): int8 layers on N threads two ways, XNNPACK's\n"
-    "own tiling on the pool (as a session runs them) against the output rows cut into N\n"
-    "operators run as one pool task each; us per call and speed-up over one thread (outputs\n"
-    "checked identical).\n";
+    "With --threads N, layers are built as a session builds them: with 2 to 8 threads, layers\n"
+    "of at least 32 x N output rows are cut into one operator per thread.\n"
+    "--linear --split (with --threads 2 to 8): int8 layers on N threads two ways, XNNPACK's\n"
+    "own tiling of one operator on the pool against the output rows cut into N operators run\n"
+    "as one pool task each (what sessions do); us per call and speed-up over one thread\n"
+    "(outputs checked identical).\n";
 
 using bench::Check;
 using bench::Clock;
@@ -186,7 +188,8 @@ int BenchLinearCommand(const Args& args) {
   s.gather_rows = args.get_int("gather", 0, 0, 1 << 24);
   if (s.gather_rows > 0 && s.json) throw UsageError("--gather prints a table; no --json");
   s.split = args.has("split");
-  if (s.split && s.threads < 2) throw UsageError("--split needs --threads >= 2");
+  if (s.split && (s.threads < 2 || s.threads > 8))
+    throw UsageError("--split needs --threads 2 to 8 (layers are cut for at most 8 threads)");
   if (s.split && s.gather_rows > 0)
     throw UsageError("--split and --gather are different benchmarks");
   return BenchLinear(s);

@@ -81,10 +81,12 @@ struct Layer {
   }
 };
 
-void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int64_t output_stride = 0);
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int parts = 1);
 
+// parts: operators the output rows are cut into (a session's layer with a pool of 2 to 8
+// threads: xnn::CutParts).
 void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool_t pool,
-           Layer* layer) {
+           Layer* layer, int parts = 1) {
   convert::HostTensor t;
   t.name = "w";
   t.shape = {n, k};
@@ -93,12 +95,11 @@ void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& x : t.values) x = dist(rng) * 0.05f;
   layer->encoded = convert::Encode(t, v.dtype, v.group);
-  Create(max_rows, pool, layer);
+  Create(max_rows, pool, layer, parts);
 }
 
-// The second half of Build: the operator for layer->encoded, as Prepare creates it, writing rows
-// of output_stride outputs (0: its own n).
-void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int64_t output_stride) {
+// The second half of Build: the operators for layer->encoded, as Prepare creates them.
+void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int parts) {
   const int64_t n = layer->encoded.shape[0], k = layer->encoded.shape[1];
   layer->bias.assign(static_cast<size_t>(n), 0.01f);
 
@@ -107,7 +108,8 @@ void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int64_t output_s
   spec.bias = layer->bias.data();
   spec.max_rows = max_rows;
   spec.input_stride = k;
-  spec.output_stride = output_stride > 0 ? output_stride : n;
+  spec.output_stride = n;
+  spec.parts = parts;
   xnn::LinearPlanner planner;
   bench::Check(planner.Choose(spec, &layer->choice), "choosing a path");
   xnn::ContextNeeds needs;
@@ -300,47 +302,7 @@ int BenchGather(const LinearBenchSettings& s, const Variant* variants, int count
 
 // --split: one layer's output rows cut into `parts` slices, each an operator of its own (no pool:
 // XNNPACK walks its tiles on the thread that runs it) writing its columns of the full output.
-struct Slices {
-  std::vector<Layer> parts;
-  int64_t n = 0;
-  std::vector<int64_t> first;  // first output row of each part
-};
-
-void Slice(const Layer& full, int parts, int64_t max_rows, Slices* out) {
-  const int64_t n = full.encoded.shape[0], k = full.encoded.shape[1];
-  const size_t row_bytes = full.encoded.data.size() / static_cast<size_t>(n);
-  out->n = n;
-  out->parts = std::vector<Layer>(static_cast<size_t>(parts));
-  out->first.clear();
-  for (int p = 0; p < parts; ++p) {
-    const int64_t begin = n * p / parts, end = n * (p + 1) / parts;
-    Layer& l = out->parts[static_cast<size_t>(p)];
-    l.encoded.dtype = full.encoded.dtype;
-    l.encoded.shape = {end - begin, k};
-    l.encoded.data.assign(
-        full.encoded.data.begin() + static_cast<std::ptrdiff_t>(begin * row_bytes),
-        full.encoded.data.begin() + static_cast<std::ptrdiff_t>(end * row_bytes));
-    l.encoded.scales.assign(full.encoded.scales.begin() + begin, full.encoded.scales.begin() + end);
-    Create(max_rows, nullptr, &l, n);
-    out->first.push_back(begin);
-  }
-}
-
-struct SliceCall {
-  Slices* slices;
-  const float* x;
-  float* y;
-  int64_t m, k;
-  bool failed;
-};
-
-void RunSlice(void* context, size_t p) {
-  auto* c = static_cast<SliceCall*>(context);
-  Layer& l = c->slices->parts[p];
-  if (!xnn::RunLinear(l.kernel, c->x, c->m, c->k, c->y + c->slices->first[p], c->slices->n)) {
-    c->failed = true;
-  }
-}
+static_assert(xnn::kMaxParts == 8, "tern bench --split's usage message says 8 threads");
 
 int BenchSplit(const LinearBenchSettings& s) {
   pthreadpool_t pool = pthreadpool_create(static_cast<size_t>(s.threads));
@@ -351,24 +313,27 @@ int BenchSplit(const LinearBenchSettings& s) {
   if (!s.json) {
     std::printf(
         "int8 (qd8_f32_qc8w), us per call, calls cycling through %.0f MiB of layers: one thread; "
-        "%d threads through XNNPACK's tiling (governed, as a session runs it); output rows cut "
-        "into %d operators, one pool task each. Outputs checked identical.\n",
-        s.working_set_bytes / (1024 * 1024), s.threads, s.threads);
+        "%d threads through XNNPACK's tiling of one operator; output rows cut into %d operators, "
+        "one pool task each (as sessions run layers of at least %lld rows). Both governed as in "
+        "a session; outputs checked identical.\n",
+        s.working_set_bytes / (1024 * 1024), s.threads, s.threads,
+        static_cast<long long>(s.threads * xnn::kPartAlign));
     std::printf("%-12s %4s %12s %12s %8s %12s %8s\n", "n x k", "M", "1 thread", "tiled", "speedup",
                 "cut", "speedup");
   }
   for (const auto& shape : s.shapes) {
     const int64_t n = shape.first, k = shape.second;
+    // A layer too small to cut (fewer than 32 rows a part) is timed whole both ways.
+    const int parts = xnn::CutParts(s.threads, n);
     Layer probe;
     Build(n, k, int8, max_rows, nullptr, &probe);
     const size_t count =
         static_cast<size_t>(std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
-    std::vector<Layer> single(count), tiled(count);
-    std::vector<Slices> cut(count);
+    std::vector<Layer> single(count), tiled(count), cut(count);
     for (size_t c = 0; c < count; ++c) {
       Build(n, k, int8, max_rows, nullptr, &single[c]);
       Build(n, k, int8, max_rows, pool, &tiled[c]);
-      Slice(single[c], s.threads, max_rows, &cut[c]);
+      Build(n, k, int8, max_rows, pool, &cut[c], parts);
     }
     for (int64_t m : s.rows) {
       const Shape sh{n, k, m};
@@ -381,13 +346,7 @@ int BenchSplit(const LinearBenchSettings& s) {
       for (int r = 0; r < s.warmup + s.repeat; ++r) {
         const double a = Pass(single, sh, x.data(), y.data());
         const double b = Pass(tiled, sh, x.data(), y.data());
-        const Clock::time_point t0 = Clock::now();
-        for (Slices& sl : cut) {
-          SliceCall call{&sl, x.data(), y_cut.data(), m, k, false};
-          pthreadpool_parallelize_1d(pool, RunSlice, &call, sl.parts.size(), 0);
-          if (call.failed) throw std::runtime_error("XNNPACK could not run a slice");
-        }
-        const double c = Ms(t0, Clock::now()) * 1000.0 / static_cast<double>(count);
+        const double c = Pass(cut, sh, x.data(), y_cut.data());
         if (r >= s.warmup) {
           t_single.push_back(a);
           t_tiled.push_back(b);
@@ -395,10 +354,10 @@ int BenchSplit(const LinearBenchSettings& s) {
         }
       }
       // Every output column is computed by the same kernel from the same quantized row either
-      // way: the slices must give the full layer's bits.
+      // way: the cut layer must give the whole layer's bits.
       Pass(single, sh, x.data(), y.data());
       if (std::memcmp(y.data(), y_cut.data(), y.size() * sizeof(float)) != 0) {
-        throw std::runtime_error("the sliced layer's outputs differ from the whole layer's");
+        throw std::runtime_error("the cut layer's outputs differ from the whole layer's");
       }
       const double a = Median(t_single), b = Median(t_tiled), c = Median(t_cut);
       if (s.json) {
@@ -406,14 +365,16 @@ int BenchSplit(const LinearBenchSettings& s) {
                        {"k", k},
                        {"rows", m},
                        {"threads", s.threads},
+                       {"parts", parts},
                        {"one_thread_us", a},
                        {"tiled_us", b},
                        {"cut_us", c}});
         continue;
       }
       const std::string name = std::to_string(n) + " x " + std::to_string(k);
-      std::printf("%-12s %4lld %12.1f %12.1f %7.2fx %12.1f %7.2fx\n", name.c_str(),
-                  static_cast<long long>(m), a, b, a / b, c, a / c);
+      std::printf("%-12s %4lld %12.1f %12.1f %7.2fx %12.1f %7.2fx%s\n", name.c_str(),
+                  static_cast<long long>(m), a, b, a / b, c, a / c,
+                  parts == 1 ? " (too few rows to cut: whole)" : "");
     }
   }
   if (s.json) std::printf("%s\n", out.dump(2).c_str());
@@ -452,12 +413,14 @@ int BenchLinear(const LinearBenchSettings& s) {
     const char* paths[kVariants] = {};
     for (int v = 0; v < kVariants; ++v) {
       Layer probe;
-      Build(shape.first, shape.second, variants[v], max_rows, pool, &probe);
+      // As a session builds it: with a pool, cut into one operator per thread when it is.
+      const int parts = pool != nullptr ? xnn::CutParts(s.threads, shape.first) : 1;
+      Build(shape.first, shape.second, variants[v], max_rows, pool, &probe, parts);
       const size_t count =
           static_cast<size_t>(std::max(1.0, std::ceil(s.working_set_bytes / probe.weight_bytes())));
       copies[static_cast<size_t>(v)] = std::vector<Layer>(count);
       for (Layer& layer : copies[static_cast<size_t>(v)]) {
-        Build(shape.first, shape.second, variants[v], max_rows, pool, &layer);
+        Build(shape.first, shape.second, variants[v], max_rows, pool, &layer, parts);
       }
       const xnn::LinearPath path = copies[static_cast<size_t>(v)][0].kernel.path;
       paths[v] =

@@ -538,6 +538,7 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   }
   out->begin[choice.parts] = spec.weight.rows;
   out->op = out->part_ops[0];
+  if (choice.parts > 1) out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
   return Status::Ok();
 }
 
@@ -556,7 +557,7 @@ bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* 
   // on the pool or on the calling thread; a cut layer's parts as pool tasks or one after another
   // on the calling thread.
   return RunGoverned(
-      kn.pool.For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
+      kn.governors().For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
       [&](bool pooled) { return RunOnce(kn, pooled ? pool : nullptr, x, m, ldx, y, ldy); });
 }
 

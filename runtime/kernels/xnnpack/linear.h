@@ -186,7 +186,13 @@ struct LinearKernel {
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
-  RowClassGovernors pool;                 // with a thread pool: whether this layer uses it
+  // With a thread pool: whether this layer uses it (pool_governor.h). Layers of one shape and
+  // path share the first one's governors (`shared`, set by the session): they take the same
+  // time, and a model's 48 layers of 512 x 512 then learn from every call of any of them, where
+  // each alone probed too rarely to leave the calling thread within a translation.
+  RowClassGovernors own;
+  RowClassGovernors* shared = nullptr;
+  RowClassGovernors& governors() { return shared != nullptr ? *shared : own; }
 };
 
 // Creates the operators of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes

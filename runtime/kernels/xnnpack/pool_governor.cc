@@ -21,7 +21,9 @@ void ParkWorkers(pthreadpool* pool) {
 PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) const {
   if (budget.pool_off) return Run::kUnmeasured;  // a pass without the pool (PassGovernor)
   if (single_ns_ == 0.0f) return Run::kSingle;   // the calling thread is measured first
-  if (single_ns_ * units < kMinPooledNs) return Run::kUnmeasured;
+  if (single_ns_ * units < min_pooled_ns_) {
+    return unmeasured_ >= kRemeasureAfter ? Run::kSingle : Run::kUnmeasured;
+  }
   if (!next_pooled_) return Run::kSingle;
   // A probe of a pool that is not (yet) winning: only within the session's budget. (Run
   // single instead; the probe stays due and comes once the budget allows.)
@@ -38,6 +40,10 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   if (run == Run::kUnmeasured || !(units > 0.0f)) return;
   const bool pooled = run == Run::kPooled;
   const float per_unit = ns / units;
+  // A call measured after kRemeasureAfter unmeasured ones replaces the calling thread's average,
+  // as a probe does: the average is as old as those calls.
+  const bool remeasure = unmeasured_ >= kRemeasureAfter;
+  unmeasured_ = 0;
   budget->measured_ns += ns;
   if (pooled && !prefer_pool_ && per_unit > single_ns_) {
     budget->lost_ns += static_cast<double>(per_unit - single_ns_) * units;
@@ -52,7 +58,13 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   // and a wrong switch is corrected by the next runs, which all measure the way switched to.
   const bool probe = pooled != prefer_pool_;
   float& average = pooled ? pooled_ns_ : single_ns_;
-  average = probe || average == 0.0f ? per_unit : average + 0.25f * (per_unit - average);
+  // A run of the preferred way counts at most twice its average: one pooled run whose worker
+  // was descheduled (10-100x) would otherwise flip the choice by itself, and the calling thread
+  // would run the next ~64 calls (the wait after a switch, see kProbeBudget) for nothing. A
+  // lasting change of the machine's load still moves the average within a few runs.
+  const float sample =
+      !probe && average > 0.0f && per_unit > 2.0f * average ? 2.0f * average : per_unit;
+  average = probe || remeasure || average == 0.0f ? per_unit : average + 0.25f * (sample - average);
   if (pooled_ns_ == 0.0f) {  // not probed yet: the first wait runs down
     if (until_probe_ > 0) --until_probe_;
     next_pooled_ = until_probe_ == 0;

@@ -8,7 +8,11 @@
 // keeps the time per unit of work of its runs with and without the pool (moving averages),
 // runs the faster way, and now and then probes the other:
 //   - A call that takes under kMinPooledNs on one thread never uses the pool (nothing to win
-//     that pays for a dispatch and a join), and is not measured.
+//     that pays for a dispatch and a join), and is measured only every kRemeasureAfter calls
+//     (so a layer whose first calls ran fast, its weights still in cache, is not kept off the
+//     pool for good when its later calls are slower). A layer cut into one operator per thread
+//     (linear.h) dispatches one task per thread instead of XNNPACK's many tiles, so its
+//     threshold is lower (kMinCutPooledNs).
 //   - While the pool wins, the calling thread is probed every 8 to 1024 runs (doubling after
 //     each probe that loses; such a probe costs at most about twice a pooled run).
 //   - While the pool loses, a probe of it can cost a thousand single runs (a ~5 ms time slice
@@ -56,6 +60,8 @@ struct PoolBudget {
 class PoolGovernor {
  public:
   static constexpr float kMinPooledNs = 20000.0f;
+  static constexpr float kMinCutPooledNs = 5000.0f;
+  static constexpr uint32_t kRemeasureAfter = 64;
   static constexpr uint32_t kFirstInterval = 8;
   static constexpr uint32_t kMaxInterval = 1024;           // between probes while the pool wins
   static constexpr uint32_t kMaxLosingInterval = 1 << 20;  // while it loses
@@ -66,11 +72,18 @@ class PoolGovernor {
 
   // margin: the pool is used when its time is below margin x the calling thread's. first_wait:
   // calls of the calling thread after its first before the pool is first probed (0: the next).
-  explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0)
-      : margin_(margin), until_probe_(first_wait) {}
+  // min_pooled_ns: calls shorter than this on one thread stay on it.
+  explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0,
+                        float min_pooled_ns = kMinPooledNs)
+      : margin_(margin), min_pooled_ns_(min_pooled_ns), until_probe_(first_wait) {}
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
   Run Choose(float units, const PoolBudget& budget) const;
+  // Tells the governor that a call chosen kUnmeasured ran (RunGoverned does): counts towards
+  // the next measurement of a call under the threshold.
+  void Unmeasured() {
+    if (unmeasured_ < kRemeasureAfter) ++unmeasured_;
+  }
   // Records the call just run as `run` (kUnmeasured: ignored) and its time. Returns whether to
   // park the workers now (ParkWorkers): a pooled call that took more than kParkAfter times the
   // calling thread's time, which on a quiet machine (a pool that only does not pay for a small
@@ -86,6 +99,8 @@ class PoolGovernor {
   void Update(Run run, float ns, float units, PoolBudget* budget);
 
   float margin_;
+  float min_pooled_ns_;
+  uint32_t unmeasured_ = 0;  // calls run unmeasured since the last measured one
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
   uint32_t interval_ = kFirstInterval;  // runs between probes of the other way
@@ -105,7 +120,10 @@ template <typename Call>
 bool RunGoverned(PoolGovernor& governor, float units, PoolBudget* budget, pthreadpool* pool,
                  Call&& call) {
   const PoolGovernor::Run run = governor.Choose(units, *budget);
-  if (run == PoolGovernor::Run::kUnmeasured) return call(false);
+  if (run == PoolGovernor::Run::kUnmeasured) {
+    governor.Unmeasured();
+    return call(false);
+  }
   const int64_t start = NowNs();
   const bool ok = call(run == PoolGovernor::Run::kPooled);
   if (ok && governor.Record(run, static_cast<float>(NowNs() - start), units, budget)) {
@@ -126,6 +144,9 @@ class RowClassGovernors {
  public:
   static constexpr int kClasses = 4;
   static int ClassOf(int64_t rows) { return rows <= 1 ? 0 : rows < 8 ? 1 : rows < 64 ? 2 : 3; }
+  explicit RowClassGovernors(float min_pooled_ns = PoolGovernor::kMinPooledNs) {
+    for (PoolGovernor& g : governors_) g = PoolGovernor(PoolGovernor::kMargin, 0, min_pooled_ns);
+  }
   PoolGovernor& For(int64_t rows) { return governors_[ClassOf(rows)]; }
 
  private:

@@ -394,6 +394,16 @@ TEST_CASE("xnnpack with a thread pool: a row of scores per head more, layers cut
   cut = std::atoi(report.c_str() + start);
   // d_model 64 and d_ff 96: every projection but the 40-token vocabulary's.
   CHECK(cut >= 20);
+  {
+    // Layers of one shape share their pool governors: 64 x 64, 96 x 64, 64 x 96 (cut) and the
+    // output projection 40 x 64 (whole).
+    std::vector<uint8_t> arena(two);
+    Session session;
+    REQUIRE(session.Prepare(model.value(), threaded, arena.data(), arena.size()).ok());
+    const auto& ed = tern::internal::encoder_decoder(session);
+    CHECK(ed.operator_layers() == cut + 1);
+    CHECK(ed.governor_groups() == 4);
+  }
   CHECK(two >= single + rows);
   CHECK(two <= single + rows + 64 + static_cast<size_t>(cut) * 4096);
   // 3 threads: only the 96-row layers have 32 rows a part; the others stay whole operators that

@@ -627,8 +627,8 @@ TEST_CASE("a cut layer on a thread pool: one part per task, the same bits", "[xn
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
         if (call == 1) xnn::ParkWorkers(pool);  // sleeping workers take the next task as before
       }
-      CHECK(parts.kernel.pool.For(m).single_ns() > 0.0f);
-      CHECK(parts.kernel.pool.For(m).pooled_ns() > 0.0f);
+      CHECK(parts.kernel.governors().For(m).single_ns() > 0.0f);
+      CHECK(parts.kernel.governors().For(m).pooled_ns() > 0.0f);
       CHECK(parts.context.fallback_calls == 0);
     }
   }

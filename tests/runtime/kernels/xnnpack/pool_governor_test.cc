@@ -76,6 +76,64 @@ TEST_CASE("a call too short to win anything never uses the pool", "[xnnpack][poo
   CHECK(g.Choose(32.0f, PoolBudget()) == Run::kPooled);
 }
 
+// Calls as RunGoverned makes them: a call chosen kUnmeasured is counted, not timed.
+Totals GovernedCalls(PoolGovernor& g, int calls, float pooled_ns, float single_ns) {
+  PoolBudget budget;
+  Totals t;
+  for (int i = 0; i < calls; ++i) {
+    const Run run = g.Choose(1.0f, budget);
+    const float ns = run == Run::kPooled ? pooled_ns : single_ns;
+    t.pooled += run == Run::kPooled;
+    t.ns += ns;
+    if (run == Run::kUnmeasured) {
+      g.Unmeasured();
+    } else {
+      g.Record(run, ns, 1.0f, &budget);
+    }
+  }
+  return t;
+}
+
+TEST_CASE("a layer first measured under the threshold is measured again later", "[xnnpack][pool]") {
+  // Its first calls ran at 10 us (its weights still in cache), its later ones at 50 us on one
+  // thread and 30 us on the pool: it must not stay on the calling thread for good.
+  PoolGovernor g;
+  CHECK(GovernedCalls(g, 200, 6000.0f, 10000.0f).pooled == 0);
+  const Totals later = GovernedCalls(g, 1000, 30000.0f, 50000.0f);
+  CHECK(later.pooled >= 1000 - 2 * static_cast<int>(PoolGovernor::kRemeasureAfter));
+  CHECK(g.Choose(1.0f, PoolBudget()) == Run::kPooled);
+  // Calls that stay under it stay on the calling thread, measured one in kRemeasureAfter.
+  PoolGovernor small;
+  CHECK(GovernedCalls(small, 1000, 1000.0f, 5000.0f).pooled == 0);
+  CHECK(small.pooled_ns() == 0.0f);
+}
+
+TEST_CASE("a cut layer's lower threshold lets its shorter calls use the pool", "[xnnpack][pool]") {
+  // 8 us on one thread, 5 us cut over two (a 512 x 512 layer at a few rows).
+  PoolGovernor whole;
+  CHECK(GovernedCalls(whole, 500, 5000.0f, 8000.0f).pooled == 0);
+  RowClassGovernors cut(PoolGovernor::kMinCutPooledNs);
+  CHECK(GovernedCalls(cut.For(16), 500, 5000.0f, 8000.0f).pooled >= 400);
+}
+
+TEST_CASE("one slow pooled run does not flip a pool that wins", "[xnnpack][pool]") {
+  PoolGovernor g;
+  PoolBudget budget;
+  Calls(g, budget, 200, 30000.0f, 50000.0f);
+  REQUIRE(g.Choose(1.0f, budget) == Run::kPooled);
+  // A worker descheduled for a time slice: 100x.
+  g.Record(Run::kPooled, 3000000.0f, 1.0f, &budget);
+  CHECK(g.pooled_ns() < 2.0f * 30000.0f + 1.0f);
+  CHECK(g.Choose(1.0f, budget) == Run::kPooled);
+  // A lasting slowdown of the pool is followed within a few runs.
+  int runs = 0;
+  while (g.Choose(1.0f, budget) == Run::kPooled && runs < 20) {
+    g.Record(Run::kPooled, 200000.0f, 1.0f, &budget);
+    ++runs;
+  }
+  CHECK(runs <= 4);
+}
+
 TEST_CASE("the choice follows the machine's load both ways", "[xnnpack][pool]") {
   PoolGovernor g;
   Calls(g, 500, 30000.0f, 50000.0f);  // quiet: pooled
