@@ -62,8 +62,9 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   // was descheduled (10-100x) would otherwise flip the choice by itself, and the calling thread
   // would run the next ~64 calls (the wait after a switch, see kProbeBudget) for nothing. A
   // lasting change of the machine's load still moves the average within a few runs.
-  const float sample =
-      !probe && average > 0.0f && per_unit > 2.0f * average ? 2.0f * average : per_unit;
+  const float sample = cap_outliers_ && !probe && average > 0.0f && per_unit > 2.0f * average
+                           ? 2.0f * average
+                           : per_unit;
   average = probe || remeasure || average == 0.0f ? per_unit : average + 0.25f * (sample - average);
   if (pooled_ns_ == 0.0f) {  // not probed yet: the first wait runs down
     if (until_probe_ > 0) --until_probe_;

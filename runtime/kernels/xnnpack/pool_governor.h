@@ -72,10 +72,16 @@ class PoolGovernor {
 
   // margin: the pool is used when its time is below margin x the calling thread's. first_wait:
   // calls of the calling thread after its first before the pool is first probed (0: the next).
-  // min_pooled_ns: calls shorter than this on one thread stay on it.
+  // min_pooled_ns: calls shorter than this on one thread stay on it. cap_outliers: a run of the
+  // preferred way counts at most twice its average (one operator's call; not for whole passes,
+  // whose windows' means are already averages and whose slow windows are the busy machine's
+  // signal).
   explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0,
-                        float min_pooled_ns = kMinPooledNs)
-      : margin_(margin), min_pooled_ns_(min_pooled_ns), until_probe_(first_wait) {}
+                        float min_pooled_ns = kMinPooledNs, bool cap_outliers = true)
+      : margin_(margin),
+        min_pooled_ns_(min_pooled_ns),
+        cap_outliers_(cap_outliers),
+        until_probe_(first_wait) {}
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
   Run Choose(float units, const PoolBudget& budget) const;
@@ -100,6 +106,7 @@ class PoolGovernor {
 
   float margin_;
   float min_pooled_ns_;
+  bool cap_outliers_;
   uint32_t unmeasured_ = 0;  // calls run unmeasured since the last measured one
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
@@ -197,7 +204,8 @@ class PassGovernor {
 
  private:
   struct Windows {  // of one kind of pass and row class
-    PoolGovernor governor{kPassMargin, kFirstWait};
+    PoolGovernor governor{kPassMargin, kFirstWait, PoolGovernor::kMinPooledNs,
+                          /*cap_outliers=*/false};
     PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;  // this window's way
     uint32_t left = 0;                                       // passes left in this window
     bool warm = false;                                       // the first window has run

@@ -132,6 +132,15 @@ TEST_CASE("one slow pooled run does not flip a pool that wins", "[xnnpack][pool]
     ++runs;
   }
   CHECK(runs <= 4);
+  // Whole passes (PassGovernor's governors) are not capped: their samples are already means of
+  // a window, and one slow window is the busy machine's signal.
+  PoolGovernor passes(PoolGovernor::kMargin, 0, PoolGovernor::kMinPooledNs,
+                      /*cap_outliers=*/false);
+  PoolBudget pass_budget;
+  Calls(passes, pass_budget, 200, 30000.0f, 50000.0f);
+  REQUIRE(passes.Choose(1.0f, pass_budget) == Run::kPooled);
+  passes.Record(Run::kPooled, 3000000.0f, 1.0f, &pass_budget);
+  CHECK(passes.Choose(1.0f, pass_budget) == Run::kSingle);
 }
 
 TEST_CASE("the choice follows the machine's load both ways", "[xnnpack][pool]") {
