@@ -245,8 +245,17 @@ Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedReg
                          "shared weights have no memory: call SharedWeights::Init with %zu bytes",
                          need);
   }
+  // Sessions of another thread count cut their layers into other parts: other packed layers.
+  const int32_t cut = xnn::CutParts(plan.threads, INT64_MAX / 2);
   if (region->ready()) {
     *pack = false;
+    if (region->model() == identity && region->cut() != cut) {
+      return Status::Error(StatusCode::kFailedPrecondition,
+                           "the shared weights were packed for sessions of another thread count "
+                           "(layers cut into %d operators; this session cuts into %d): give every "
+                           "session on them the same limits.threads",
+                           region->cut(), cut);
+    }
     if (region->model() != identity || region->layers() != plan.packed_layers) {
       return Status::Error(StatusCode::kFailedPrecondition,
                            "the shared weights were packed for another model, or for sessions of "
@@ -260,7 +269,7 @@ Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedReg
                          "shared weights: %zu bytes of memory; this model's packed layers need %zu",
                          region->capacity(), need);
   }
-  if (!region->Claim(identity, plan.packed_layers)) {
+  if (!region->Claim(identity, plan.packed_layers, cut)) {
     return Status::Error(StatusCode::kFailedPrecondition,
                          "another session is packing these shared weights: prepare the others "
                          "after its Prepare returned");
@@ -447,8 +456,9 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
     separator = ", ";
   }
   if (plan.cut_layers > 0) {
-    out.Append("; %d layers cut into %d operators each, one per thread", plan.cut_layers,
-               xnn::CutParts(plan.threads, INT64_MAX / 2));
+    out.Append(pool ? "; %d layers cut into %d operators each, one per thread"
+                    : "; %d layers cut into %d operators each, run one after another",
+               plan.cut_layers, xnn::CutParts(plan.threads, INT64_MAX / 2));
   }
   if (plan.fallbacks[0][0] > 0) {
     out.Append(

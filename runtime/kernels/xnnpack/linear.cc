@@ -247,14 +247,16 @@ bool ReshapeConvert(xnn_status (*reshape)(xnn_operator_t, size_t, size_t, size_t
                                           pthreadpool_t),
                     xnn_operator_t op, int64_t* last, int64_t rows, int64_t channels,
                     int64_t input_stride, int64_t output_stride, pthreadpool_t pool) {
+  const int64_t pooled = pool != nullptr ? 1 : 0;
   if (last[0] == rows && last[1] == channels && last[2] == input_stride &&
-      last[3] == output_stride) {
+      last[3] == output_stride && last[4] == pooled) {
     return true;
   }
   last[0] = rows;
   last[1] = channels;
   last[2] = input_stride;
   last[3] = output_stride;
+  last[4] = pooled;
   if (Check(reshape(op, static_cast<size_t>(rows), static_cast<size_t>(channels),
                     static_cast<size_t>(input_stride), static_cast<size_t>(output_stride), pool))) {
     return true;

@@ -72,8 +72,12 @@ uint32_t UnsupportedPathsForTesting();
 // Most operators one layer is cut into (one per thread). With more threads than this a layer stays
 // one operator and XNNPACK tiles it over the pool.
 inline constexpr int kMaxParts = 8;
-// Output rows of a part start at multiples of this (a multiple of every GEMM's nr, so no part
-// computes a partial tile that the whole operator would not).
+// Output rows of a part start at multiples of this: a multiple of the nr of most of XNNPACK's
+// GEMMs (8, 16, 32), so a part rarely pads a tile the whole operator would not (AVX512-FP16's
+// f16 GEMM has nr 64). The bits do not depend on it: each output is computed alone. They do
+// depend on XNNPACK choosing the same micro-kernel for every part as for the whole layer, which
+// XNNPACK 2024-11 does for parts of 32 rows or more (its alternative kernel is taken only when
+// nr exceeds the output channels); linear_test checks cut == whole on every path.
 inline constexpr int64_t kPartAlign = 32;
 
 // How many operators a layer of n output rows is cut into for a session of `threads` threads:
@@ -155,10 +159,11 @@ struct Context {
   size_t f16_input_bytes = 0;
   uint16_t* f16_output = nullptr;
   size_t f16_output_bytes = 0;
-  // What each conversion operator was last reshaped for (rows, channels, in/out stride).
-  int64_t qd8_shape[4] = {-1, -1, -1, -1};
-  int64_t to_f16_shape[4] = {-1, -1, -1, -1};
-  int64_t from_f16_shape[4] = {-1, -1, -1, -1};
+  // What each conversion operator was last reshaped for (rows, channels, in/out stride, and
+  // whether for the pool: XNNPACK tiles it for the thread count it is reshaped with).
+  int64_t qd8_shape[5] = {-1, -1, -1, -1, -1};
+  int64_t to_f16_shape[5] = {-1, -1, -1, -1, -1};
+  int64_t from_f16_shape[5] = {-1, -1, -1, -1, -1};
   // What probes of the pool may cost, shared by every layer's governor and the attention's.
   PoolBudget pool_budget;
   // Whether each pass of the model (a decoder step...) may use the pool at all.

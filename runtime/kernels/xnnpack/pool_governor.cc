@@ -42,7 +42,7 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   const float per_unit = ns / units;
   // A call measured after kRemeasureAfter unmeasured ones replaces the calling thread's average,
   // as a probe does: the average is as old as those calls.
-  const bool remeasure = unmeasured_ >= kRemeasureAfter;
+  const bool remeasure = !pooled && unmeasured_ >= kRemeasureAfter;
   unmeasured_ = 0;
   budget->measured_ns += ns;
   if (pooled && !prefer_pool_ && per_unit > single_ns_) {

@@ -85,8 +85,8 @@ class PoolGovernor {
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
   Run Choose(float units, const PoolBudget& budget) const;
-  // Tells the governor that a call chosen kUnmeasured ran (RunGoverned does): counts towards
-  // the next measurement of a call under the threshold.
+  // Tells the governor that a call chosen kUnmeasured for being under the threshold ran
+  // (RunGoverned does; not for a pass without the pool): counts towards its next measurement.
   void Unmeasured() {
     if (unmeasured_ < kRemeasureAfter) ++unmeasured_;
   }
@@ -128,7 +128,8 @@ bool RunGoverned(PoolGovernor& governor, float units, PoolBudget* budget, pthrea
                  Call&& call) {
   const PoolGovernor::Run run = governor.Choose(units, *budget);
   if (run == PoolGovernor::Run::kUnmeasured) {
-    governor.Unmeasured();
+    // A pass without the pool (PassGovernor) says nothing about this call's size.
+    if (!budget->pool_off) governor.Unmeasured();
     return call(false);
   }
   const int64_t start = NowNs();

@@ -38,7 +38,7 @@ Status SharedRegion::Bind(void* memory, size_t bytes) {
   return Status::Ok();
 }
 
-bool SharedRegion::Claim(const void* model, int32_t layers) {
+bool SharedRegion::Claim(const void* model, int32_t layers, int32_t cut) {
   int expected = kEmpty;
   if (base_ == nullptr || !state_.compare_exchange_strong(expected, kPacking)) return false;
   const size_t table = TableBytes(layers);
@@ -51,6 +51,7 @@ bool SharedRegion::Claim(const void* model, int32_t layers) {
   count_ = 0;
   used_ = table;
   model_ = model;
+  cut_ = cut;
   return true;
 }
 

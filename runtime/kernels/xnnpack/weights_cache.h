@@ -43,12 +43,14 @@ class SharedRegion {
 
   // The packing session's claim: true for exactly one caller of an empty, bound region, which
   // must then call Finish (success) or Abandon.
-  bool Claim(const void* model, int32_t layers);
+  // cut: the operators each layer is cut into (xnn::CutParts of the sessions' thread count).
+  bool Claim(const void* model, int32_t layers, int32_t cut = 1);
   void Finish() { state_.store(kReady, std::memory_order_release); }
   void Abandon();
   bool ready() const { return state_.load(std::memory_order_acquire) == kReady; }
   bool bound() const { return base_ != nullptr; }
   const void* model() const { return model_; }
+  int32_t cut() const { return cut_; }
   int32_t layers() const { return count_; }
   size_t used_bytes() const { return used_; }
   size_t capacity() const { return capacity_; }
@@ -69,6 +71,7 @@ class SharedRegion {
   int32_t count_ = 0;
   size_t used_ = 0;  // table + packed bytes so far
   const void* model_ = nullptr;
+  int32_t cut_ = 1;
   std::atomic<int> state_{kEmpty};
 };
 

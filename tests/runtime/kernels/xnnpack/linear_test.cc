@@ -548,7 +548,7 @@ TEST_CASE("a layer cut into one operator per thread gives the whole layer's bits
   uint32_t seed = 900;
   for (const PathCase& pc : CutPaths()) {
     for (const Cut& cut : cuts) {
-      for (int64_t m : {1, 5, 70}) {  // 70: the activations converted on the pool's way
+      for (int64_t m : {1, 5, 70}) {
         const Weight w = MakeWeight(cut.n, cut.k, pc.dtype, pc.group, seed, seed % 2 == 0);
         std::mt19937 rng(seed++);
         std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -596,37 +596,50 @@ TEST_CASE("a layer cut into one operator per thread gives the whole layer's bits
 }
 
 TEST_CASE("a cut layer on a thread pool: one part per task, the same bits", "[xnnpack][linear]") {
-  // Layers large enough (a call over 20 us on one thread) for the governor to try the pool on
-  // the second call (pool_governor.h); one row (a decode step) and 17.
+  // Every path, parts as pool tasks (f16 writes its parts' columns of the context's f16 output
+  // concurrently); layers large enough (a call over the cut layers' 5 us on one thread) for the
+  // governor to try the pool on the second call (pool_governor.h). 17 rows; int8 also one row
+  // (a decode step) and 70 (the activations converted on the pool).
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
   uint32_t seed = 950;
-  for (DType dtype : {DType::kI8, DType::kI4, DType::kF32}) {
-    for (int64_t m : {1, 17}) {
-      const int64_t n = 2048, k = 1024;
-      const Weight w = MakeWeight(n, k, dtype, 0, seed, false);
+  const int64_t n = 2048, k = 1024;
+  for (const PathCase& pc : CutPaths()) {
+    const bool int8 = pc.path == LinearPath::kQd8Qc8w;
+    for (int64_t m : {int64_t{1}, int64_t{17}, int64_t{70}}) {
+      if (m != 17 && !int8) continue;
+      const Weight w = MakeWeight(n, k, pc.dtype, pc.group, seed, false);
       std::mt19937 rng(seed++);
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
       std::vector<float> x(static_cast<size_t>(m * k) + kPad);
       for (auto& v : x) v = dist(rng);
+      std::vector<float> b(static_cast<size_t>(n));
+      for (auto& v : b) v = dist(rng);
       xnn::LinearSpec spec;
       spec.weight = w.view();
+      spec.bias = b.data();
       spec.max_rows = m;
       spec.input_stride = k;
       spec.output_stride = n;
       OneLinear whole, parts;
-      REQUIRE(Make(spec, &whole).ok());
+      xnn::SetUnsupportedPathsForTesting(pc.unsupported);
+      const Status made_whole = Make(spec, &whole);
       spec.parts = 2;
-      REQUIRE(Make(spec, &parts, pool).ok());
+      const Status made_parts = Make(spec, &parts, pool);
+      xnn::SetUnsupportedPathsForTesting(0);
+      REQUIRE(made_whole.ok());
+      REQUIRE(made_parts.ok());
+      REQUIRE(parts.choice.path == pc.path);
       std::vector<float> want(static_cast<size_t>(m * n) + kPad, -7.0f);
       REQUIRE(xnn::RunLinear(whole.kernel, x.data(), m, k, want.data(), n));
       for (int call = 0; call < 4; ++call) {  // the first call measures one thread, then the pool
         std::vector<float> got(want.size(), -7.0f);
         REQUIRE(xnn::RunLinear(parts.kernel, x.data(), m, k, got.data(), n));
-        INFO(DTypeName(dtype) << " m " << m << " call " << call);
+        INFO(xnn::LinearPathName(pc.path) << " m " << m << " call " << call);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
         if (call == 1) xnn::ParkWorkers(pool);  // sleeping workers take the next task as before
       }
+      INFO(xnn::LinearPathName(pc.path) << " m " << m);
       CHECK(parts.kernel.governors().For(m).single_ns() > 0.0f);
       CHECK(parts.kernel.governors().For(m).pooled_ns() > 0.0f);
       CHECK(parts.context.fallback_calls == 0);

@@ -132,6 +132,20 @@ TEST_CASE("one slow pooled run does not flip a pool that wins", "[xnnpack][pool]
     ++runs;
   }
   CHECK(runs <= 4);
+  // Calls run in passes without the pool (PassGovernor) do not count towards a re-measure, and
+  // a pooled run is never one: after such a window the first pooled call (paying the parked
+  // workers' wake-up) is capped like any other.
+  PoolGovernor after_off;
+  PoolBudget off_budget;
+  Calls(after_off, off_budget, 200, 30000.0f, 50000.0f);
+  off_budget.pool_off = true;
+  for (int i = 0; i < 100; ++i) {
+    RunGoverned(after_off, 1.0f, &off_budget, nullptr, [](bool pooled) { return !pooled; });
+  }
+  off_budget.pool_off = false;
+  REQUIRE(after_off.Choose(1.0f, off_budget) == Run::kPooled);
+  after_off.Record(Run::kPooled, 3000000.0f, 1.0f, &off_budget);
+  CHECK(after_off.Choose(1.0f, off_budget) == Run::kPooled);
   // Whole passes (PassGovernor's governors) are not capped: their samples are already means of
   // a window, and one slow window is the busy machine's signal.
   PoolGovernor passes(PoolGovernor::kMargin, 0, PoolGovernor::kMinPooledNs,
