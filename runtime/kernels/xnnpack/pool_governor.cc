@@ -33,7 +33,9 @@ PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) co
 
 bool PoolGovernor::Record(Run run, float ns, float units, PoolBudget* budget) {
   Update(run, ns, units, budget);
-  return run == Run::kPooled && !prefer_pool_ && ns > kParkAfter * single_ns_ * units;
+  const float single = single_ns_ * units;
+  return run == Run::kPooled && !prefer_pool_ && ns > kParkAfter * single &&
+         ns - single > kParkMinLossNs;
 }
 
 void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {

@@ -96,6 +96,11 @@ class PoolGovernor {
   // layer: 1-1.5x) does not happen, and on a busy one (a worker waiting for a core: 10-1000x)
   // does.
   static constexpr float kParkAfter = 2.0f;
+  // ...and lost at least this much: a descheduled worker costs a time slice (milliseconds),
+  // while on a quiet machine a pooled probe of a 6 us layer (a cut layer, kMinCutPooledNs) can
+  // take twice its time from the dispatch alone, and parking then would make the next pooled
+  // call pay the workers' wake-up.
+  static constexpr float kParkMinLossNs = 50000.0f;
   bool Record(Run run, float ns, float units, PoolBudget* budget);
 
   float pooled_ns() const { return pooled_ns_; }  // ns per unit; 0: not measured yet

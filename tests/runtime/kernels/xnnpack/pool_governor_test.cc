@@ -214,6 +214,19 @@ TEST_CASE("workers are parked after a pooled call that lost badly, not a mild lo
   CHECK(probe(150000.0f));       // 3x
   CHECK_FALSE(probe(60000.0f));  // a quiet machine's small layer: the dispatch did not pay
   CHECK_FALSE(probe(30000.0f));  // a winning pool keeps its workers spinning
+  // A cut layer of 6 us whose pooled probe took 15 us (the dispatch): twice its time, but a
+  // quiet machine's loss; parking would make the next pooled call pay the wake-up.
+  PoolBudget budget;
+  PoolGovernor small(PoolGovernor::kMargin, 0, PoolGovernor::kMinCutPooledNs);
+  CHECK_FALSE(small.Record(small.Choose(1.0f, budget), 6000.0f, 1.0f, &budget));
+  REQUIRE(small.Choose(1.0f, budget) == Run::kPooled);
+  CHECK_FALSE(small.Record(Run::kPooled, 15000.0f, 1.0f, &budget));
+  // The same layer waiting a time slice for its worker does park.
+  PoolBudget busy_budget;
+  PoolGovernor busy(PoolGovernor::kMargin, 0, PoolGovernor::kMinCutPooledNs);
+  CHECK_FALSE(busy.Record(busy.Choose(1.0f, busy_budget), 6000.0f, 1.0f, &busy_budget));
+  REQUIRE(busy.Choose(1.0f, busy_budget) == Run::kPooled);
+  CHECK(busy.Record(Run::kPooled, 4000000.0f, 1.0f, &busy_budget));
 }
 
 // A language model's layer: a 32-row prefill (100 us on one thread: 3 us per row, the weights
