@@ -511,7 +511,9 @@ TEST_CASE("layers are cut into one operator per thread only when every part keep
   spec.parts = 2;
   xnn::LinearPlanner planner;
   xnn::LinearChoice choice;
-  CHECK(planner.Choose(spec, &choice).code() == StatusCode::kInvalidArgument);
+  const Status refused = planner.Choose(spec, &choice);
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(refused.message()) == "linear layer [40, 16]: cannot cut into 2 parts");
 }
 
 struct PathCase {
