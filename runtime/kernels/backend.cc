@@ -376,12 +376,14 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   // A layer XNNPACK has no operator for keeps its record too (no operator, path kReference):
   // ops::Linear then runs the vectorizable loops on it instead of the reference kernel.
   *kernel = record;
-  // Layers of one shape, path and cut share the first one's pool governors.
+  // Layers of one shape, path and cut share the first one's pool governors, for their calls
+  // alone and for the groups they lead (RunLinears).
   for (int32_t i = 0; i + 1 < next_ && record->op != nullptr; ++i) {
     xnn::LinearKernel& other = records_[i];
     if (other.op != nullptr && other.shared == nullptr && other.path == record->path &&
         other.n == record->n && other.k == record->k && other.parts == record->parts) {
       record->shared = &other.own;
+      record->shared_group = &other.own_group;
       break;
     }
   }
@@ -506,6 +508,13 @@ void BackendSession::Release() {
 uint64_t BackendSession::fallback_calls() const {
 #if TERN_XNNPACK_BUILD
   if (context_ != nullptr) return context_->fallback_calls;
+#endif
+  return 0;
+}
+
+uint64_t BackendSession::linear_group_calls() const {
+#if TERN_XNNPACK_BUILD
+  if (context_ != nullptr) return context_->group_calls;
 #endif
   return 0;
 }

@@ -180,6 +180,8 @@ class BackendSession {
   Backend backend() const { return backend_; }
   // Linear-layer calls XNNPACK could not run, answered by the reference kernel (0 when well).
   uint64_t fallback_calls() const;
+  // Calls that ran several linear layers reading one input as one group (xnn::RunLinears).
+  uint64_t linear_group_calls() const;
 
   // Brackets one pass of the model (PassScope): with a thread pool, whether the pass may use it
   // at all, measured on whole passes (xnn::PassGovernor). No-ops without a pool. Allocate

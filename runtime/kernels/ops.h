@@ -84,6 +84,44 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
   ref::Linear(x, m, ldx, w, bias, y, ldy);
 }
 
+// One layer of a Linears call: its weights, bias, XNNPACK record (or null) and output.
+struct LinearTarget {
+  const WeightView* weight;
+  const float* bias;
+  xnn::LinearKernel* kernel;
+  float* y;
+  int64_t ldy;
+};
+// Most layers one Linears call takes.
+inline constexpr int kMaxLinearGroup = 3;
+
+// Linear for each of `count` layers (at most kMaxLinearGroup) that read the same x, with the
+// same outputs: on XNNPACK's backend as one group when it can (xnn::RunLinears: x converted once,
+// one fork-join for all), else one call per layer.
+inline void Linears(const float* x, int64_t m, int64_t ldx, const LinearTarget* targets,
+                    int count) {
+#if TERN_OPS_XNNPACK
+  static_assert(kMaxLinearGroup == xnn::kMaxGroup, "one limit for both");
+  if (count >= 2 && count <= kMaxLinearGroup) {
+    xnn::LinearKernel* kernels[kMaxLinearGroup];
+    float* ys[kMaxLinearGroup];
+    int64_t ldys[kMaxLinearGroup];
+    bool all = true;
+    for (int i = 0; i < count; ++i) {
+      all = all && targets[i].kernel != nullptr;
+      kernels[i] = targets[i].kernel;
+      ys[i] = targets[i].y;
+      ldys[i] = targets[i].ldy;
+    }
+    if (all && xnn::RunLinears(kernels, count, x, m, ldx, ys, ldys)) return;
+  }
+#endif
+  for (int i = 0; i < count; ++i) {
+    const LinearTarget& t = targets[i];
+    Linear(x, m, ldx, *t.weight, t.bias, t.kernel, t.y, t.ldy);
+  }
+}
+
 // Whether a layer's calls quantize each row of activations to int8 first (XNNPACK's qd8 paths)
 // instead of computing in float.
 inline bool QuantizesRowsToInt8(const xnn::LinearKernel* kernel) {

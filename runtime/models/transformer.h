@@ -46,6 +46,7 @@ class TransformerModel {
   // Linear-layer calls the XNNPACK backend could not run and answered with the reference kernel
   // instead (0 when all is well).
   uint64_t kernel_fallback_calls() const { return backend_.fallback_calls(); }
+  uint64_t linear_group_calls() const { return backend_.linear_group_calls(); }
   // With a thread pool: passes run (encoder passes, prefills, decoder steps), and of them run
   // with the pool switched off because whole passes measured faster without it (a busy
   // machine; xnn::PassGovernor). Both 0 without a pool.

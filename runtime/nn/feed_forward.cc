@@ -8,11 +8,13 @@ namespace tern {
 void FeedForward(const ModelConfig& config, const ops::Kernels& kernels,
                  const FeedForwardWeights& w, const float* x, int64_t rows, float* hidden,
                  float* up, float* out) {
-  Linear(x, rows, config.d_model, w.fc1, hidden, config.d_ff);
-  ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
-  if (ref::IsGated(config.activation)) {
-    Linear(x, rows, config.d_model, w.fc3, up, config.d_ff);
+  if (ref::IsGated(config.activation)) {  // act(x W1) * (x W3)
+    Linears(x, rows, config.d_model, {{&w.fc1, hidden, config.d_ff}, {&w.fc3, up, config.d_ff}});
+    ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
     ops::Multiply(hidden, up, rows * config.d_ff);
+  } else {
+    Linear(x, rows, config.d_model, w.fc1, hidden, config.d_ff);
+    ops::Activate(kernels, config.activation, hidden, rows * config.d_ff);
   }
   Linear(hidden, rows, config.d_ff, w.fc2, out, config.d_model);
 }

@@ -33,9 +33,10 @@ void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const S
   // Q = X W^Q, K = X W^K, V = X W^V over all rows at once; K/V go to their final place.
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
   const int64_t kv_row = (shape.first * kv.capacity + shape.start) * d_kv;
-  Linear(in, rows, d, w.self_attn.q, s.q, dq);
-  Linear(in, rows, d, w.self_attn.k, kv.k + kv_row, d_kv);
-  Linear(in, rows, d, w.self_attn.v, kv.v + kv_row, d_kv);
+  Linears(in, rows, d,
+          {{&w.self_attn.q, s.q, dq},
+           {&w.self_attn.k, kv.k + kv_row, d_kv},
+           {&w.self_attn.v, kv.v + kv_row, d_kv}});
   ref::RelativePositions terms;
   const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, shape.start, &terms);
   for (int64_t b = 0; b < shape.sequences; ++b) {
@@ -69,15 +70,16 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
   const int64_t stride = self.capacity * d_kv;  // one sequence's cache
   const ref::RotaryTable* rotary = s.positions.rotary;
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
-  Linear(in, rows, d, w.self_attn.q, s.q, dq);
   if (shape.positions == nullptr && !self.half()) {
     // One position t for every row: the new K/V rows go straight into row t (mod a window's
     // ring) of each sequence's cache, so the causal mask is simply "the keys there" (the
     // future is not there yet).
     const int64_t t = shape.position;
     const int64_t slot = t % self.capacity;
-    Linear(in, rows, d, w.self_attn.k, self.k + slot * d_kv, stride);
-    Linear(in, rows, d, w.self_attn.v, self.v + slot * d_kv, stride);
+    Linears(in, rows, d,
+            {{&w.self_attn.q, s.q, dq},
+             {&w.self_attn.k, self.k + slot * d_kv, stride},
+             {&w.self_attn.v, self.v + slot * d_kv, stride}});
     if (rotary != nullptr) {
       ops::ApplyRotary(*rotary, s.q, rows, dq, c.heads, c.d_head(), t, 0);
       ops::ApplyRotary(*rotary, self.k + slot * d_kv, rows, stride, c.kv_head_count(), c.d_head(),
@@ -87,8 +89,8 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
     // Sequences at different positions (a batch of prompts of different lengths): the rows
     // are not evenly strided in the cache, one copy each (small next to the projections). An
     // fp16 cache takes each row rounded on the way in, wherever it stands.
-    Linear(in, rows, d, w.self_attn.k, s.k, d_kv);
-    Linear(in, rows, d, w.self_attn.v, s.v, d_kv);
+    Linears(in, rows, d,
+            {{&w.self_attn.q, s.q, dq}, {&w.self_attn.k, s.k, d_kv}, {&w.self_attn.v, s.v, d_kv}});
     const size_t row_bytes = static_cast<size_t>(d_kv) * sizeof(float);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t t = shape.positions != nullptr ? shape.positions[r] : shape.position;
@@ -158,12 +160,10 @@ void CrossKeysValues(const ModelConfig& c, const CrossAttentionWeights& w, const
                      int64_t batch, int64_t src_seq, const KeyValues& kv, const LayerScratch& s) {
   const int64_t rows = batch * src_seq;
   if (!kv.half()) {
-    Linear(enc, rows, c.d_model, w.attn.k, kv.k, c.d_kv());
-    Linear(enc, rows, c.d_model, w.attn.v, kv.v, c.d_kv());
+    Linears(enc, rows, c.d_model, {{&w.attn.k, kv.k, c.d_kv()}, {&w.attn.v, kv.v, c.d_kv()}});
     return;
   }
-  Linear(enc, rows, c.d_model, w.attn.k, s.k, c.d_kv());
-  Linear(enc, rows, c.d_model, w.attn.v, s.v, c.d_kv());
+  Linears(enc, rows, c.d_model, {{&w.attn.k, s.k, c.d_kv()}, {&w.attn.v, s.v, c.d_kv()}});
   ops::ToHalf(s.kernels, s.k, rows * c.d_kv(), kv.hk);
   ops::ToHalf(s.kernels, s.v, rows * c.d_kv(), kv.hv);
 }

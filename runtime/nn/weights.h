@@ -65,4 +65,25 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const LinearWeights& 
   ops::Linear(x, m, ldx, w.weight, w.bias, w.kernel, y, ldy);
 }
 
+// One output of Linears: layer w writes y (row stride ldy).
+struct LinearOutput {
+  const LinearWeights* w;
+  float* y;
+  int64_t ldy;
+};
+
+// Linear for N layers that read the same x (Q, K and V; a gated FFN's W1 and W3), with the same
+// outputs as N Linear calls: on XNNPACK's backend x is converted once and every layer's parts
+// run in one fork-join (ops::Linears).
+template <int N>
+inline void Linears(const float* x, int64_t m, int64_t ldx, const LinearOutput (&outputs)[N]) {
+  static_assert(N >= 1 && N <= ops::kMaxLinearGroup, "ops::Linears takes up to 3 layers");
+  ops::LinearTarget targets[N];
+  for (int i = 0; i < N; ++i) {
+    const LinearWeights& w = *outputs[i].w;
+    targets[i] = ops::LinearTarget{&w.weight, w.bias, w.kernel, outputs[i].y, outputs[i].ldy};
+  }
+  ops::Linears(x, m, ldx, targets, N);
+}
+
 }  // namespace tern

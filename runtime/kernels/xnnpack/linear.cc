@@ -228,95 +228,9 @@ bool Measure(LinearPath path, const LinearSpec& spec, int64_t whole_n, size_t* b
   return supported;
 }
 
-bool Check(xnn_status status) { return status == xnn_status_success; }
-
 // The status of an XNNPACK operator that could not be created at prepare.
 StatusCode PrepareError(xnn_status s) {
   return s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal;
-}
-
-bool Fallback(Context& c) {
-  ++c.fallback_calls;
-  return false;
-}
-
-// Reshapes a conversion operator unless it was last reshaped for this shape (rows, channels,
-// input stride, output stride, remembered in `last`); false when XNNPACK refuses, with the
-// shape forgotten.
-bool ReshapeConvert(xnn_status (*reshape)(xnn_operator_t, size_t, size_t, size_t, size_t,
-                                          pthreadpool_t),
-                    xnn_operator_t op, int64_t* last, int64_t rows, int64_t channels,
-                    int64_t input_stride, int64_t output_stride, pthreadpool_t pool) {
-  const int64_t pooled = pool != nullptr ? 1 : 0;
-  if (last[0] == rows && last[1] == channels && last[2] == input_stride &&
-      last[3] == output_stride && last[4] == pooled) {
-    return true;
-  }
-  last[0] = rows;
-  last[1] = channels;
-  last[2] = input_stride;
-  last[3] = output_stride;
-  last[4] = pooled;
-  if (Check(reshape(op, static_cast<size_t>(rows), static_cast<size_t>(channels),
-                    static_cast<size_t>(input_stride), static_cast<size_t>(output_stride), pool))) {
-    return true;
-  }
-  last[0] = -1;
-  return false;
-}
-
-// A whole operator is reshaped for the session's pool (XNNPACK tiles it for that many threads;
-// run without the pool it walks the same tiles on the calling thread); the parts of a cut
-// layer for one thread each.
-bool ReshapeFc(LinearKernel& kn, int64_t m) {
-  if (kn.reshaped_rows == m) return true;
-  kn.reshaped_rows = -1;
-  const PathTraits& t = Traits(kn.path);
-  if (kn.parts == 1) {
-    if (!Check(t.reshape(kn.op, static_cast<size_t>(m), kn.context->pool))) return false;
-  } else {
-    for (int p = 0; p < kn.parts; ++p) {
-      if (!Check(t.reshape(kn.part_ops[p], static_cast<size_t>(m), nullptr))) return false;
-    }
-  }
-  kn.reshaped_rows = m;
-  return true;
-}
-
-// The parts of a cut layer, one pool task each.
-struct PartRuns {
-  LinearKernel* kernel;
-  xnn_status status[kMaxParts];
-};
-
-void RunPart(void* context, size_t p) {
-  auto* runs = static_cast<PartRuns*>(context);
-  runs->status[p] = xnn_run_operator(runs->kernel->part_ops[p], nullptr);
-}
-
-// Sets up and runs the layer's operators after ReshapeFc: the whole operator on `pool` (null:
-// the calling thread), or each part as one task of `pool` (null: one after another on the
-// calling thread). setup(op, first) points operator op at its inputs and at output row `first`.
-template <typename Setup>
-bool RunOperators(LinearKernel& kn, pthreadpool_t pool, int64_t m, Setup&& setup) {
-  if (!ReshapeFc(kn, m)) return false;
-  if (kn.parts == 1) return Check(setup(kn.op, 0)) && Check(xnn_run_operator(kn.op, pool));
-  for (int p = 0; p < kn.parts; ++p) {
-    if (!Check(setup(kn.part_ops[p], kn.begin[p]))) return false;
-  }
-  if (pool == nullptr) {
-    for (int p = 0; p < kn.parts; ++p) {
-      if (!Check(xnn_run_operator(kn.part_ops[p], nullptr))) return false;
-    }
-    return true;
-  }
-  PartRuns runs;
-  runs.kernel = &kn;
-  pthreadpool_parallelize_1d(pool, RunPart, &runs, static_cast<size_t>(kn.parts), 0);
-  for (int p = 0; p < kn.parts; ++p) {
-    if (!Check(runs.status[p])) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -540,103 +454,11 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   }
   out->begin[choice.parts] = spec.weight.rows;
   out->op = out->part_ops[0];
-  if (choice.parts > 1) out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
+  if (choice.parts > 1) {
+    out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
+    out->own_group = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
+  }
   return Status::Ok();
 }
-
-namespace {
-
-bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, int64_t ldx, float* y,
-             int64_t ldy);
-
-}  // namespace
-
-bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
-  if (kn.op == nullptr || m < 1) return m == 0 && kn.op != nullptr;
-  pthreadpool_t pool = kn.context->pool;
-  if (pool == nullptr) return RunOnce(kn, nullptr, x, m, ldx, y, ldy);
-  // With a pool: run the way this layer has measured faster (pool_governor.h): a whole operator
-  // on the pool or on the calling thread; a cut layer's parts as pool tasks or one after another
-  // on the calling thread.
-  return RunGoverned(
-      kn.governors().For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
-      [&](bool pooled) { return RunOnce(kn, pooled ? pool : nullptr, x, m, ldx, y, ldy); });
-}
-
-namespace {
-
-bool RunOnce(LinearKernel& kn, pthreadpool_t pool, const float* x, int64_t m, int64_t ldx, float* y,
-             int64_t ldy) {
-  Context& c = *kn.context;
-  const PathTraits& t = Traits(kn.path);
-  const size_t rows = static_cast<size_t>(m);
-  const size_t k = static_cast<size_t>(kn.k);
-  const size_t n = static_cast<size_t>(kn.n);
-  // The activation conversions of a cut layer run on the calling thread below 64 rows: there a
-  // fork-join over the pool costs more than converting the rows (the parts then run as tasks).
-  pthreadpool_t convert_pool = kn.parts > 1 && m < 64 ? nullptr : pool;
-  switch (t.activations) {
-    case Activations::kNone:
-      return false;
-    case Activations::kF32: {
-      if (ldx != kn.input_stride || ldy != kn.output_stride) return Fallback(c);
-      if (!RunOperators(kn, pool, m, [&](xnn_operator_t op, int64_t first) {
-            return t.setup_f32(op, x, y + first);
-          })) {
-        return Fallback(c);
-      }
-      if (kn.bias_after_run != nullptr) {
-        for (int64_t i = 0; i < m; ++i) {
-          float* yi = y + i * ldy;
-          for (int64_t j = 0; j < kn.n; ++j) yi[j] += kn.bias_after_run[j];
-        }
-      }
-      return true;
-    }
-    case Activations::kQd8: {
-      if (ldy != kn.output_stride || ldx < kn.k || Qd8InputBytes(rows, k) > c.qd8_input_bytes ||
-          Qd8ParamsBytes(rows) > c.qd8_params_bytes) {
-        return Fallback(c);
-      }
-      auto* params = static_cast<xnn_quantization_params*>(c.qd8_params);
-      if (!ReshapeConvert(xnn_reshape_convert_nc_f32_qd8, c.to_qd8, c.qd8_shape, m, kn.k, ldx, kn.k,
-                          convert_pool) ||
-          !Check(xnn_setup_convert_nc_f32_qd8(c.to_qd8, x, c.qd8_input, params)) ||
-          !Check(xnn_run_operator(c.to_qd8, convert_pool))) {
-        return Fallback(c);
-      }
-      if (!RunOperators(kn, pool, m, [&](xnn_operator_t op, int64_t first) {
-            return t.setup_qd8(op, c.qd8_input, y + first, params);
-          })) {
-        return Fallback(c);
-      }
-      return true;
-    }
-    case Activations::kF16: {
-      if (ldx < kn.k || ldy < kn.n || F16Bytes(rows, k) > c.f16_input_bytes ||
-          F16Bytes(rows, n) > c.f16_output_bytes) {
-        return Fallback(c);
-      }
-      if (!ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.to_f16, c.to_f16_shape, m, kn.k, ldx,
-                          kn.k, convert_pool) ||
-          !Check(xnn_setup_unary_elementwise_nc(c.to_f16, x, c.f16_input)) ||
-          !Check(xnn_run_operator(c.to_f16, convert_pool)) ||
-          !RunOperators(kn, pool, m,
-                        [&](xnn_operator_t op, int64_t first) {
-                          return t.setup_f16(op, c.f16_input, c.f16_output + first);
-                        }) ||
-          !ReshapeConvert(xnn_reshape_unary_elementwise_nc, c.from_f16, c.from_f16_shape, m, kn.n,
-                          kn.n, ldy, convert_pool) ||
-          !Check(xnn_setup_unary_elementwise_nc(c.from_f16, c.f16_output, y)) ||
-          !Check(xnn_run_operator(c.from_f16, convert_pool))) {
-        return Fallback(c);
-      }
-      return true;
-    }
-  }
-  return Fallback(c);
-}
-
-}  // namespace
 
 }  // namespace tern::xnn

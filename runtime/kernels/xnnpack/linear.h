@@ -3,7 +3,8 @@
 //
 // Lifecycle: LinearPlanner::Choose (dry run: path + exact arena bytes) -> CreateLinear inside an
 // ArenaScope at prepare (packs the weights into the arena) -> RunLinear per call (reshape only
-// when the row count changes, which allocates nothing; setup; run).
+// when the row count changes, which allocates nothing; setup; run; linear_run.cc), or RunLinears
+// for layers that read the same input.
 //
 // Paths per weight dtype, best first; Choose takes the first one this CPU supports:
 //   f32  fully_connected_nc_f32
@@ -79,6 +80,8 @@ inline constexpr int kMaxParts = 8;
 // XNNPACK 2024-11 does for parts of 32 rows or more (its alternative kernel is taken only when
 // nr exceeds the output channels); linear_test checks cut == whole on every path.
 inline constexpr int64_t kPartAlign = 32;
+// Most layers one RunLinears call runs (Q, K and V).
+inline constexpr int kMaxGroup = 3;
 
 // How many operators a layer of n output rows is cut into for a session of `threads` threads:
 // threads when 2 <= threads <= kMaxParts and every part keeps at least kPartAlign rows, else 1.
@@ -170,6 +173,8 @@ struct Context {
   PassGovernor passes;
   // Calls XNNPACK could not run, answered by the reference kernel instead (0 when all is well).
   uint64_t fallback_calls = 0;
+  // RunLinears calls that ran their layers as one group.
+  uint64_t group_calls = 0;
 };
 
 // Arena bytes of the context's conversion operators (dry run).
@@ -198,6 +203,12 @@ struct LinearKernel {
   RowClassGovernors own;
   RowClassGovernors* shared = nullptr;
   RowClassGovernors& governors() { return shared != nullptr ? *shared : own; }
+  // The same for the groups this layer leads in RunLinears (shared likewise).
+  RowClassGovernors own_group;
+  RowClassGovernors* shared_group = nullptr;
+  RowClassGovernors& group_governors() {
+    return shared_group != nullptr ? *shared_group : own_group;
+  }
 };
 
 // Creates the operators of `choice` for `spec` inside an ArenaScope. scratch: choice.scratch_bytes
@@ -212,5 +223,17 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
 // run this call (strides or rows beyond what prepare planned, or an XNNPACK error; counted in
 // context->fallback_calls): the caller then runs the reference kernel. Allocates nothing.
 bool RunLinear(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy);
+
+// y_i = x W_i^T + b_i for 2 to kMaxGroup layers that read the same x (Q, K and V of one
+// attention; a gated FFN's W1 and W3), with the bits of one RunLinear per layer: x is converted
+// once (int8 rows on the qd8 paths), and with a pool every part of every layer is one task of a
+// single fork-join, where one call per layer pays a conversion and a fork-join each. At 16 rows
+// the paper-base model's 512 x 512 projections take about 8 us each on one thread, about what a
+// fork-join costs, so alone they mostly stayed on the calling thread; three together pay for
+// one. Returns false, having counted nothing, when the layers cannot run as one group (f16
+// paths, layers of other sessions or input widths, strides other than planned, a whole layer
+// beside a pool) or XNNPACK fails: the caller then runs each layer alone.
+bool RunLinears(LinearKernel* const* kernels, int count, const float* x, int64_t m, int64_t ldx,
+                float* const* ys, const int64_t* ldys);
 
 }  // namespace tern::xnn

@@ -403,6 +403,15 @@ TEST_CASE("xnnpack with a thread pool: a row of scores per head more, layers cut
     const auto& ed = tern::internal::encoder_decoder(session);
     CHECK(ed.operator_layers() == cut + 1);
     CHECK(ed.governor_groups() == 4);
+    // Q, K and V (and the cross-attention's K and V) run as groups: one conversion of their
+    // input and one fork-join (xnn::RunLinears).
+    const int32_t src[] = {5, 6, 7, 8, 9, 10, 11, 12, 2};
+    int32_t out[16];
+    size_t produced = 0;
+    REQUIRE(
+        session.TranslateIds(Span<const int32_t>(src, 9), Span<int32_t>(out, 16), &produced).ok());
+    CHECK(ed.linear_group_calls() > 0);
+    CHECK(ed.kernel_fallback_calls() == 0);
   }
   CHECK(two >= single + rows);
   CHECK(two <= single + rows + 64 + static_cast<size_t>(cut) * 4096);

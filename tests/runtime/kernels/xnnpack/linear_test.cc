@@ -2,11 +2,6 @@
 // encoding), odd shapes, one row and many, strides, with a tolerance per path derived from what
 // the path rounds (stated at Tolerance below). Also the fallbacks (forced), the exact arena
 // accounting of one operator, and calls XNNPACK cannot serve.
-#if defined(__aarch64__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#endif
-
 #include <catch2/catch_test_macros.hpp>
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
@@ -27,77 +22,19 @@
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/linear.h"
+#include "tests/runtime/kernels/xnnpack/linear_fixtures.h"
 
 namespace tern {
 namespace {
 
 using xnn::LinearPath;
-
-// Generous room past every buffer: XNNPACK may read XNN_EXTRA_BYTES (16) beyond an input.
-constexpr size_t kPad = 64;
+using namespace xnn_test;  // NOLINT: the fixtures of linear_fixtures.h
 
 #if defined(__aarch64__) || defined(__arm__)
 constexpr bool kArm = true;
 #else
 constexpr bool kArm = false;
 #endif
-
-// Whether this CPU has what XNNPACK's native f16 GEMM needs, found without asking XNNPACK (the
-// kernel's own choice is what is tested): ARMv8.2 half-precision arithmetic on aarch64 (absent
-// on ARMv8.0 cores such as qemu's cortex-a72); none on armv7, where XNNPACK has no f16 GEMM;
-// AVX2 + F16C + FMA on x86-64.
-bool CpuHasF16Gemm() {
-#if defined(__aarch64__)
-  return (getauxval(AT_HWCAP) & HWCAP_ASIMDHP) != 0;
-#elif defined(__arm__)
-  return false;
-#else
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-         __builtin_cpu_supports("fma");
-#endif
-}
-
-class Aligned {
- public:
-  explicit Aligned(size_t bytes) : storage_(bytes + 64 + kPad, 0) {
-    shift_ = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64;
-  }
-  uint8_t* data() { return storage_.data() + shift_; }
-
- private:
-  std::vector<uint8_t> storage_;
-  size_t shift_ = 0;
-};
-
-struct Weight {
-  convert::EncodedTensor encoded;
-  std::vector<float> values;  // what the encoding stands for (dequantized)
-  WeightView view() const {
-    WeightView w;
-    w.dtype = encoded.dtype;
-    w.data = encoded.data.data();
-    w.rows = encoded.shape[0];
-    w.cols = encoded.shape[1];
-    w.scales = encoded.scales.empty() ? nullptr : encoded.scales.data();
-    w.group_size = encoded.group_size;
-    return w;
-  }
-};
-
-Weight MakeWeight(int64_t n, int64_t k, DType dtype, int64_t group, uint32_t seed, bool zero_row) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  convert::HostTensor t;
-  t.name = "w";
-  t.shape = {n, k};
-  t.values.resize(static_cast<size_t>(n * k));
-  for (auto& v : t.values) v = dist(rng) / std::sqrt(static_cast<float>(k));
-  if (zero_row) std::fill(t.values.begin(), t.values.begin() + k, 0.0f);  // scale 0
-  Weight w;
-  w.encoded = convert::Encode(t, dtype, group);
-  w.values = convert::Decode(w.encoded);
-  return w;
-}
 
 // A standalone operator: what Prepare does for one layer, in buffers of its own.
 struct OneLinear {
@@ -514,28 +451,6 @@ TEST_CASE("layers are cut into one operator per thread only when every part keep
   const Status refused = planner.Choose(spec, &choice);
   CHECK(refused.code() == StatusCode::kInvalidArgument);
   CHECK(std::string(refused.message()) == "linear layer [40, 16]: cannot cut into 2 parts");
-}
-
-struct PathCase {
-  DType dtype;
-  int64_t group;
-  LinearPath path;
-  uint32_t unsupported;  // paths switched off to reach it
-};
-
-// Every path XNNPACK runs here, the f32-activation fallbacks forced.
-std::vector<PathCase> CutPaths() {
-  std::vector<PathCase> paths = {
-      {DType::kF32, 0, LinearPath::kF32, 0},
-      {DType::kF16, 0, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16)},
-      {DType::kI8, 0, LinearPath::kQd8Qc8w, 0},
-      {DType::kI8, 0, LinearPath::kF32Qc8w, xnn::PathBit(LinearPath::kQd8Qc8w)},
-      {DType::kI4, 0, LinearPath::kQd8Qc4w, 0},
-      {DType::kI4, 0, LinearPath::kF32Qc4w, xnn::PathBit(LinearPath::kQd8Qc4w)},
-  };
-  if (CpuHasF16Gemm()) paths.push_back({DType::kF16, 0, LinearPath::kF16, 0});
-  if (xnn::Qb4wTrusted()) paths.push_back({DType::kI4, 32, LinearPath::kQd8Qb4w, 0});
-  return paths;
 }
 
 TEST_CASE("a layer cut into one operator per thread gives the whole layer's bits",

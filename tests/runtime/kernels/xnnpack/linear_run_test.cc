@@ -1,0 +1,315 @@
+// Several linear layers that read one input, run as one group (xnn::RunLinears): the bits of one
+// RunLinear per layer on every path, one thread and a pool, the group's own pool governors, and
+// the groups that cannot run together (each layer then runs alone, through ops::Linears).
+#include <catch2/catch_test_macros.hpp>
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+
+#include <pthreadpool.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "runtime/kernels/ops.h"
+#include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#include "tests/runtime/kernels/xnnpack/linear_fixtures.h"
+
+namespace tern {
+namespace {
+
+using namespace xnn_test;  // NOLINT: the fixtures of linear_fixtures.h
+
+// Layers of one session: one context (conversion operators, activation buffers) and their
+// operators in one region, as Prepare makes them.
+struct Layers {
+  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  xnn::Context context;
+  std::vector<xnn::LinearKernel> kernels;
+};
+
+Status Make(const std::vector<xnn::LinearSpec>& specs, Layers* out, pthreadpool* pool) {
+  xnn::LinearPlanner planner;
+  std::vector<xnn::LinearChoice> choices(specs.size());
+  xnn::ContextNeeds needs;
+  size_t bytes = 0, scratch = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    TERN_RETURN_IF_ERROR(planner.Choose(specs[i], &choices[i]));
+    needs.Add(specs[i], choices[i].path);
+    bytes += choices[i].xnn_bytes;
+    scratch = std::max(scratch, choices[i].scratch_bytes);
+  }
+  size_t context_bytes = 0;
+  TERN_RETURN_IF_ERROR(xnn::MeasureContext(needs, &context_bytes));
+  bytes += context_bytes;
+  out->region = Aligned(bytes);
+  out->scratch = Aligned(scratch);
+  out->qd8_input = Aligned(needs.qd8_input_bytes);
+  out->qd8_params = Aligned(needs.qd8_params_bytes);
+  out->f16_input = Aligned(needs.f16_input_bytes);
+  out->f16_output = Aligned(needs.f16_output_bytes);
+  xnn::Context& c = out->context;
+  c.pool = pool;
+  c.qd8_input = reinterpret_cast<int8_t*>(out->qd8_input.data());
+  c.qd8_input_bytes = needs.qd8_input_bytes;
+  c.qd8_params = out->qd8_params.data();
+  c.qd8_params_bytes = needs.qd8_params_bytes;
+  c.f16_input = reinterpret_cast<uint16_t*>(out->f16_input.data());
+  c.f16_input_bytes = needs.f16_input_bytes;
+  c.f16_output = reinterpret_cast<uint16_t*>(out->f16_output.data());
+  c.f16_output_bytes = needs.f16_output_bytes;
+  out->kernels.resize(specs.size());
+  xnn::ArenaScope scope(out->region.data(), bytes);
+  TERN_RETURN_IF_ERROR(xnn::CreateContext(needs, &c));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    TERN_RETURN_IF_ERROR(
+        xnn::CreateLinear(specs[i], choices[i], &c, out->scratch.data(), &out->kernels[i]));
+  }
+  return Status::Ok();
+}
+
+// A group like an attention's Q, K and V: layers of n_i output rows over one input of k
+// columns, each writing its own output with its own row stride (K/V into a cache's rows).
+struct Group {
+  std::vector<Weight> weights;
+  std::vector<std::vector<float>> biases;
+  std::vector<xnn::LinearSpec> specs;
+  std::vector<int64_t> ldys;
+};
+
+Group MakeGroup(const std::vector<int64_t>& ns, int64_t k, int64_t max_rows, int64_t ldx,
+                const PathCase& pc, int parts, uint32_t seed) {
+  Group g;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (size_t i = 0; i < ns.size(); ++i) {
+    g.weights.push_back(MakeWeight(ns[i], k, pc.dtype, pc.group, seed + 7 * i, i == 1));
+    g.biases.emplace_back(static_cast<size_t>(ns[i]));
+    for (auto& v : g.biases.back()) v = dist(rng);
+    g.ldys.push_back(ns[i] + 3 * static_cast<int64_t>(i));
+  }
+  for (size_t i = 0; i < ns.size(); ++i) {
+    xnn::LinearSpec spec;
+    spec.weight = g.weights[i].view();
+    spec.bias = i == 2 ? nullptr : g.biases[i].data();  // a layer without bias too
+    spec.max_rows = max_rows;
+    spec.input_stride = ldx;
+    spec.output_stride = g.ldys[i];
+    spec.parts = parts;
+    g.specs.push_back(spec);
+  }
+  return g;
+}
+
+std::vector<float> Input(int64_t m, int64_t ldx, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(m * ldx) + kPad);
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+// Outputs of every layer of `layers` for x: one RunLinear each (grouped = false) or one
+// RunLinears call; false when that call refused.
+bool Run(Layers& layers, const Group& g, const std::vector<float>& x, int64_t m, int64_t ldx,
+         bool grouped, std::vector<std::vector<float>>* ys) {
+  const int count = static_cast<int>(g.specs.size());
+  ys->assign(g.specs.size(), {});
+  xnn::LinearKernel* kernels[8];  // room for groups RunLinears refuses as too large
+  float* outputs[8];
+  for (int i = 0; i < count; ++i) {
+    (*ys)[i].assign(static_cast<size_t>(m * g.ldys[i]) + kPad, -7.0f);
+    kernels[i] = &layers.kernels[i];
+    outputs[i] = (*ys)[i].data();
+  }
+  if (grouped) return xnn::RunLinears(kernels, count, x.data(), m, ldx, outputs, g.ldys.data());
+  for (int i = 0; i < count; ++i) {
+    if (!xnn::RunLinear(layers.kernels[i], x.data(), m, ldx, outputs[i], g.ldys[i])) return false;
+  }
+  return true;
+}
+
+bool SameBits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].size() != b[i].size() ||
+        std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_CASE("layers that read one input run as one group with each layer's bits",
+          "[xnnpack][linear]") {
+  // Q, K, V with fewer K/V rows (grouped-query attention), and a pair (a gated FFN's W1, W3);
+  // 1, 5 and 70 rows (70: the int8 rows converted on the pool), whole layers on one thread and
+  // layers cut in two on a pool. The f16 path converts each layer's output through one shared
+  // buffer: its layers run alone (RunLinears refuses, ops::Linears runs them one by one).
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const int64_t k = 160, ldx = 165;
+  const std::vector<std::vector<int64_t>> shapes = {{128, 64, 64}, {96, 96}};
+  uint32_t seed = 1200;
+  for (const PathCase& pc : CutPaths()) {
+    const bool groups = pc.path != LinearPath::kF16;
+    for (const auto& ns : shapes) {
+      for (int parts : {1, 2}) {
+        for (int64_t m : {1, 5, 70}) {
+          INFO(xnn::LinearPathName(pc.path)
+               << " layers " << ns.size() << " parts " << parts << " m " << m);
+          const Group g = MakeGroup(ns, k, m, ldx, pc, parts, seed);
+          const std::vector<float> x = Input(m, ldx, seed++);
+          Layers alone, together;
+          xnn::SetUnsupportedPathsForTesting(pc.unsupported);
+          const Status made_alone = Make(g.specs, &alone, nullptr);
+          const Status made_together = Make(g.specs, &together, parts > 1 ? pool : nullptr);
+          xnn::SetUnsupportedPathsForTesting(0);
+          REQUIRE(made_alone.ok());
+          REQUIRE(made_together.ok());
+          REQUIRE(together.kernels[0].path == pc.path);
+          std::vector<std::vector<float>> want, got;
+          REQUIRE(Run(alone, g, x, m, ldx, false, &want));
+          // Several calls: with a pool the governor runs the first on the calling thread and
+          // probes the pool on the next (pool_governor.h).
+          for (int call = 0; call < 3; ++call) {
+            INFO("call " << call);
+            CHECK(Run(together, g, x, m, ldx, true, &got) == groups);
+            if (!groups) break;
+            CHECK(SameBits(got, want));
+          }
+          CHECK(together.context.group_calls == (groups ? 3u : 0u));
+          CHECK(together.context.fallback_calls == 0);
+          // Through the layers' entry point: the same bits, grouped or not.
+          std::vector<ops::LinearTarget> targets;
+          std::vector<std::vector<float>> through(g.specs.size());
+          for (size_t i = 0; i < g.specs.size(); ++i) {
+            through[i].assign(want[i].size(), -7.0f);
+            targets.push_back({&g.specs[i].weight, g.specs[i].bias, &together.kernels[i],
+                               through[i].data(), g.ldys[i]});
+          }
+          ops::Linears(x.data(), m, ldx, targets.data(), static_cast<int>(targets.size()));
+          CHECK(SameBits(through, want));
+        }
+      }
+    }
+  }
+  pthreadpool_destroy(pool);
+}
+
+TEST_CASE("a group on a pool learns with governors of its own", "[xnnpack][linear]") {
+  // Three 1024 x 512 int8 layers at 17 rows: over the 5 us under which cut layers stay on the
+  // calling thread, so the governor measures the group both ways within a few calls. The
+  // layers' own governors (for their calls alone) learn nothing from the group's calls.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const PathCase int8{DType::kI8, 0, LinearPath::kQd8Qc8w, 0};
+  const int64_t k = 512, m = 17;
+  const Group g = MakeGroup({1024, 1024, 1024}, k, m, k, int8, 2, 1300);
+  const std::vector<float> x = Input(m, k, 1301);
+  Layers alone, together;
+  REQUIRE(Make(g.specs, &alone, nullptr).ok());
+  REQUIRE(Make(g.specs, &together, pool).ok());
+  std::vector<std::vector<float>> want, got;
+  REQUIRE(Run(alone, g, x, m, k, false, &want));
+  for (int call = 0; call < 6; ++call) {
+    REQUIRE(Run(together, g, x, m, k, true, &got));
+    CHECK(SameBits(got, want));
+    if (call == 2) xnn::ParkWorkers(pool);  // sleeping workers take the next tasks as before
+  }
+  const xnn::PoolGovernor& group = together.kernels[0].group_governors().For(m);
+  CHECK(group.single_ns() > 0.0f);
+  CHECK(group.pooled_ns() > 0.0f);
+  for (xnn::LinearKernel& kn : together.kernels) {
+    CHECK(kn.governors().For(m).single_ns() == 0.0f);
+    CHECK(kn.governors().For(m).pooled_ns() == 0.0f);
+  }
+  // A layer that shares the lead's governors (as a session's layers of one shape do) shares
+  // its groups' too.
+  together.kernels[1].shared_group = &together.kernels[0].own_group;
+  CHECK(&together.kernels[1].group_governors() == &together.kernels[0].group_governors());
+  CHECK(together.context.fallback_calls == 0);
+  pthreadpool_destroy(pool);
+}
+
+TEST_CASE("layers that cannot run as one group run one by one", "[xnnpack][linear]") {
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const PathCase int8{DType::kI8, 0, LinearPath::kQd8Qc8w, 0};
+  const int64_t k = 96, m = 4;
+  const std::vector<float> x = Input(m, k, 1400);
+  auto refused_then_alone = [&](const Group& g, Layers& layers, int64_t ldx) {
+    // Each layer alone through ops::Linear (the vectorizable loops for a layer without an
+    // operator), in layers of their own.
+    Layers reference;
+    REQUIRE(Make(g.specs, &reference, nullptr).ok());
+    std::vector<std::vector<float>> want(g.specs.size()), got;
+    for (size_t i = 0; i < g.specs.size(); ++i) {
+      want[i].assign(static_cast<size_t>(m * g.ldys[i]) + kPad, -7.0f);
+      ops::Linear(x.data(), m, ldx, g.specs[i].weight, g.specs[i].bias, &reference.kernels[i],
+                  want[i].data(), g.ldys[i]);
+    }
+    CHECK_FALSE(Run(layers, g, x, m, ldx, true, &got));
+    CHECK(layers.context.group_calls == 0);
+    CHECK(layers.context.fallback_calls == 0);  // a refused group counts nothing
+    std::vector<ops::LinearTarget> targets;
+    std::vector<std::vector<float>> through(g.specs.size());
+    for (size_t i = 0; i < g.specs.size(); ++i) {
+      through[i].assign(want[i].size(), -7.0f);
+      targets.push_back(
+          {&g.specs[i].weight, g.specs[i].bias, &layers.kernels[i], through[i].data(), g.ldys[i]});
+    }
+    ops::Linears(x.data(), m, ldx, targets.data(), static_cast<int>(targets.size()));
+    CHECK(SameBits(through, want));
+  };
+  SECTION("whole layers beside a pool (XNNPACK tiles each over the pool itself)") {
+    const Group g = MakeGroup({64, 64}, k, m, k, int8, 1, 1401);
+    Layers layers;
+    REQUIRE(Make(g.specs, &layers, pool).ok());
+    refused_then_alone(g, layers, k);
+  }
+  SECTION("more layers than a group takes") {
+    const Group g = MakeGroup({64, 64, 64, 64}, k, m, k, int8, 1, 1402);
+    Layers layers;
+    REQUIRE(Make(g.specs, &layers, nullptr).ok());
+    refused_then_alone(g, layers, k);
+  }
+  SECTION("a layer XNNPACK has no operator for (int4 in blocks of 16)") {
+    Group g = MakeGroup({64, 64}, k, m, k, int8, 1, 1403);
+    g.weights[1] = MakeWeight(64, k, DType::kI4, 16, 1404, false);
+    g.specs[1].weight = g.weights[1].view();
+    Layers layers;
+    REQUIRE(Make(g.specs, &layers, nullptr).ok());
+    REQUIRE(layers.kernels[1].op == nullptr);
+    refused_then_alone(g, layers, k);
+  }
+  SECTION("an output stride other than planned (that layer's call falls back)") {
+    Group g = MakeGroup({64, 64}, k, m, k, int8, 1, 1405);
+    Layers layers;
+    REQUIRE(Make(g.specs, &layers, nullptr).ok());
+    std::vector<float> y0(static_cast<size_t>(m * 64) + kPad), y1(static_cast<size_t>(m * 80));
+    xnn::LinearKernel* kernels[] = {&layers.kernels[0], &layers.kernels[1]};
+    float* ys[] = {y0.data(), y1.data()};
+    const int64_t ldys[] = {g.ldys[0], 80};
+    CHECK_FALSE(xnn::RunLinears(kernels, 2, x.data(), m, k, ys, ldys));
+    CHECK(layers.context.fallback_calls == 0);
+  }
+  SECTION("layers of different input widths") {
+    Group g = MakeGroup({64, 64}, k, m, k, int8, 1, 1406);
+    g.weights[1] = MakeWeight(64, k - 32, DType::kI8, 0, 1407, false);
+    g.specs[1].weight = g.weights[1].view();
+    Layers layers;
+    REQUIRE(Make(g.specs, &layers, nullptr).ok());
+    std::vector<float> y0(static_cast<size_t>(m * 64) + kPad), y1(y0);
+    xnn::LinearKernel* kernels[] = {&layers.kernels[0], &layers.kernels[1]};
+    float* ys[] = {y0.data(), y1.data()};
+    CHECK_FALSE(xnn::RunLinears(kernels, 2, x.data(), m, k, ys, g.ldys.data()));
+  }
+  pthreadpool_destroy(pool);
+}
+
+}  // namespace
+}  // namespace tern
+
+#endif  // TERN_WITH_XNNPACK
