@@ -84,6 +84,7 @@ Status BackendPlan::Finish(const AttentionCall& call) {
   attention_shape.max_queries = call.max_queries;
   attention_shape.max_keys = call.max_keys;
   attention_shape.loop_keys = call.loop_keys;
+  attention_shape.parts = xnn::AttentionParts(threads, call.heads);
   attention = xnn::AttentionNeeds();
   if (call.max_queries > 0) {
     TERN_RETURN_IF_ERROR(xnn::MeasureAttention(attention_shape, &attention));
@@ -469,9 +470,16 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
         plan.fallbacks[0][0],
         xnn::Qb4wTrusted() ? "" : "; its int4 blocks are wrong on this CPU (AVX512-VNNI)");
   }
-  out.Append("%s", kernels_.attention->qk != nullptr ? "; attention: encoder batch_matrix_multiply "
-                                                       "+ softmax_nc_f32, decoder vectorized loops"
-                                                     : "; attention: vectorized loops");
+  if (kernels_.attention->qk[0] == nullptr) {
+    out.Append("%s", "; attention: vectorized loops");
+  } else {
+    out.Append("%s", "; attention: encoder batch_matrix_multiply + softmax_nc_f32");
+    // Its heads in one part per thread (xnn::AttentionParts), one pool task each.
+    if (kernels_.attention->shape.parts > 1) {
+      out.Append(" (heads in %d parts, one per thread)", kernels_.attention->shape.parts);
+    }
+    out.Append("%s", ", decoder vectorized loops");
+  }
   out.Append("%s", "; LayerNorm, activations: vectorized loops");
   for (int p = 1; p < xnn::kLinearPathCount; ++p) {
     for (int q = 0; q < xnn::kLinearPathCount; ++q) {

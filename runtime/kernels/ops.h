@@ -3,7 +3,8 @@
 //    built with TERN_WITH_XNNPACK and chosen per session by Limits::backend); on that backend a
 //    layer XNNPACK has no operator for runs the vectorizable loops (kernels/vectorized/linear.h);
 //    on the reference backend, the portable reference kernel. A call XNNPACK cannot run is
-//    answered by the reference kernel.
+//    answered by the reference kernel. Linears: layers that read one input, as one group where
+//    XNNPACK's backend can (one conversion of the input, one fork-join), else one Linear each.
 //  - MultiHeadAttention, LayerNorm, Activate: the reference kernels, or the XNNPACK backend's
 //    choice (attention through batch_matrix_multiply for many queries and the vectorizable
 //    loops of kernels/vectorized/ for one; LayerNorm and activations as those loops), per the

@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -34,33 +35,56 @@ GatherLayout Gather(const AttentionShape& s) {
   return l;
 }
 
-xnn_status CreateOperators(Attention* a) {
-  xnn_status s = xnn_create_batch_matrix_multiply_nc_f32(XNN_FLAG_TRANSPOSE_B, &a->qk);
-  if (s == xnn_status_success) s = xnn_create_batch_matrix_multiply_nc_f32(0, &a->av);
-  if (s == xnn_status_success) s = xnn_create_softmax_nc_f32(0, &a->softmax);
+xnn_status CreateOperators(int parts, Attention* a) {
+  xnn_status s = xnn_status_success;
+  for (int p = 0; p < parts && s == xnn_status_success; ++p) {
+    s = xnn_create_batch_matrix_multiply_nc_f32(XNN_FLAG_TRANSPOSE_B, &a->qk[p]);
+    if (s == xnn_status_success) s = xnn_create_batch_matrix_multiply_nc_f32(0, &a->av[p]);
+    if (s == xnn_status_success) s = xnn_create_softmax_nc_f32(0, &a->softmax[p]);
+  }
   return s;
+}
+
+void DeleteOperators(Attention* a) {
+  for (int p = 0; p < kMaxAttentionParts; ++p) {
+    xnn_delete_operator(a->qk[p]);
+    xnn_delete_operator(a->av[p]);
+    xnn_delete_operator(a->softmax[p]);
+  }
 }
 
 bool Ok(xnn_status s) { return s == xnn_status_success; }
 
-// Reshapes for tq queries and n keys; false when a workspace would not fit.
+// Heads of part p.
+int64_t PartHeads(const AttentionShape& s, int p) {
+  return HeadBegin(s.heads, s.parts, p + 1) - HeadBegin(s.heads, s.parts, p);
+}
+
+// Reshapes every part for tq queries and n keys; false when a workspace would not fit. One part
+// is reshaped for the pool (XNNPACK tiles its products over it); the parts of a split for one
+// thread each.
 bool Reshape(Attention& a, int64_t tq, int64_t n) {
   if (a.reshaped[0] == tq && a.reshaped[1] == n) return true;
   a.reshaped[0] = -1;
-  const size_t batch[1] = {static_cast<size_t>(a.shape.heads)};
+  const int parts = a.shape.parts;
+  pthreadpool* pool = parts == 1 ? a.pool : nullptr;
   const size_t m = static_cast<size_t>(tq), keys = static_cast<size_t>(n),
                dh = static_cast<size_t>(a.shape.d_head);
-  size_t qk_bytes = 0, qk_align = 0, av_bytes = 0, av_align = 0;
-  if (!Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.qk, 1, batch, batch, m, dh, keys, &qk_bytes,
-                                                   &qk_align, a.pool)) ||
-      !Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.av, 1, batch, batch, m, keys, dh, &av_bytes,
-                                                   &av_align, a.pool)) ||
-      !Ok(xnn_reshape_softmax_nc_f32(a.softmax, keys, keys, keys, batch[0] * m, a.pool))) {
-    return false;
-  }
-  if (qk_bytes > a.qk_workspace_bytes || av_bytes > a.av_workspace_bytes || qk_align > 64 ||
-      av_align > 64) {
-    return false;
+  for (int p = 0; p < parts; ++p) {
+    const size_t batch[1] = {static_cast<size_t>(PartHeads(a.shape, p))};
+    size_t qk_bytes = 0, qk_align = 0, av_bytes = 0, av_align = 0;
+    if (!Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.qk[p], 1, batch, batch, m, dh, keys,
+                                                     &qk_bytes, &qk_align, pool)) ||
+        !Ok(xnn_reshape_batch_matrix_multiply_nc_f32(a.av[p], 1, batch, batch, m, keys, dh,
+                                                     &av_bytes, &av_align, pool)) ||
+        !Ok(xnn_reshape_softmax_nc_f32(a.softmax[p], keys, keys, keys, batch[0] * m, pool))) {
+      return false;
+    }
+    if (qk_bytes > a.qk_workspace_bytes / static_cast<size_t>(parts) ||
+        av_bytes > a.av_workspace_bytes / static_cast<size_t>(parts) || qk_align > 64 ||
+        av_align > 64) {
+      return false;
+    }
   }
   a.reshaped[0] = tq;
   a.reshaped[1] = n;
@@ -68,11 +92,12 @@ bool Reshape(Attention& a, int64_t tq, int64_t n) {
 }
 
 TERN_VECTOR_CLONES
-// Head h of the block is column slice h / group of src (group > 1: K/V heads shared by groups of
-// query heads, copied once per query head so the batched products keep one shape).
-void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int64_t group,
+// Heads [h0, h1) of the block: head h is column slice h / group of src (group > 1: K/V heads
+// shared by groups of query heads, copied once per query head so the batched products keep one
+// shape).
+void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t h0, int64_t h1, int64_t group,
                  int64_t dh, float scale, float* dst) {
-  for (int64_t h = 0; h < heads; ++h) {
+  for (int64_t h = h0; h < h1; ++h) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* from = src + r * ld + (h / group) * dh;
       float* to = dst + (h * rows + r) * dh;
@@ -81,11 +106,12 @@ void GatherHeads(const float* src, int64_t ld, int64_t rows, int64_t heads, int6
   }
 }
 
-// scores [heads, tq, n] += the T5 bias of each head for distance j - (query_position + i).
+// scores [heads, tq, n] += the T5 bias of each head in [h0, h1) for distance
+// j - (query_position + i).
 TERN_VECTOR_CLONES
-void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64_t n,
+void AddBias(const ref::RelativePositions& rel, int64_t h0, int64_t h1, int64_t tq, int64_t n,
              float* scores) {
-  for (int64_t h = 0; h < heads; ++h) {
+  for (int64_t h = h0; h < h1; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
       const float* b = rel.bias + h * rel.bias_stride + rel.bias_center - (rel.query_position + i);
       float* row = scores + (h * tq + i) * n;
@@ -94,55 +120,107 @@ void AddBias(const ref::RelativePositions& rel, int64_t heads, int64_t tq, int64
   }
 }
 
-bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo,
-             const ref::RelativePositions* rel, int64_t group) {
+// One batched call: what each part of the heads runs (RunPart).
+struct BatchedCall {
+  Attention* a;
+  const float *q, *k, *v;
+  int64_t ldq, ldk, ldv, tq, n, ldo, group;
+  const ref::RelativePositions* rel;
+  float* out;
+  bool ok[kMaxAttentionParts];
+};
+
+// Part p's heads: gathered, S = Q K^T, bias, softmax, O = S V, scattered into out; the products
+// on `pool` (null: the calling thread).
+bool RunPart(const BatchedCall& c, int p, pthreadpool* pool) {
+  Attention& a = *c.a;
   const AttentionShape& s = a.shape;
-  if (!Reshape(a, tq, n)) return false;
   const GatherLayout l = Gather(s);
+  const int64_t dh = s.d_head, tq = c.tq, n = c.n;
+  const int64_t h0 = HeadBegin(s.heads, s.parts, p), h1 = HeadBegin(s.heads, s.parts, p + 1);
   float* qh = a.gather + l.q / sizeof(float);
   float* kh = a.gather + l.k / sizeof(float);
   float* vh = a.gather + l.v / sizeof(float);
   float* oh = a.gather + l.o / sizeof(float);
-  const int64_t dh = s.d_head;
-  GatherHeads(q, ldq, tq, s.heads, 1, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
-  GatherHeads(k, ldk, n, s.heads, group, dh, 1.0f, kh);
-  GatherHeads(v, ldv, n, s.heads, group, dh, 1.0f, vh);
-  // With a pool: the way measured faster for this session's attention (pool_governor.h; the
-  // operators were reshaped for the pool and walk the same tiles without it).
-  const float units = static_cast<float>(tq * n);
-  auto products = [&](bool pooled) {
-    pthreadpool* pool = pooled ? a.pool : nullptr;
-    if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk, a.qk_workspace, qh, kh, a.scores)) ||
-        !Ok(xnn_run_operator(a.qk, pool))) {
-      return false;
-    }
-    if (rel != nullptr && rel->bias != nullptr) AddBias(*rel, s.heads, tq, n, a.scores);
-    return Ok(xnn_setup_softmax_nc_f32(a.softmax, a.scores, a.scores)) &&
-           Ok(xnn_run_operator(a.softmax, pool)) &&
-           Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av, a.av_workspace, a.scores, vh, oh)) &&
-           Ok(xnn_run_operator(a.av, pool));
-  };
-  const bool ok = a.pool != nullptr && a.pool_budget != nullptr
-                      ? RunGoverned(a.pool_choice, units, a.pool_budget, a.pool, products)
-                      : products(a.pool != nullptr);
-  if (!ok) {
-    a.reshaped[0] = -1;
+  GatherHeads(c.q, c.ldq, tq, h0, h1, 1, dh, 1.0f / std::sqrt(static_cast<float>(dh)), qh);
+  GatherHeads(c.k, c.ldk, n, h0, h1, c.group, dh, 1.0f, kh);
+  GatherHeads(c.v, c.ldv, n, h0, h1, c.group, dh, 1.0f, vh);
+  const size_t parts = static_cast<size_t>(s.parts);
+  void* qk_workspace = static_cast<uint8_t*>(a.qk_workspace) + p * (a.qk_workspace_bytes / parts);
+  void* av_workspace = static_cast<uint8_t*>(a.av_workspace) + p * (a.av_workspace_bytes / parts);
+  float* scores = a.scores + h0 * tq * n;
+  if (!Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.qk[p], qk_workspace, qh + h0 * tq * dh,
+                                                 kh + h0 * n * dh, scores)) ||
+      !Ok(xnn_run_operator(a.qk[p], pool))) {
     return false;
   }
-  for (int64_t h = 0; h < s.heads; ++h) {
+  if (c.rel != nullptr && c.rel->bias != nullptr) AddBias(*c.rel, h0, h1, tq, n, a.scores);
+  if (!Ok(xnn_setup_softmax_nc_f32(a.softmax[p], scores, scores)) ||
+      !Ok(xnn_run_operator(a.softmax[p], pool)) ||
+      !Ok(xnn_setup_batch_matrix_multiply_nc_f32(a.av[p], av_workspace, scores, vh + h0 * n * dh,
+                                                 oh + h0 * tq * dh)) ||
+      !Ok(xnn_run_operator(a.av[p], pool))) {
+    return false;
+  }
+  for (int64_t h = h0; h < h1; ++h) {
     for (int64_t i = 0; i < tq; ++i) {
-      std::memcpy(out + i * ldo + h * dh, oh + (h * tq + i) * dh,
+      std::memcpy(c.out + i * c.ldo + h * dh, oh + (h * tq + i) * dh,
                   static_cast<size_t>(dh) * sizeof(float));
     }
   }
   return true;
 }
 
+void RunPartTask(void* context, size_t p) {
+  auto* c = static_cast<BatchedCall*>(context);
+  c->ok[p] = RunPart(*c, static_cast<int>(p), nullptr);
+}
+
+bool Batched(Attention& a, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+             int64_t ldv, int64_t tq, int64_t n, float* out, int64_t ldo,
+             const ref::RelativePositions* rel, int64_t group) {
+  if (!Reshape(a, tq, n)) return false;
+  BatchedCall c{&a, q, k, v, ldq, ldk, ldv, tq, n, ldo, group, rel, out, {}};
+  const int parts = a.shape.parts;
+  // With a pool: the way measured faster for this session's attention (pool_governor.h): one
+  // part's products tiled over the pool by XNNPACK, or the parts as pool tasks; otherwise on
+  // the calling thread (one part's operators were reshaped for the pool and walk the same tiles
+  // without it).
+  const float units = static_cast<float>(tq * n);
+  auto run = [&](bool pooled) {
+    if (parts == 1) return RunPart(c, 0, pooled ? a.pool : nullptr);
+    if (pooled) {
+      pthreadpool_parallelize_1d(a.pool, RunPartTask, &c, static_cast<size_t>(parts), 0);
+    } else {
+      for (int p = 0; p < parts; ++p) c.ok[p] = RunPart(c, p, nullptr);
+    }
+    for (int p = 0; p < parts; ++p) {
+      if (!c.ok[p]) return false;
+    }
+    return true;
+  };
+  const bool ok = a.pool != nullptr && a.pool_budget != nullptr
+                      ? RunGoverned(a.pool_choice, units, a.pool_budget, a.pool, run)
+                      : run(a.pool != nullptr);
+  if (!ok) {
+    a.reshaped[0] = -1;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+int AttentionParts(int threads, int64_t heads) {
+  return threads >= 2 && threads <= kMaxAttentionParts && heads >= threads ? threads : 1;
+}
 
 Status MeasureAttention(const AttentionShape& shape, AttentionNeeds* needs) {
   *needs = AttentionNeeds();
+  if (shape.parts < 1 || shape.parts > kMaxAttentionParts || shape.parts > shape.heads) {
+    return Status::Error(StatusCode::kInvalidArgument, "attention: %d parts of %lld heads",
+                         shape.parts, static_cast<long long>(shape.heads));
+  }
   TERN_RETURN_IF_ERROR(Initialize());
   Attention a;
   a.shape = shape;
@@ -150,41 +228,44 @@ Status MeasureAttention(const AttentionShape& shape, AttentionNeeds* needs) {
   size_t qk_bytes = 0, qk_align = 0, av_bytes = 0, av_align = 0;
   {
     MeasureScope scope(SIZE_MAX);
-    s = CreateOperators(&a);
+    s = CreateOperators(shape.parts, &a);
     needs->xnn_bytes = scope.bytes();
+    // Each part's workspace, for the most heads a part has (the first parts have no more).
+    int64_t most = 0;
+    for (int p = 0; p < shape.parts; ++p) most = std::max(most, PartHeads(shape, p));
     if (s == xnn_status_success) {
-      const size_t batch[1] = {static_cast<size_t>(shape.heads)};
+      const size_t batch[1] = {static_cast<size_t>(most)};
       const size_t m = static_cast<size_t>(shape.max_queries),
                    n = static_cast<size_t>(shape.max_keys);
       const size_t dh = static_cast<size_t>(shape.d_head);
-      s = xnn_reshape_batch_matrix_multiply_nc_f32(a.qk, 1, batch, batch, m, dh, n, &qk_bytes,
+      s = xnn_reshape_batch_matrix_multiply_nc_f32(a.qk[0], 1, batch, batch, m, dh, n, &qk_bytes,
                                                    &qk_align, nullptr);
       if (s == xnn_status_success) {
-        s = xnn_reshape_batch_matrix_multiply_nc_f32(a.av, 1, batch, batch, m, n, dh, &av_bytes,
+        s = xnn_reshape_batch_matrix_multiply_nc_f32(a.av[0], 1, batch, batch, m, n, dh, &av_bytes,
                                                      &av_align, nullptr);
       }
     }
-    xnn_delete_operator(a.qk);
-    xnn_delete_operator(a.av);
-    xnn_delete_operator(a.softmax);
+    DeleteOperators(&a);
   }
   if (s != xnn_status_success || qk_align > 64 || av_align > 64) {
     // No batched attention here: the loops run every call, nothing is planned for it.
     *needs = AttentionNeeds();
     return Status::Ok();
   }
+  const size_t parts = static_cast<size_t>(shape.parts);
   needs->gather_bytes = Gather(shape).bytes;
   needs->scores_bytes =
       static_cast<size_t>(shape.heads * shape.max_queries * shape.max_keys) * sizeof(float) +
       XNN_EXTRA_BYTES;
-  needs->qk_workspace_bytes = qk_bytes;
-  needs->av_workspace_bytes = av_bytes;
+  // Parts' workspaces start at multiples of 64 bytes.
+  needs->qk_workspace_bytes = parts == 1 ? qk_bytes : parts * Align64(qk_bytes);
+  needs->av_workspace_bytes = parts == 1 ? av_bytes : parts * Align64(av_bytes);
   return Status::Ok();
 }
 
 Status CreateAttention(const AttentionShape& shape, Attention* a) {
   a->shape = shape;
-  const xnn_status s = CreateOperators(a);
+  const xnn_status s = CreateOperators(shape.parts, a);
   if (s != xnn_status_success) {
     return Status::Error(
         s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal,
@@ -354,8 +435,9 @@ void MultiHeadAttention(Attention& a, const float* q, int64_t ldq, const float* 
                         int64_t ldo, const ref::RelativePositions* rel, int64_t kv_heads) {
   const int64_t visible = mask.key_length < tk ? mask.key_length : tk;
   const bool shaw = rel != nullptr && rel->shaw_key != nullptr;
-  if (a.qk != nullptr && tq > 1 && !mask.causal && !shaw && visible > 0 && heads == a.shape.heads &&
-      d_head == a.shape.d_head && tq <= a.shape.max_queries && visible <= a.shape.max_keys &&
+  if (a.qk[0] != nullptr && tq > 1 && !mask.causal && !shaw && visible > 0 &&
+      heads == a.shape.heads && d_head == a.shape.d_head && tq <= a.shape.max_queries &&
+      visible <= a.shape.max_keys &&
       Batched(a, q, ldq, k, ldk, v, ldv, tq, visible, out, ldo, rel,
               ref::HeadGroup(heads, kv_heads))) {
     return;

@@ -41,19 +41,33 @@ struct pthreadpool;
 
 namespace tern::xnn {
 
+// With a pool of 2 to kMaxAttentionParts threads, the batched path's heads are split into one
+// part per thread (AttentionParts), each with operators and workspaces of its own, and a call
+// runs each part (gather, Q K^T, softmax, S V, scatter of its heads) as one pool task. With one
+// set of operators on the pool, XNNPACK tiled each of the three products over the threads while
+// the gathers and scatters stayed on the calling thread: the encoder's attention took the same
+// time with two threads as with one (base model, 16 sentences). Each head is computed by the
+// same micro-kernels either way: the same bits.
+inline constexpr int kMaxAttentionParts = 8;
+// threads when 2 <= threads <= kMaxAttentionParts and heads >= threads, else 1.
+int AttentionParts(int threads, int64_t heads);
+// The first head of part p of `parts` (p == parts: heads).
+inline int64_t HeadBegin(int64_t heads, int parts, int p) { return heads * p / parts; }
+
 struct AttentionShape {
   int64_t heads = 0;
   int64_t d_head = 0;
   int64_t max_queries = 0;  // most queries of a batched call (the encoder's max source length)
   int64_t max_keys = 0;
   int64_t loop_keys = 0;  // most keys of a call of the loops (backend.h's AttentionCall)
+  int32_t parts = 1;      // AttentionParts
 };
 
 struct AttentionNeeds {
-  size_t xnn_bytes = 0;     // arena bytes of the three operators
-  size_t gather_bytes = 0;  // Q, K, V, O blocks
-  size_t scores_bytes = 0;  // [heads, queries, keys]
-  size_t qk_workspace_bytes = 0;
+  size_t xnn_bytes = 0;           // arena bytes of the three operators (of every part)
+  size_t gather_bytes = 0;        // Q, K, V, O blocks
+  size_t scores_bytes = 0;        // [heads, queries, keys]
+  size_t qk_workspace_bytes = 0;  // every part's, each a multiple of 64 bytes
   size_t av_workspace_bytes = 0;
 };
 
@@ -63,16 +77,18 @@ Status MeasureAttention(const AttentionShape& shape, AttentionNeeds* needs);
 
 // Per session, in the arena. A zero-initialized one (no operators) runs the loops only.
 struct Attention {
-  xnn_operator* qk = nullptr;       // batch_matrix_multiply_nc_f32, B transposed
-  xnn_operator* av = nullptr;       // batch_matrix_multiply_nc_f32
-  xnn_operator* softmax = nullptr;  // softmax_nc_f32
+  // Per part of the heads (shape.parts): batch_matrix_multiply_nc_f32 (B transposed),
+  // batch_matrix_multiply_nc_f32, softmax_nc_f32.
+  xnn_operator* qk[kMaxAttentionParts] = {};
+  xnn_operator* av[kMaxAttentionParts] = {};
+  xnn_operator* softmax[kMaxAttentionParts] = {};
   pthreadpool* pool = nullptr;
   AttentionShape shape;
   float* gather = nullptr;
   size_t gather_bytes = 0;
   float* scores = nullptr;
   size_t scores_bytes = 0;
-  void* qk_workspace = nullptr;
+  void* qk_workspace = nullptr;  // part p's at p * qk_workspace_bytes / shape.parts
   size_t qk_workspace_bytes = 0;
   void* av_workspace = nullptr;
   size_t av_workspace_bytes = 0;

@@ -46,6 +46,12 @@ class Batched {
     CHECK(scope.used() == needs_.xnn_bytes);
   }
   xnn::Attention& get() { return a_; }
+  // The session's pool and probe budget (as Prepare sets them).
+  void UsePool(pthreadpool* pool) {
+    a_.pool = pool;
+    a_.pool_budget = &budget_;
+    a_.reshaped[0] = a_.reshaped[1] = -1;  // reshape for it
+  }
 
  private:
   static float* Align(float* p) {
@@ -54,6 +60,7 @@ class Batched {
   xnn::AttentionNeeds needs_;
   std::vector<float> region_, gather_, scores_, qk_, av_;
   xnn::Attention a_;
+  xnn::PoolBudget budget_;
 };
 
 void Check(int64_t tq, int64_t tk, int64_t heads, int64_t d_head, const ref::AttentionMask& mask,
@@ -292,6 +299,80 @@ TEST_CASE("xnnpack attention loops on a thread pool: head by head, the same bits
       CHECK(a.loop_choice.For(tq).pooled_ns() > 0.0f);
     }
   }
+}
+
+TEST_CASE("xnnpack batched attention with its heads split over a pool: the same bits",
+          "[xnnpack][attention][pool]") {
+  // 8 heads in 2 parts, 6 heads in 4 parts of 1, 2, 1 and 2 heads; grouped-query K/V heads and
+  // plain ones; a padding mask and a T5 bias (added per part). Each part is run on the calling
+  // thread (a pass without the pool), then as pool tasks: the bits of the operators of one part.
+  CHECK(xnn::AttentionParts(2, 8) == 2);
+  CHECK(xnn::AttentionParts(1, 8) == 1);
+  CHECK(xnn::AttentionParts(4, 3) == 1);  // fewer heads than threads: one part on the pool
+  CHECK(xnn::AttentionParts(xnn::kMaxAttentionParts + 1, 64) == 1);
+  Pool2 p2;
+  pthreadpool* p4 = pthreadpool_create(4);
+  REQUIRE(p2.pool != nullptr);
+  REQUIRE(p4 != nullptr);
+  struct Split {
+    int64_t heads;
+    int parts;
+    pthreadpool* pool;
+  };
+  uint32_t seed = 9500;
+  for (const Split& split : {Split{8, 2, p2.pool}, Split{6, 4, p4}}) {
+    for (const int64_t kv_heads : {int64_t{0}, split.heads / 2}) {
+      for (const bool t5 : {false, true}) {
+        const int64_t heads = split.heads, d_head = 64, t = 64, d = heads * d_head;
+        const int64_t d_kv = kv_heads > 0 ? kv_heads * d_head : d;
+        xnn::AttentionShape shape;
+        shape.heads = heads;
+        shape.d_head = d_head;
+        shape.max_queries = t;
+        shape.max_keys = t;
+        Batched whole(shape);
+        shape.parts = split.parts;
+        Batched parts(shape);
+        parts.UsePool(split.pool);
+        std::mt19937 rng(seed++);
+        std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+        std::vector<float> q(static_cast<size_t>(t * d)), k(static_cast<size_t>(t * d_kv)),
+            v(k.size()), bias(static_cast<size_t>(heads * (2 * t + 1)));
+        for (auto* values : {&q, &k, &v, &bias}) {
+          for (auto& x : *values) x = dist(rng);
+        }
+        ref::RelativePositions rel;
+        rel.bias = bias.data();
+        rel.bias_stride = 2 * t + 1;
+        rel.bias_center = t;
+        ref::AttentionMask mask;
+        mask.key_length = t - 5;
+        std::vector<float> scores(static_cast<size_t>(t * t)), want(static_cast<size_t>(t * d));
+        xnn::MultiHeadAttention(whole.get(), q.data(), d, k.data(), d_kv, v.data(), d_kv, t, t,
+                                heads, d_head, mask, scores.data(), want.data(), d,
+                                t5 ? &rel : nullptr, kv_heads);
+        REQUIRE(whole.get().reshaped[0] == t);  // batch_matrix_multiply ran
+        xnn::Attention& a = parts.get();
+        for (int call = 0; call < 5; ++call) {
+          // Call 0 without the pool (PassGovernor's pass off); then the governor measures one
+          // thread and probes the pool.
+          a.pool_budget->pool_off = call == 0;
+          std::vector<float> got(want.size(), 9.0f);
+          xnn::MultiHeadAttention(a, q.data(), d, k.data(), d_kv, v.data(), d_kv, t, t, heads,
+                                  d_head, mask, scores.data(), got.data(), d, t5 ? &rel : nullptr,
+                                  kv_heads);
+          INFO("heads " << heads << " parts " << split.parts << " kv_heads " << kv_heads << " t5 "
+                        << t5 << " call " << call);
+          CHECK(a.reshaped[0] == t);
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        }
+        a.pool_budget->pool_off = false;
+        CHECK(a.pool_choice.single_ns() > 0.0f);
+        CHECK(a.pool_choice.pooled_ns() > 0.0f);
+      }
+    }
+  }
+  pthreadpool_destroy(p4);
 }
 
 TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the same bits",
