@@ -338,6 +338,11 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
   }
   kernels_.attention = attention;
   kernels_.vectorized = true;
+  if (pool_ != nullptr) {
+    context->row_loops.pool = pool_;
+    context->row_loops.budget = &context->pool_budget;
+    kernels_.rows = &context->row_loops;
+  }
 
   records_ = reinterpret_cast<xnn::LinearKernel*>(at(ids.kernels));
   scratch_ = at(ids.scratch);

@@ -34,6 +34,7 @@
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 #include "runtime/kernels/xnnpack/attention.h"
 #include "runtime/kernels/xnnpack/linear.h"
+#include "runtime/kernels/xnnpack/row_loops.h"
 #define TERN_OPS_XNNPACK 1
 #else
 #define TERN_OPS_XNNPACK 0
@@ -44,6 +45,7 @@ namespace tern {
 namespace xnn {
 struct Attention;
 struct LinearKernel;
+struct RowLoops;
 }  // namespace xnn
 
 // A backend's prepared linear layer (an XNNPACK operator in the arena); layers only pass it on.
@@ -66,6 +68,10 @@ using ref::T5BiasByDistance;
 struct Kernels {
   xnn::Attention* attention = nullptr;  // XNNPACK backend's attention; null: reference
   bool vectorized = false;              // LayerNorm and activations: vectorizable float loops
+  // With a thread pool on XNNPACK's backend: LayerNorm, residual adds and activations split by
+  // rows over it when their governors measure that faster (xnn::ForRows); null: the calling
+  // thread.
+  xnn::RowLoops* rows = nullptr;
 };
 
 // y = x W^T + b (see ref::Linear). kernel: the layer's XNNPACK operator, or null.
@@ -188,15 +194,80 @@ inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t
                       const float* gamma, const float* beta, float eps, ref::NormKind kind,
                       float* y) {
   if (kernels.vectorized) {
+#if TERN_OPS_XNNPACK
+    if (kernels.rows != nullptr) {
+      struct Call {
+        const float* x;
+        int64_t d;
+        const float *gamma, *beta;
+        float eps;
+        ref::NormKind kind;
+        float* y;
+      } c{x, d, gamma, beta, eps, kind, y};
+      auto rows = [](void* call, int64_t begin, int64_t end) {
+        const Call& c = *static_cast<const Call*>(call);
+        vec::LayerNorm(c.x + begin * c.d, end - begin, c.d, c.gamma, c.beta, c.eps, c.kind,
+                       c.y + begin * c.d);
+      };
+      if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kLayerNorm, m, static_cast<float>(m * d), rows,
+                       &c)) {
+        return;
+      }
+    }
+#endif
     vec::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
     return;
   }
   ref::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
 }
 
-// See ref::Activate.
+// x[rows, d] += y[rows, d] (see ref::AddRows): a residual.
+inline void AddRows(const Kernels& kernels, float* x, const float* y, int64_t rows, int64_t d) {
+#if TERN_OPS_XNNPACK
+  if (kernels.rows != nullptr) {
+    struct Call {
+      float* x;
+      const float* y;
+      int64_t d;
+    } c{x, y, d};
+    auto add = [](void* call, int64_t begin, int64_t end) {
+      const Call& c = *static_cast<const Call*>(call);
+      ref::AddRows(c.x + begin * c.d, c.y + begin * c.d, end - begin, c.d);
+    };
+    if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kAdd, rows, static_cast<float>(rows * d), add,
+                     &c)) {
+      return;
+    }
+  }
+#else
+  (void)kernels;
+#endif
+  ref::AddRows(x, y, rows, d);
+}
+
+// See ref::Activate. With a pool the elements are split at multiples of 64, so that every
+// element is computed where the whole call's vector loop computes it.
 inline void Activate(const Kernels& kernels, ref::Activation act, float* x, int64_t n) {
   if (kernels.vectorized) {
+#if TERN_OPS_XNNPACK
+    constexpr int64_t kBlock = 64;
+    if (kernels.rows != nullptr) {
+      struct Call {
+        ref::Activation act;
+        float* x;
+        int64_t n;
+      } c{act, x, n};
+      auto blocks = [](void* call, int64_t begin, int64_t end) {
+        const Call& c = *static_cast<const Call*>(call);
+        const int64_t last = end * kBlock < c.n ? end * kBlock : c.n;
+        vec::Activate(c.act, c.x + begin * kBlock, last - begin * kBlock);
+      };
+      if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kActivate, (n + kBlock - 1) / kBlock,
+                       static_cast<float>(n), blocks, &c)) {
+        return;
+      }
+    }
+#endif
     vec::Activate(act, x, n);
     return;
   }

@@ -14,7 +14,7 @@ const float* SubLayerInput(const ModelConfig& config, const ops::Kernels& kernel
 
 void AddResidual(const ModelConfig& config, const ops::Kernels& kernels, const NormWeights& norm,
                  float* x, const float* y, int64_t rows) {
-  ops::AddRows(x, y, rows, config.d_model);
+  ops::AddRows(kernels, x, y, rows, config.d_model);
   if (config.norm_placement == NormPlacement::kPost) {
     ops::LayerNorm(kernels, x, rows, config.d_model, norm.gamma, norm.beta, config.layer_norm_eps,
                    config.norm_kind, x);

@@ -33,6 +33,7 @@
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
 #include "runtime/kernels/xnnpack/pool_governor.h"
+#include "runtime/kernels/xnnpack/row_loops.h"
 #include "runtime/kernels/xnnpack/weights_cache.h"
 
 struct xnn_operator;
@@ -171,6 +172,8 @@ struct Context {
   PoolBudget pool_budget;
   // Whether each pass of the model (a decoder step...) may use the pool at all.
   PassGovernor passes;
+  // The float loops between the layers on the pool (ops::LayerNorm, AddRows, Activate).
+  RowLoops row_loops;
   // Calls XNNPACK could not run, answered by the reference kernel instead (0 when all is well).
   uint64_t fallback_calls = 0;
   // RunLinears calls that ran their layers as one group.
