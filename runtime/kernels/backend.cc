@@ -247,7 +247,7 @@ Status StartShared(const BackendPlan& plan, const void* identity, xnn::SharedReg
                          need);
   }
   // Sessions of another thread count cut their layers into other parts: other packed layers.
-  const int32_t cut = xnn::CutParts(plan.threads, INT64_MAX / 2);
+  const int32_t cut = xnn::LargeLayerParts(plan.threads);
   if (region->ready()) {
     *pack = false;
     if (region->model() == identity && region->cut() != cut) {
@@ -466,7 +466,7 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   if (plan.cut_layers > 0) {
     out.Append(pool ? "; %d layers cut into %d operators each, one per thread"
                     : "; %d layers cut into %d operators each, run one after another",
-               plan.cut_layers, xnn::CutParts(plan.threads, INT64_MAX / 2));
+               plan.cut_layers, xnn::LargeLayerParts(plan.threads));
   }
   if (plan.fallbacks[0][0] > 0) {
     out.Append(

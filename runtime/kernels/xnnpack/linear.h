@@ -87,6 +87,8 @@ inline constexpr int kMaxGroup = 3;
 // How many operators a layer of n output rows is cut into for a session of `threads` threads:
 // threads when 2 <= threads <= kMaxParts and every part keeps at least kPartAlign rows, else 1.
 int CutParts(int threads, int64_t n);
+// What every layer large enough is cut into with `threads` threads (1: none is cut).
+inline int LargeLayerParts(int threads) { return CutParts(threads, INT64_MAX / 2); }
 // The first output row of part p of `parts` (p == parts: n).
 int64_t PartBegin(int64_t n, int parts, int p);
 

@@ -419,6 +419,10 @@ TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit"
 
 TEST_CASE("layers are cut into one operator per thread only when every part keeps 32 rows",
           "[xnnpack][linear]") {
+  CHECK(xnn::LargeLayerParts(1) == 1);
+  CHECK(xnn::LargeLayerParts(2) == 2);
+  CHECK(xnn::LargeLayerParts(xnn::kMaxParts) == xnn::kMaxParts);
+  CHECK(xnn::LargeLayerParts(xnn::kMaxParts + 1) == 1);
   CHECK(xnn::CutParts(1, 4096) == 1);
   CHECK(xnn::CutParts(2, 63) == 1);
   CHECK(xnn::CutParts(2, 64) == 2);
