@@ -270,6 +270,44 @@ TEST_CASE("the loader refuses ids in the other form's vector", "[shortlist][writ
         std::string("compact_shortlist.row_offsets[8] = 1 is not in [0, 0] (ids16 has 0)"));
 }
 
+TEST_CASE("a file that holds both shortlist forms is refused", "[shortlist][writer]") {
+  // The writer stores one form; a file with both is made by pointing the root table's
+  // `shortlist` slot at the field that holds `compact_shortlist` (a reference is an offset from
+  // its own field, so both slots then read the same table).
+  TernContents contents = testing::RandomContents(testing::TinyConfig(), 5);
+  ShortlistData s;
+  s.k = 2;
+  s.frequent = {4, 5};
+  s.row_offsets.assign(21, 0);
+  for (size_t i = 8; i < s.row_offsets.size(); ++i) s.row_offsets[i] = 2;  // source 7: {9, 11}
+  s.ids = {9, 11};
+  contents.shortlist = s;
+  std::vector<uint8_t> bytes = SerializeModel(contents);
+  {
+    const testing::AlignedBytes one(bytes);
+    auto model = Model::Load(one.data(), one.size());
+    REQUIRE(model.ok());
+    REQUIRE(model.value().schema()->compact_shortlist() != nullptr);
+    REQUIRE(model.value().schema()->shortlist() == nullptr);
+  }
+  // A size-prefixed buffer: the root's offset follows the 4-byte size, from where it stands.
+  uint8_t* buffer = bytes.data() + sizeof(flatbuffers::uoffset_t);
+  uint8_t* root = buffer + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(buffer);
+  uint8_t* vtable = root - flatbuffers::ReadScalar<flatbuffers::soffset_t>(root);
+  const auto vtable_bytes = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable);
+  REQUIRE(schema::Model::VT_COMPACT_SHORTLIST < vtable_bytes);
+  REQUIRE(schema::Model::VT_SHORTLIST < schema::Model::VT_COMPACT_SHORTLIST);
+  const auto field =
+      flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable + schema::Model::VT_COMPACT_SHORTLIST);
+  flatbuffers::WriteScalar<flatbuffers::voffset_t>(vtable + schema::Model::VT_SHORTLIST, field);
+  const testing::AlignedBytes both(bytes);
+  auto model = Model::Load(both.data(), both.size());
+  REQUIRE(!model.ok());
+  CHECK(model.status().code() == StatusCode::kInvalidModel);
+  CHECK(model.status().message() ==
+        std::string("shortlist and compact_shortlist are both set: a file holds one"));
+}
+
 TEST_CASE("a decoder-only model's shortlist is refused, named as stored", "[shortlist][writer]") {
   const bool wide = GENERATE(false, true);
   TernContents contents = testing::RandomContents(testing::TinyDecoderOnlyConfig(20), 4);
