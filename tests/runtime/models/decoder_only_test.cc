@@ -20,22 +20,13 @@
 namespace tern {
 namespace {
 
+// The tiny decoder-only shape, wider: 4 heads of 8, d_ff 64, 40 tokens, 48 positions.
 ModelConfig GptConfig() {
-  ModelConfig c;
-  c.architecture = Architecture::kDecoderOnly;
+  ModelConfig c = testing::TinyDecoderOnlyConfig(40);
   c.d_model = 32;
   c.heads = 4;
-  c.encoder_layers = 0;
-  c.decoder_layers = 2;
   c.d_ff = 64;
-  c.activation = ref::Activation::kGELUTanh;
-  c.norm_placement = NormPlacement::kPre;
-  c.position = PositionKind::kLearned;
-  c.src_vocab_size = 0;
-  c.tgt_vocab_size = 40;
-  c.tied_output = true;
   c.max_positions = 48;
-  c.eos_id = c.bos_id = c.pad_id = c.unk_id = c.decoder_start_id = 39;
   return c;
 }
 
