@@ -17,6 +17,8 @@
 #include "runtime/core/tensor.h"
 #include "runtime/kernels/xnnpack/linear.h"
 
+struct pthreadpool;
+
 namespace tern::xnn_test {
 
 using xnn::LinearPath;
@@ -49,6 +51,27 @@ class Aligned {
  private:
   std::vector<uint8_t> storage_;
   size_t shift_ = 0;
+};
+
+// A session context's activation buffers, sized for `needs`, with the context pointed at them
+// (what Prepare does in the arena).
+struct ActivationBuffers {
+  Aligned qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  void Bind(const xnn::ContextNeeds& needs, pthreadpool* pool, xnn::Context* c) {
+    qd8_input = Aligned(needs.qd8_input_bytes);
+    qd8_params = Aligned(needs.qd8_params_bytes);
+    f16_input = Aligned(needs.f16_input_bytes);
+    f16_output = Aligned(needs.f16_output_bytes);
+    c->pool = pool;
+    c->qd8_input = reinterpret_cast<int8_t*>(qd8_input.data());
+    c->qd8_input_bytes = needs.qd8_input_bytes;
+    c->qd8_params = qd8_params.data();
+    c->qd8_params_bytes = needs.qd8_params_bytes;
+    c->f16_input = reinterpret_cast<uint16_t*>(f16_input.data());
+    c->f16_input_bytes = needs.f16_input_bytes;
+    c->f16_output = reinterpret_cast<uint16_t*>(f16_output.data());
+    c->f16_output_bytes = needs.f16_output_bytes;
+  }
 };
 
 struct Weight {

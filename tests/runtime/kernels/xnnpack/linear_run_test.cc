@@ -24,7 +24,8 @@ using namespace xnn_test;  // NOLINT: the fixtures of linear_fixtures.h
 // Layers of one session: one context (conversion operators, activation buffers) and their
 // operators in one region, as Prepare makes them.
 struct Layers {
-  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  Aligned region{0}, scratch{0};
+  ActivationBuffers activations;
   xnn::Context context;
   std::vector<xnn::LinearKernel> kernels;
 };
@@ -45,20 +46,8 @@ Status Make(const std::vector<xnn::LinearSpec>& specs, Layers* out, pthreadpool*
   bytes += context_bytes;
   out->region = Aligned(bytes);
   out->scratch = Aligned(scratch);
-  out->qd8_input = Aligned(needs.qd8_input_bytes);
-  out->qd8_params = Aligned(needs.qd8_params_bytes);
-  out->f16_input = Aligned(needs.f16_input_bytes);
-  out->f16_output = Aligned(needs.f16_output_bytes);
   xnn::Context& c = out->context;
-  c.pool = pool;
-  c.qd8_input = reinterpret_cast<int8_t*>(out->qd8_input.data());
-  c.qd8_input_bytes = needs.qd8_input_bytes;
-  c.qd8_params = out->qd8_params.data();
-  c.qd8_params_bytes = needs.qd8_params_bytes;
-  c.f16_input = reinterpret_cast<uint16_t*>(out->f16_input.data());
-  c.f16_input_bytes = needs.f16_input_bytes;
-  c.f16_output = reinterpret_cast<uint16_t*>(out->f16_output.data());
-  c.f16_output_bytes = needs.f16_output_bytes;
+  out->activations.Bind(needs, pool, &c);
   out->kernels.resize(specs.size());
   xnn::ArenaScope scope(out->region.data(), bytes);
   TERN_RETURN_IF_ERROR(xnn::CreateContext(needs, &c));

@@ -38,7 +38,8 @@ constexpr bool kArm = false;
 
 // A standalone operator: what Prepare does for one layer, in buffers of its own.
 struct OneLinear {
-  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  Aligned region{0}, scratch{0};
+  ActivationBuffers activations;
   xnn::Context context;
   xnn::LinearKernel kernel;
   xnn::LinearChoice choice;
@@ -57,20 +58,8 @@ Status Make(const xnn::LinearSpec& spec, OneLinear* one, pthreadpool* pool = nul
   one->region_bytes = one->choice.xnn_bytes + context_bytes;
   one->region = Aligned(one->region_bytes);
   one->scratch = Aligned(one->choice.scratch_bytes);
-  one->qd8_input = Aligned(needs.qd8_input_bytes);
-  one->qd8_params = Aligned(needs.qd8_params_bytes);
-  one->f16_input = Aligned(needs.f16_input_bytes);
-  one->f16_output = Aligned(needs.f16_output_bytes);
   xnn::Context& c = one->context;
-  c.pool = pool;
-  c.qd8_input = reinterpret_cast<int8_t*>(one->qd8_input.data());
-  c.qd8_input_bytes = needs.qd8_input_bytes;
-  c.qd8_params = one->qd8_params.data();
-  c.qd8_params_bytes = needs.qd8_params_bytes;
-  c.f16_input = reinterpret_cast<uint16_t*>(one->f16_input.data());
-  c.f16_input_bytes = needs.f16_input_bytes;
-  c.f16_output = reinterpret_cast<uint16_t*>(one->f16_output.data());
-  c.f16_output_bytes = needs.f16_output_bytes;
+  one->activations.Bind(needs, pool, &c);
   xnn::ArenaScope scope(one->region.data(), one->region_bytes);
   TERN_RETURN_IF_ERROR(xnn::CreateContext(needs, &c));
   TERN_RETURN_IF_ERROR(xnn::CreateLinear(spec, one->choice, &c, one->scratch.data(), &one->kernel));
