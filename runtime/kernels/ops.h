@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/attention.h"
@@ -189,30 +190,30 @@ inline void ToHalf(const Kernels& kernels, const float* x, int64_t n, Half* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = tern::ToHalf(vec::Saturate(x[i]));
 }
 
+#if TERN_OPS_XNNPACK
+// Runs rows(begin, end) over [0, count) split over the session's pool when kernels.rows' governor
+// for `kind` measures that faster (xnn::ForRows); false: the caller runs the loop itself.
+template <typename Rows>
+bool SplitRows(const Kernels& kernels, xnn::RowLoop kind, int64_t count, float units, Rows&& rows) {
+  if (kernels.rows == nullptr) return false;
+  using R = std::remove_reference_t<Rows>;
+  auto call = [](void* f, int64_t begin, int64_t end) { (*static_cast<R*>(f))(begin, end); };
+  return xnn::ForRows(*kernels.rows, kind, count, units, call, &rows);
+}
+#endif
+
 // See ref::LayerNorm.
 inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t d,
                       const float* gamma, const float* beta, float eps, ref::NormKind kind,
                       float* y) {
   if (kernels.vectorized) {
 #if TERN_OPS_XNNPACK
-    if (kernels.rows != nullptr) {
-      struct Call {
-        const float* x;
-        int64_t d;
-        const float *gamma, *beta;
-        float eps;
-        ref::NormKind kind;
-        float* y;
-      } c{x, d, gamma, beta, eps, kind, y};
-      auto rows = [](void* call, int64_t begin, int64_t end) {
-        const Call& c = *static_cast<const Call*>(call);
-        vec::LayerNorm(c.x + begin * c.d, end - begin, c.d, c.gamma, c.beta, c.eps, c.kind,
-                       c.y + begin * c.d);
-      };
-      if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kLayerNorm, m, static_cast<float>(m * d), rows,
-                       &c)) {
-        return;
-      }
+    if (SplitRows(kernels, xnn::RowLoop::kLayerNorm, m, static_cast<float>(m * d),
+                  [&](int64_t begin, int64_t end) {
+                    vec::LayerNorm(x + begin * d, end - begin, d, gamma, beta, eps, kind,
+                                   y + begin * d);
+                  })) {
+      return;
     }
 #endif
     vec::LayerNorm(x, m, d, gamma, beta, eps, kind, y);
@@ -224,20 +225,11 @@ inline void LayerNorm(const Kernels& kernels, const float* x, int64_t m, int64_t
 // x[rows, d] += y[rows, d] (see ref::AddRows): a residual.
 inline void AddRows(const Kernels& kernels, float* x, const float* y, int64_t rows, int64_t d) {
 #if TERN_OPS_XNNPACK
-  if (kernels.rows != nullptr) {
-    struct Call {
-      float* x;
-      const float* y;
-      int64_t d;
-    } c{x, y, d};
-    auto add = [](void* call, int64_t begin, int64_t end) {
-      const Call& c = *static_cast<const Call*>(call);
-      ref::AddRows(c.x + begin * c.d, c.y + begin * c.d, end - begin, c.d);
-    };
-    if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kAdd, rows, static_cast<float>(rows * d), add,
-                     &c)) {
-      return;
-    }
+  if (SplitRows(kernels, xnn::RowLoop::kAdd, rows, static_cast<float>(rows * d),
+                [&](int64_t begin, int64_t end) {
+                  ref::AddRows(x + begin * d, y + begin * d, end - begin, d);
+                })) {
+    return;
   }
 #else
   (void)kernels;
@@ -251,21 +243,12 @@ inline void Activate(const Kernels& kernels, ref::Activation act, float* x, int6
   if (kernels.vectorized) {
 #if TERN_OPS_XNNPACK
     constexpr int64_t kBlock = 64;
-    if (kernels.rows != nullptr) {
-      struct Call {
-        ref::Activation act;
-        float* x;
-        int64_t n;
-      } c{act, x, n};
-      auto blocks = [](void* call, int64_t begin, int64_t end) {
-        const Call& c = *static_cast<const Call*>(call);
-        const int64_t last = end * kBlock < c.n ? end * kBlock : c.n;
-        vec::Activate(c.act, c.x + begin * kBlock, last - begin * kBlock);
-      };
-      if (xnn::ForRows(*kernels.rows, xnn::RowLoop::kActivate, (n + kBlock - 1) / kBlock,
-                       static_cast<float>(n), blocks, &c)) {
-        return;
-      }
+    if (SplitRows(kernels, xnn::RowLoop::kActivate, (n + kBlock - 1) / kBlock,
+                  static_cast<float>(n), [&](int64_t begin, int64_t end) {
+                    const int64_t last = end * kBlock < n ? end * kBlock : n;
+                    vec::Activate(act, x + begin * kBlock, last - begin * kBlock);
+                  })) {
+      return;
     }
 #endif
     vec::Activate(act, x, n);
