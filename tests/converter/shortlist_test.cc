@@ -154,6 +154,17 @@ TEST_CASE("the shortlist text form reads back what it wrote, and refuses bad lin
   refuse(head + "4 7\n", "SOURCE_ID<TAB>IDS");
 }
 
+// A table for TinyConfig's 20 tokens: frequent {4, 5}, source 7's row {9, 11}, the others empty.
+ShortlistData TinyShortlist() {
+  ShortlistData s;
+  s.k = 2;
+  s.frequent = {4, 5};
+  s.row_offsets.assign(21, 0);
+  for (size_t i = 8; i < s.row_offsets.size(); ++i) s.row_offsets[i] = 2;  // source 7: {9, 11}
+  s.ids = {9, 11};
+  return s;
+}
+
 // Both stored forms: Model.compact_shortlist with 16-bit ids (1.11, written whenever the ids
 // fit) and Model.shortlist with 32-bit ids (1.5, shortlist_wide_ids); the loader checks either
 // and names the field as the file has it.
@@ -166,12 +177,7 @@ TEST_CASE("a file with a shortlist loads it in either form; the loader checks it
   const ModelConfig config = testing::TinyConfig();  // vocab 20
   TernContents contents = testing::RandomContents(config, 3);
   contents.shortlist_wide_ids = wide;
-  ShortlistData s;
-  s.k = 2;
-  s.frequent = {4, 5};
-  s.row_offsets.assign(21, 0);
-  for (size_t i = 8; i < s.row_offsets.size(); ++i) s.row_offsets[i] = 2;  // source 7: {9, 11}
-  s.ids = {9, 11};
+  const ShortlistData s = TinyShortlist();
   contents.shortlist = s;
   {
     const testing::AlignedBytes bytes(SerializeModel(contents));
@@ -275,13 +281,7 @@ TEST_CASE("a file that holds both shortlist forms is refused", "[shortlist][writ
   // `shortlist` slot at the field that holds `compact_shortlist` (a reference is an offset from
   // its own field, so both slots then read the same table).
   TernContents contents = testing::RandomContents(testing::TinyConfig(), 5);
-  ShortlistData s;
-  s.k = 2;
-  s.frequent = {4, 5};
-  s.row_offsets.assign(21, 0);
-  for (size_t i = 8; i < s.row_offsets.size(); ++i) s.row_offsets[i] = 2;  // source 7: {9, 11}
-  s.ids = {9, 11};
-  contents.shortlist = s;
+  contents.shortlist = TinyShortlist();
   std::vector<uint8_t> bytes = SerializeModel(contents);
   {
     const testing::AlignedBytes one(bytes);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runtime/core/fp16.h"
@@ -374,6 +375,22 @@ TEST_CASE("xnnpack batched attention with its heads split over a pool: the same 
     }
   }
   pthreadpool_destroy(p4);
+}
+
+TEST_CASE("xnnpack batched attention refuses a split of its heads it cannot make",
+          "[xnnpack][attention]") {
+  xnn::AttentionShape shape;
+  shape.heads = 2;
+  shape.d_head = 8;
+  shape.max_queries = shape.max_keys = 4;
+  for (int parts : {0, 3, xnn::kMaxAttentionParts + 1}) {
+    shape.parts = parts;
+    xnn::AttentionNeeds needs;
+    const Status s = xnn::MeasureAttention(shape, &needs);
+    INFO("parts " << parts);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(std::string(s.message()) == "attention: " + std::to_string(parts) + " parts of 2 heads");
+  }
 }
 
 TEST_CASE("xnnpack decoder-step attention on a thread pool: rows x heads, the same bits",

@@ -293,10 +293,7 @@ TEST_CASE("layers that cannot run as one group run one by one", "[xnnpack][linea
     g.specs[1].weight = g.weights[1].view();
     Layers layers;
     REQUIRE(Make(g.specs, &layers, nullptr).ok());
-    std::vector<float> y0(static_cast<size_t>(m * 64) + kPad), y1(y0);
-    xnn::LinearKernel* kernels[] = {&layers.kernels[0], &layers.kernels[1]};
-    float* ys[] = {y0.data(), y1.data()};
-    CHECK_FALSE(xnn::RunLinears(kernels, 2, x.data(), m, k, ys, g.ldys.data()));
+    refused_then_alone(g, layers, k);
   }
   pthreadpool_destroy(pool);
 }
