@@ -50,14 +50,6 @@ float LogProbability(const float* logits, int32_t vocab, int32_t token) {
   return logits[token] - vec::LogSumExp(logits, vocab);
 }
 
-int32_t ArgMax(const float* values, int32_t count) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < count; ++i) {
-    if (values[i] > values[best] || (values[best] != values[best] && values[i] == values[i])) {
-      best = i;
-    }
-  }
-  return best;
-}
+int32_t ArgMax(const float* values, int32_t count) { return vec::ArgMax(values, count); }
 
 }  // namespace tern

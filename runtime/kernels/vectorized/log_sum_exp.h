@@ -12,6 +12,12 @@ namespace tern::vec {
 // The largest of x[0..n) (-inf for n = 0; NaNs are skipped like the comparisons of ArgMax).
 float Max(const float* x, int64_t n);
 
+// The first index of the largest of x[0..n), NaNs skipped; 0 when n = 0 or every entry is NaN.
+// Greedy decoding's choice per row and step: a scalar loop with that NaN rule did not vectorize
+// and took about 2.6% of a batch-16 translation's time on the paper-base model (16 rows of
+// 32000 logits per step). One vector pass.
+int32_t ArgMax(const float* x, int64_t n);
+
 // max + log(sum_i e^(x_i - max)) where max = Max(x, n): -inf when every x_i is -inf (a fully
 // masked row) or n = 0. Entries of -inf contribute 0.
 float LogSumExp(const float* x, int64_t n);

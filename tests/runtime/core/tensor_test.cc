@@ -150,6 +150,35 @@ TEST_CASE("WeightAt / DequantizeRow: i8 per row and grouped", "[core][tensor]") 
   CheckAll(View(DType::kI8, bytes, 2, 5, group_scales, 2), want);
 }
 
+TEST_CASE("WeightAt / DequantizeRow: i8 random matrices, rows long enough to vectorize",
+          "[core][tensor]") {
+  // DequantizeRow's int8 loop runs per group with the scale hoisted (vectorized): every width
+  // around the vector lengths and groups that end mid-vector.
+  std::mt19937 rng(902);
+  std::uniform_int_distribution<int> qd(-128, 127);
+  std::uniform_real_distribution<float> sd(0.001f, 3.0f);
+  for (int64_t cols : {1, 15, 16, 17, 64, 100, 515}) {
+    for (int64_t group : {0, 1, 32, 7}) {
+      const int64_t rows = 3;
+      const int64_t groups = group > 0 ? (cols + group - 1) / group : 1;
+      std::vector<int8_t> q(static_cast<size_t>(rows * cols));
+      std::vector<float> scales(static_cast<size_t>(rows * groups));
+      for (auto& v : q) v = static_cast<int8_t>(qd(rng));
+      for (auto& s : scales) s = sd(rng);
+      std::vector<float> want(q.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          want[static_cast<size_t>(r * cols + c)] =
+              scales[static_cast<size_t>(r * groups + (group > 0 ? c / group : 0))] *
+              static_cast<float>(q[static_cast<size_t>(r * cols + c)]);
+        }
+      }
+      INFO("cols " << cols << " group " << group);
+      CheckAll(View(DType::kI8, q.data(), rows, cols, scales.data(), group), want);
+    }
+  }
+}
+
 TEST_CASE("WeightAt / DequantizeRow: i4 per row and grouped, odd columns", "[core][tensor]") {
   // 3 x 5, rows of 3 bytes (the high nibble of each row's last byte is padding, set to garbage).
   // row 0: [1, 2, 3, 4, 5]    -> 0x21 0x43 0x?5
