@@ -47,6 +47,7 @@ tern::Limits ToLimits(const tern_limits* limits) {
     out.backend = static_cast<tern::Backend>(limits->backend);
     out.threads = limits->threads;
     out.max_batch_tokens = limits->max_batch_tokens;
+    out.max_target_tokens = limits->max_target_tokens;
     // As the int it was stored as: a C caller may put any int in the enum field, and loading
     // one outside the enum's values as the enum type is undefined in C++ (UBSan says so).
     int32_t kv_cache;
@@ -115,7 +116,8 @@ tern_limits tern_default_limits(void) {
                      static_cast<tern_backend>(d.backend),
                      d.threads,
                      d.max_batch_tokens,
-                     static_cast<tern_cache_type>(d.kv_cache)};
+                     static_cast<tern_cache_type>(d.kv_cache),
+                     d.max_target_tokens};
 }
 
 tern_translate_options tern_default_translate_options(void) {

@@ -138,6 +138,7 @@ Status BeamSearch(EncoderDecoder& model, const TranslationState& state,
                          max_length);
   }
   TERN_RETURN_IF_ERROR(model.SetRowsPerSentence(beam));
+  TERN_RETURN_IF_ERROR(PlanTargetLength(model, options));
   const int32_t batch = model.batch();
   const int32_t rows = batch * beam;
   const int32_t t_cap = limits.max_target_length;

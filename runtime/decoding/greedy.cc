@@ -18,6 +18,24 @@ int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit
   return limit;
 }
 
+int32_t DecoderSteps(const DecodingOptions& options, const ModelConfig& config,
+                     int32_t max_target_length, int32_t source_length) {
+  const int32_t max_length =
+      options.max_length > 0 ? options.max_length : TargetRoom(options, config, max_target_length);
+  const int32_t forced = ForcedToken(options, config) >= 0 ? 1 : 0;
+  return EffectiveMaxLength(options, max_length, source_length) + forced;
+}
+
+Status PlanTargetLength(EncoderDecoder& model, const DecodingOptions& options) {
+  int32_t steps = 1;
+  for (int32_t b = 0; b < model.batch(); ++b) {
+    const int32_t s = DecoderSteps(options, model.config(), model.limits().max_target_length,
+                                   model.source_length(b));
+    steps = s > steps ? s : steps;
+  }
+  return model.SetTargetLength(steps);
+}
+
 int32_t ForcedToken(const DecodingOptions& options, const ModelConfig& config) {
   return options.forced_bos_id >= 0 ? options.forced_bos_id : config.forced_bos_id;
 }
@@ -78,6 +96,7 @@ Status GreedyDecode(EncoderDecoder& model, const TranslationState& state,
                          "output buffer: need non-null ids with a stride of at least %d",
                          max_length);
   }
+  TERN_RETURN_IF_ERROR(PlanTargetLength(model, options));
   const int32_t batch = model.batch();
   int32_t* tokens = state.tokens;
   int32_t active = batch;

@@ -43,4 +43,15 @@ Status ForceFirstToken(EncoderDecoder& model, const DecodingOptions& options, in
 int32_t EffectiveMaxLength(const DecodingOptions& options, int32_t session_limit,
                            int32_t source_length);
 
+// The most decoder steps a sentence of source_length tokens takes under (valid) options in a
+// session of max_target_length: its effective max length, plus one for a forced first token.
+// What a target-token budget counts (Limits::max_target_tokens): greedy and beam search ask the
+// model for the longest of a batch's (EncoderDecoder::SetTargetLength), and `tern translate`
+// cuts its batches by it.
+int32_t DecoderSteps(const DecodingOptions& options, const ModelConfig& config,
+                     int32_t max_target_length, int32_t source_length);
+
+// SetTargetLength with the longest DecoderSteps of the encoded batch.
+Status PlanTargetLength(EncoderDecoder& model, const DecodingOptions& options);
+
 }  // namespace tern

@@ -56,6 +56,12 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
                          "max_batch x max_source_length and takes 0 only",
                          limits.max_batch_tokens);
   }
+  if (limits.max_target_tokens != 0) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_target_tokens = %d; a Generator plans its caches by "
+                         "max_batch x max_target_length and takes 0 only",
+                         limits.max_target_tokens);
+  }
   return CheckSharedLimits(c, limits, " (longest prompt)", " (prompt + generated tokens)");
 }
 

@@ -43,12 +43,27 @@ Status EncoderDecoder::CheckLimits(const Model& model, const Limits& limits) {
                          "max_source_length (%d): one longest sentence must fit",
                          limits.max_batch_tokens, limits.max_source_length);
   }
+  if (limits.max_target_tokens != 0 && limits.max_target_tokens < limits.max_target_length) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "limits.max_target_tokens = %d; 0 (no budget) or at least "
+                         "max_target_length (%d): one longest translation must fit",
+                         limits.max_target_tokens, limits.max_target_length);
+  }
   return Status::Ok();
 }
 
 int64_t EncoderDecoder::SourceTokens(const Limits& l) {
   const int64_t all = static_cast<int64_t>(l.max_batch) * l.max_source_length;
   return l.max_batch_tokens > 0 && l.max_batch_tokens < all ? l.max_batch_tokens : all;
+}
+
+int64_t EncoderDecoder::TargetTokens(const Limits& l) {
+  const int64_t all = static_cast<int64_t>(l.max_batch) * l.max_target_length;
+  return l.max_target_tokens > 0 && l.max_target_tokens < all ? l.max_target_tokens : all;
+}
+
+bool EncoderDecoder::TargetBudgeted(const Limits& l) {
+  return TargetTokens(l) < static_cast<int64_t>(l.max_batch) * l.max_target_length;
 }
 
 ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
@@ -58,9 +73,11 @@ ModelCalls EncoderDecoder::Calls(const ModelConfig& c, const Limits& l) {
   ModelCalls calls;
   calls.encoder = LayerCalls{src_rows, src_rows, d_kv, src_rows};
   // A decoder step writes its K/V rows straight into float caches (row stride: the capacity),
-  // for fp16 caches into [rows, d_kv] scratch (the operators are planned for one stride).
-  const int64_t kv_ldy =
-      l.kv_cache == CacheType::kFloat16 ? d_kv : static_cast<int64_t>(l.max_target_length) * d_kv;
+  // for fp16 caches and budgeted ones (whose capacity changes per call) into [rows, d_kv]
+  // scratch (the operators are planned for one stride).
+  const int64_t kv_ldy = l.kv_cache == CacheType::kFloat16 || TargetBudgeted(l)
+                             ? d_kv
+                             : static_cast<int64_t>(l.max_target_length) * d_kv;
   calls.decoder = LayerCalls{rows, rows, kv_ldy, src_rows};
   calls.output = LinearCall{rows, c.d_model, c.tgt_vocab_size};
   return calls;
@@ -122,14 +139,19 @@ Status EncoderDecoder::PlanAll(const Model& model, const Limits& limits,
   p.Add("enc_hidden", CheckedMul(bs, ff), kEncoder, kEncoder, &enc_scratch_.hidden);
   p.Add("enc_scores", CheckedMul(s, s), kEncoder, kEncoder, &enc_scratch_.scores);
   const size_t cross_kv = CheckedMul(CheckedMul(ld, 2, bs), d_kv);
-  const size_t self_kv = CheckedMul(CheckedMul(kv_layers, 2, rows), t, d_kv);
+  // Self-attention caches: every hypothesis of every sentence for max_target_length positions,
+  // or beam_size x a target-token budget (Limits::max_target_tokens).
+  const size_t target_tokens = static_cast<size_t>(TargetTokens(limits));
+  const bool budgeted = TargetBudgeted(limits);
+  const size_t self_kv = CheckedMul(CheckedMul(kv_layers, 2, k), target_tokens, d_kv);
   p.Add("cross_kv", cross_kv, kCrossKeysValues, kDecoder, &cross_kv_, !half);
   p.Add("cross_kv", cross_kv, kCrossKeysValues, kDecoder, &cross_kv16_, half);
   p.Add("self_kv", self_kv, kDecoder, kDecoder, &self_kv_, !half);
   p.Add("self_kv", self_kv, kDecoder, kDecoder, &self_kv16_, half);
-  // A step's new K/V rows on their way into fp16 caches (float caches take them directly).
-  p.Add("dec_k", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.k, half);
-  p.Add("dec_v", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.v, half);
+  // A step's new K/V rows on their way into fp16 or budgeted caches (float caches of a fixed
+  // capacity take them directly).
+  p.Add("dec_k", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.k, half || budgeted);
+  p.Add("dec_v", CheckedMul(rows, d_kv), kDecoder, kDecoder, &dec_scratch_.v, half || budgeted);
   p.Add("dec_x", CheckedMul(rows, d), kDecoder, kDecoder, &dec_x_);
   p.Add("dec_q", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.q);
   p.Add("dec_attn", CheckedMul(rows, dq), kDecoder, kDecoder, &dec_scratch_.attn);
@@ -221,10 +243,36 @@ void EncoderDecoder::Start() {
 }
 
 KeyValues EncoderDecoder::SelfCache(int64_t i) const {
+  // Rows of target_capacity_ positions each (this call's, under a budget), laid out for this
+  // call's rows: decoder_rows() x capacity never exceeds what the plan holds per layer.
   if (self_kv16_ != nullptr)
-    return KeyValues::OfLayer(self_kv16_, i, decoder_rows(), limits_.max_target_length,
-                              config_.d_kv());
-  return KeyValues::OfLayer(self_kv_, i, decoder_rows(), limits_.max_target_length, config_.d_kv());
+    return KeyValues::OfLayer(self_kv16_, i, decoder_rows(), target_capacity_, config_.d_kv());
+  KeyValues kv = KeyValues::OfLayer(self_kv_, i, decoder_rows(), target_capacity_, config_.d_kv());
+  kv.through_scratch = TargetBudgeted(limits_);
+  return kv;
+}
+
+Status EncoderDecoder::SetTargetLength(int32_t positions) {
+  if (!encoded_ || position_ != 0) {
+    return Status::Error(StatusCode::kFailedPrecondition, "SetTargetLength must follow Encode");
+  }
+  if (positions < 1 || positions > limits_.max_target_length) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "target length of %d positions; this session allows 1 to %d", positions,
+                         limits_.max_target_length);
+  }
+  if (!TargetBudgeted(limits_)) return Status::Ok();  // the caches hold max_target_length
+  const int64_t wanted = static_cast<int64_t>(batch_) * positions;
+  if (wanted > TargetTokens(limits_)) {
+    return Status::Error(StatusCode::kOutOfRange,
+                         "batch of %d sentences that may take %d decoder steps: %lld target "
+                         "positions; this session's limits.max_target_tokens is %d (lower "
+                         "max_length, set max_length_ratio, or translate fewer sentences at once)",
+                         batch_, positions, static_cast<long long>(wanted),
+                         limits_.max_target_tokens);
+  }
+  target_capacity_ = positions;
+  return Status::Ok();
 }
 
 CrossAttention EncoderDecoder::Cross(int64_t i) const {
@@ -313,6 +361,13 @@ Status EncoderDecoder::Encode(const int32_t* src_ids, int64_t src_stride, const 
   }
   position_ = 0;
   rows_per_sentence_ = 1;
+  // Until SetTargetLength: all of max_target_length, or as many positions as the budget leaves
+  // each sentence.
+  target_capacity_ = limits_.max_target_length;
+  if (TargetBudgeted(limits_)) {
+    const int64_t share = TargetTokens(limits_) / batch;
+    if (share < target_capacity_) target_capacity_ = share;
+  }
   encoded_ = true;
   return Status::Ok();
 }
@@ -387,7 +442,7 @@ Status EncoderDecoder::ReorderRows(const int32_t* parents) {
   if (k == 1 || position_ == 0) return Status::Ok();
   // Per layer, K then V: each sentence's k hypotheses (one cache row each, filled up to the
   // current position) gathered through the scratch.
-  const int64_t row = limits_.max_target_length * config_.d_kv(), used = position_ * config_.d_kv();
+  const int64_t row = target_capacity_ * config_.d_kv(), used = position_ * config_.d_kv();
   const int64_t kv_layers = universal() ? config_.universal_steps : config_.decoder_layers;
   for (int64_t layer = 0; layer < kv_layers; ++layer) {
     const KeyValues kv = SelfCache(layer);
@@ -406,10 +461,17 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   if (!encoded_) {
     return Status::Error(StatusCode::kFailedPrecondition, "DecodeStep before Encode");
   }
-  if (position_ >= limits_.max_target_length) {
+  if (position_ >= target_capacity_) {
+    if (target_capacity_ == limits_.max_target_length) {
+      return Status::Error(StatusCode::kOutOfRange,
+                           "decoder reached the session's max_target_length (%d)",
+                           limits_.max_target_length);
+    }
     return Status::Error(StatusCode::kOutOfRange,
-                         "decoder reached the session's max_target_length (%d)",
-                         limits_.max_target_length);
+                         "decoder reached this call's target length (%lld positions: "
+                         "SetTargetLength, or limits.max_target_tokens %d over %d sentences)",
+                         static_cast<long long>(target_capacity_), limits_.max_target_tokens,
+                         batch_);
   }
   const int32_t rows = decoder_rows();
   for (int32_t b = 0; b < rows; ++b) {

@@ -39,6 +39,10 @@ class EncoderDecoder final : public TransformerModel {
   // Source tokens in flight the encoder's buffers hold: limits.max_batch_tokens when it is set
   // (and smaller), else max_batch x max_source_length.
   static int64_t SourceTokens(const Limits& limits);
+  // Target positions per hypothesis the self-attention caches hold: limits.max_target_tokens
+  // when it is set (and smaller), else max_batch x max_target_length; budgeted when smaller.
+  static int64_t TargetTokens(const Limits& limits);
+  static bool TargetBudgeted(const Limits& limits);
   // Bytes of arena Prepare needs for these limits and the caller's requests, including
   // alignment slack: a pure function of its inputs (and, for the XNNPACK backend, of the CPU).
   // Prepare uses exactly this many.
@@ -75,6 +79,13 @@ class EncoderDecoder final : public TransformerModel {
   }
   // Before the first DecodeStep after Encode: decoder rows per sentence (1..limits.beam_size).
   Status SetRowsPerSentence(int32_t rows);
+  // Before the first DecodeStep after Encode: the most decoder steps this call will take
+  // (1..limits.max_target_length). Under a target-token budget (limits.max_target_tokens) the
+  // caches hold that many positions per row, and sentences x positions over the budget is
+  // kOutOfRange; without one it is only checked. Not called: max_target_length, or under a
+  // budget the budget's share per sentence (a step past it is kOutOfRange).
+  Status SetTargetLength(int32_t positions);
+  int64_t target_capacity() const { return target_capacity_; }
   int32_t rows_per_sentence() const { return rows_per_sentence_; }
   int32_t decoder_rows() const { return batch_ * rows_per_sentence_; }
   // Beam search: row r continues the hypothesis of row parents[r] (same sentence). Reorders the
@@ -160,6 +171,7 @@ class EncoderDecoder final : public TransformerModel {
   int32_t rows_per_sentence_ = 1;
   int64_t src_seq_ = 0;
   int64_t position_ = 0;
+  int64_t target_capacity_ = 0;  // positions per row in the self-attention caches (this call's)
   bool encoded_ = false;
 };
 

@@ -70,7 +70,7 @@ void LayerStep(const ModelConfig& c, const LayerWeights& w, float* x, const Step
   const int64_t stride = self.capacity * d_kv;  // one sequence's cache
   const ref::RotaryTable* rotary = s.positions.rotary;
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
-  if (shape.positions == nullptr && !self.half()) {
+  if (shape.positions == nullptr && !self.half() && !self.through_scratch) {
     // One position t for every row: the new K/V rows go straight into row t (mod a window's
     // ring) of each sequence's cache, so the causal mask is simply "the keys there" (the
     // future is not there yet).

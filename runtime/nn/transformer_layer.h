@@ -49,6 +49,10 @@ struct KeyValues {
   int64_t capacity = 0;
   Half* hk = nullptr;
   Half* hv = nullptr;
+  // A decoder step computes its new K/V rows into [rows, d_kv] scratch and copies them in, where
+  // the projections were not planned for this cache's row stride (a target-token budget sets
+  // the capacity per call). fp16 caches always go through scratch.
+  bool through_scratch = false;
 
   bool half() const { return hk != nullptr; }
 

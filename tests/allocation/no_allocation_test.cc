@@ -110,6 +110,9 @@ struct Variant {
   int32_t beam;
   const char* expect;  // in the backend report
   CacheType kv_cache = CacheType::kFloat32;
+  // Limits::max_target_tokens (0: none); with a budget every call decodes at most 6 tokens, so
+  // that its 3 sentences fit (3 x 7 decoder steps with a forced first token).
+  int32_t target_tokens = 0;
 };
 
 void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
@@ -121,6 +124,7 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   limits.threads = v.threads;
   limits.beam_size = v.beam;
   limits.kv_cache = v.kv_cache;
+  limits.max_target_tokens = v.target_tokens;
   Prepared<Session> p;
   Prepare(&p, bytes, limits);
   Session& session = p.runner;
@@ -134,6 +138,7 @@ void TranslateWithoutAllocating(const Variant& v, const ModelConfig& config) {
   int32_t out_lengths[3 * 3];
   DecodingOptions options;
   options.beam_size = v.beam;
+  if (v.target_tokens > 0) options.max_length = 6;
 
   testing::StartCountingAllocations();
   Status first = session.TranslateIds(kIds, 12, kLengths, 3, options, out, 10, out_lengths);
@@ -167,6 +172,8 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
       {"reference i4", Backend::kReference, false, DType::kI4, 8, 0, 1, 1, "reference"},
       {"reference f32, fp16 caches, beam 2", Backend::kReference, false, DType::kF32, 0, 0, 1, 2,
        "reference", CacheType::kFloat16},
+      {"reference i8, a target-token budget, beam 2", Backend::kReference, false, DType::kI8, 0, 0,
+       1, 2, "reference", CacheType::kFloat32, 21},
   };
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   using xnn::LinearPath;
@@ -199,6 +206,10 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
        "fully_connected_nc_qd8_f32_qc8w", CacheType::kFloat16},
       {"xnnpack i8, fp16 caches, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1,
        "2 threads", CacheType::kFloat16},
+      {"xnnpack i8, a target-token budget, beam 2", Backend::kXnnpack, false, DType::kI8, 0, 0, 1,
+       2, "fully_connected_nc_qd8_f32_qc8w", CacheType::kFloat32, 21},
+      {"xnnpack i8, a target-token budget, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2,
+       1, "2 threads", CacheType::kFloat32, 21},
   };
   variants.insert(variants.end(), std::begin(xnnpack), std::end(xnnpack));
 #endif

@@ -46,6 +46,20 @@ check "11 input lines give 11 output lines" test "$(wc -l <<<"$sorted")" -eq 11
 first=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"21 22 23 24 25 2")
 second=$(tern translate -m "$work/m.tern" --ids --max-length 12 <<<"26 27 28 29 2")
 check "a split line's pieces are joined in order" test "$(sed -n 9p <<<"$sorted")" == "$first $second"
+# A target-token budget (--target-tokens): batches end before sentences x decoder steps (here
+# ceil(1.0 x source) + 5, at most 12) exceed 24; each line's translation is still its own.
+ratio_one=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --max-length-ratio 1 <<<"$lines")
+ratio_budget=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --max-length-ratio 1 --batch 4 --target-tokens 24 <<<"$lines")
+check "target-token budget batches give the one-by-one translations in input order" test "$ratio_budget" == "$ratio_one"
+check "... which --max-length-ratio shortened" test "$ratio_one" != "$one"
+err=$(tern translate -m "$work/m.tern" --ids --max-length 12 --batch 4 --target-tokens 11 <<<"3 2" 2>&1 >/dev/null; echo "rc=$?")
+check "--target-tokens below --max-length is a usage error" grep -q 'target-tokens must be 0 (off) or at least --max-length (12), got 11' <<<"$err"
+check "... with exit status 2" grep -q 'rc=2' <<<"$err"
+inspect_budget=$(tern inspect "$work/m.tern" --batch 16 --max-source 8 --max-length 32 --target-tokens 64)
+inspect_full=$(tern inspect "$work/m.tern" --batch 16 --max-source 8 --max-length 32)
+budget_bytes=$(sed -n 's/^arena for .*, 64 target tokens: \([0-9]*\) bytes$/\1/p' <<<"$inspect_budget")
+full_bytes=$(sed -n 's/^arena for batch 16, beam 1, source 8, target 32: \([0-9]*\) bytes$/\1/p' <<<"$inspect_full")
+check "inspect --target-tokens plans a smaller arena" test "${budget_bytes:-0}" -gt 0 -a "${budget_bytes:-0}" -lt "${full_bytes:-0}"
 # Workers (--workers: sessions on threads sharing one packed copy of the weights): the same
 # lines, in the same order, failed lines included.
 workers=$(tern translate -m "$work/m.tern" --ids --max-length 12 --max-source 6 --long split --batch 2 --workers 3 --buffer 11 <<<"$lines")

@@ -21,8 +21,8 @@ namespace {
 
 const char kHelp[] =
     "usage: tern inspect MODEL.tern [--json] [--batch N] [--beam N] [--max-source N]\n"
-    "                    [--max-length N] [--batch-tokens T] [--threads N] [--backend B]\n"
-    "                    [--kv-cache fp32|fp16] [--no-mmap]\n"
+    "                    [--max-length N] [--batch-tokens T] [--target-tokens T]\n"
+    "                    [--threads N] [--backend B] [--kv-cache fp32|fp16] [--no-mmap]\n"
     "\n"
     "Prints the config, every tensor (name, dtype, shape, bytes), bytes by dtype, tokenizer and\n"
     "metadata, and the arena bytes a session needs for the given limits (alone, and when sessions\n"
@@ -215,7 +215,8 @@ int Inspect(int argc, char** argv) {
                  {"beam_size", limits.beam_size},
                  {"max_source_length", limits.max_source_length},
                  {"max_target_length", limits.max_target_length},
-                 {"max_batch_tokens", limits.max_batch_tokens}};
+                 {"max_batch_tokens", limits.max_batch_tokens},
+                 {"max_target_tokens", limits.max_target_tokens}};
   j["required_arena_bytes"] = arena.value();
   j["shared_weights_bytes"] = shared_bytes.value();
   j["shared_session_arena_bytes"] = shared_arena.value();
@@ -268,6 +269,7 @@ int Inspect(int argc, char** argv) {
   std::printf("\narena for batch %d, beam %d, source %d, target %d", limits.max_batch,
               limits.beam_size, limits.max_source_length, limits.max_target_length);
   if (limits.max_batch_tokens > 0) std::printf(", %d source tokens", limits.max_batch_tokens);
+  if (limits.max_target_tokens > 0) std::printf(", %d target tokens", limits.max_target_tokens);
   std::printf(": %zu bytes\n", arena.value());
   std::printf(
       "sessions sharing the packed weights (--workers): %zu bytes once, then %zu per "

@@ -27,6 +27,12 @@ Limits ParseLimits(const Args& args, const ModelConfig& config) {
                      std::to_string(limits.max_source_length) + "), got " +
                      std::to_string(limits.max_batch_tokens));
   }
+  limits.max_target_tokens = static_cast<int32_t>(args.get_int("target-tokens", 0, 0, INT32_MAX));
+  if (limits.max_target_tokens > 0 && limits.max_target_tokens < limits.max_target_length) {
+    throw UsageError("option --target-tokens must be 0 (off) or at least --max-length (" +
+                     std::to_string(limits.max_target_length) + "), got " +
+                     std::to_string(limits.max_target_tokens));
+  }
   const std::string cache = args.get("kv-cache", "fp32");
   if (cache == "fp32") {
     limits.kv_cache = CacheType::kFloat32;

@@ -1,9 +1,9 @@
 // The session-size flags shared by translate, generate, inspect and bench: --batch, --beam,
 // --max-source, --max-length, --threads and --backend have the same names, defaults and bounds
 // in every command, and each is checked here, up front, with a message naming the flag (a usage
-// error, exit 2) before anything is sized from it. --batch-tokens and --kv-cache are for
-// translation models: translate and inspect take them here, bench --kv-cache has the same values
-// and message, generate takes neither.
+// error, exit 2) before anything is sized from it. --batch-tokens, --target-tokens and
+// --kv-cache are for translation models: translate and inspect take them here, bench --kv-cache
+// has the same values and message, generate takes none of them.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +24,14 @@ inline constexpr long long kMaxThreads = 256;
 inline constexpr long long kDefaultLength = 256;
 
 // The value names of the flags ParseLimits reads, for Args' `valued` set.
-inline const char* const kLimitFlags[] = {"batch",   "beam",    "max-source",   "max-length",
-                                          "threads", "backend", "batch-tokens", "kv-cache"};
+inline const char* const kLimitFlags[] = {"batch",        "beam",          "max-source",
+                                          "max-length",   "threads",       "backend",
+                                          "batch-tokens", "target-tokens", "kv-cache"};
 
 // Reads the flags above (those present in args) into Limits for this model; UsageError for a
 // value outside its bound (lengths: 1 to the model's max_positions; --batch-tokens, the source
-// token budget Limits::max_batch_tokens: 0 or at least --max-source; --kv-cache: fp32 or fp16,
+// token budget Limits::max_batch_tokens: 0 or at least --max-source; --target-tokens,
+// Limits::max_target_tokens: 0 or at least --max-length; --kv-cache: fp32 or fp16,
 // Limits::kv_cache).
 Limits ParseLimits(const Args& args, const ModelConfig& config);
 

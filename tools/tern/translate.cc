@@ -56,6 +56,14 @@ const char kHelp[] =
     "                        longest source) would exceed T (default 0: no token budget); the\n"
     "                        encoder's buffers and cross-attention caches are then planned for T\n"
     "                        tokens instead of --batch x --max-source (tern inspect shows it)\n"
+    "  --target-tokens T     also end a batch before sentences x the decoder steps its\n"
+    "                        longest-running sentence may take (--max-length, or with\n"
+    "                        --max-length-ratio ceil(R x source) + 5) would exceed T (default\n"
+    "                        0: no budget); the decoder's self-attention caches are then\n"
+    "                        planned for --beam x T positions instead of --batch x --beam x\n"
+    "                        --max-length. With --max-length-ratio a batch of short sentences\n"
+    "                        needs few positions, so a server can accept long ones without an\n"
+    "                        arena sized for a batch of them\n"
     "  --kv-cache fp32|fp16  element type of the K/V caches (default fp32). fp16 halves their\n"
     "                        memory (most of the arena at large --batch / --max-source) and\n"
     "                        what a decoder step reads from them; K and V are rounded to fp16,\n"
@@ -282,6 +290,7 @@ int Translate(int argc, char** argv) {
   // The session's arena is planned for this budget too (Limits::max_batch_tokens), and the
   // batches below are cut to it.
   const int64_t batch_tokens = limits.max_batch_tokens;
+  const int64_t target_tokens = limits.max_target_tokens;
   const size_t buffer = static_cast<size_t>(args.get_int(
       "buffer",
       limits.max_batch > 1 || workers_wanted > 1 ? 64LL * limits.max_batch * workers_wanted : 1, 1,
@@ -397,9 +406,9 @@ int Translate(int argc, char** argv) {
       }
     };
     // Every piece of the buffer, shortest first when batching (stable: equal lengths keep the
-    // input order), cut into batches of at most max_batch pieces and batch_tokens padded
-    // source tokens. A sentence's translation does not depend on its batch (the runtime's
-    // batch invariance), so only the padding changes.
+    // input order), cut into batches of at most max_batch pieces, batch_tokens padded source
+    // tokens and target_tokens decoder positions. A sentence's translation does not depend on its
+    // batch (the runtime's batch invariance), so only the padding changes.
     std::vector<Slot> order;
     for (size_t p = 0; p < pending.size(); ++p) {
       pending[p].results.assign(pending[p].pieces.size(), {});
@@ -413,22 +422,36 @@ int Translate(int argc, char** argv) {
         return piece_length(a) < piece_length(b);
       });
     }
+    // The decoder steps a piece may take: what the runtime plans its self-attention caches by
+    // under --target-tokens (runtime/decoding/greedy.h DecoderSteps).
+    auto piece_steps = [&](const Slot& e) {
+      return static_cast<size_t>(DecoderSteps(options, loaded.model.config(),
+                                              limits.max_target_length,
+                                              static_cast<int32_t>(piece_length(e))));
+    };
     std::vector<std::vector<Slot>> batches(1);
-    size_t longest = 0;
+    size_t longest = 0, most_steps = 0;
     for (const auto& e : order) {
       const size_t length = piece_length(e);
+      const size_t steps = target_tokens > 0 ? piece_steps(e) : 0;
       std::vector<Slot>* slots = &batches.back();
       const size_t padded = (slots->size() + 1) * std::max(longest, length);
-      if (!slots->empty() && batch_tokens > 0 && padded > static_cast<size_t>(batch_tokens)) {
+      const size_t positions = (slots->size() + 1) * std::max(most_steps, steps);
+      if (!slots->empty() &&
+          ((batch_tokens > 0 && padded > static_cast<size_t>(batch_tokens)) ||
+           (target_tokens > 0 && positions > static_cast<size_t>(target_tokens)))) {
         batches.emplace_back();
         slots = &batches.back();
         longest = 0;
+        most_steps = 0;
       }
       slots->push_back(e);
       longest = std::max(longest, length);
+      most_steps = std::max(most_steps, steps);
       if (static_cast<int32_t>(slots->size()) == limits.max_batch) {
         batches.emplace_back();
         longest = 0;
+        most_steps = 0;
       }
     }
     if (batches.back().empty()) batches.pop_back();

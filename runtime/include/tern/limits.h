@@ -39,9 +39,18 @@ struct Limits {
   // (padding included) may not exceed this, and the encoder's buffers and the cross-attention
   // K/V caches are planned for this many tokens instead of max_batch x max_source_length.
   // 0: no budget (max_batch x max_source_length). At least max_source_length (one longest
-  // sentence must fit). The decoder's self-attention caches stay max_batch x beam_size x
-  // max_target_length. A Generator takes 0 only.
+  // sentence must fit). The decoder's self-attention caches have their own budget,
+  // max_target_tokens. A Generator takes 0 only.
   int32_t max_batch_tokens = 0;
+  // Target positions in flight (translation sessions): a call's sentences x its target length,
+  // the decoder steps its longest-running sentence may take (the decoding options' max_length,
+  // or with max_length_ratio the longest of ceil(ratio x source length) + extra, plus one step
+  // for a forced first token). The decoder's self-attention K/V caches are planned for
+  // beam_size x this many positions instead of max_batch x beam_size x max_target_length, so
+  // a session that must accept one long translation does not pay for a batch of them. 0: no
+  // budget. At least max_target_length (one longest translation must fit). A call over the
+  // budget fails with kOutOfRange before decoding. A Generator takes 0 only.
+  int32_t max_target_tokens = 0;
   // Element type of the decoder's K/V caches: its self-attention caches and the encoder's
   // cross-attention K/V (translation sessions; a Generator and models with relative positions
   // take kFloat32 only). kFloat16 halves the arena bytes those take (at batch 16 with 256-token

@@ -87,6 +87,10 @@ typedef struct tern_limits {
                                 cross-attention caches are planned for it (tern::Limits) */
   tern_cache_type kv_cache;  /* element type of a translation session's K/V caches (default
                                 TERN_CACHE_FLOAT32; generators take that only) */
+  int32_t max_target_tokens; /* target positions in flight per hypothesis: sentences x the
+                                decoder steps a call may take (default 0: max_batch x
+                                max_target_length); the self-attention caches are planned for
+                                beam_size x it (tern::Limits) */
 } tern_limits;
 
 /* Called for each new token of each sentence (greedy: as generated; beam search: the best

@@ -197,6 +197,20 @@ int main(int argc, char** argv) {
   half_limits.kv_cache = (tern_cache_type)257; /* not wrapped into a valid value */
   CHECK(tern_required_arena_bytes(model, &half_limits, &half_need) == TERN_INVALID_ARGUMENT);
   CHECK(strstr(tern_last_error(), "limits.kv_cache = 257") != NULL);
+  /* A target-token budget (tern::Limits::max_target_tokens): 0 by default; passed through
+   * (below max_target_length it is refused by name; a budget plans smaller caches). */
+  CHECK(limits.max_target_tokens == 0);
+  tern_limits target_limits = long_limits;
+  target_limits.kv_cache = TERN_CACHE_FLOAT32;
+  target_limits.max_batch = 4;
+  size_t budget_base_need = 0, target_need = 0;
+  CHECK(tern_required_arena_bytes(model, &target_limits, &budget_base_need) == TERN_OK);
+  target_limits.max_target_tokens = 64; /* one 64-token translation, not four */
+  CHECK(tern_required_arena_bytes(model, &target_limits, &target_need) == TERN_OK);
+  CHECK(target_need > 0 && target_need < budget_base_need);
+  target_limits.max_target_tokens = 63;
+  CHECK(tern_required_arena_bytes(model, &target_limits, &target_need) == TERN_INVALID_ARGUMENT);
+  CHECK(strstr(tern_last_error(), "limits.max_target_tokens = 63") != NULL);
   tern_limits beam_limits = limits;
   beam_limits.beam_size = 3;
   size_t beam_need = 0;

@@ -404,6 +404,8 @@ TEST_CASE("limits: session limits outside their bounds are refused by name", "[a
        "limits.max_target_length"},                                              // max_positions 64
       {[](Limits* l) { l->max_batch_tokens = 15; }, "limits.max_batch_tokens"},  // < source 16
       {[](Limits* l) { l->max_batch_tokens = -1; }, "limits.max_batch_tokens"},
+      {[](Limits* l) { l->max_target_tokens = 15; }, "limits.max_target_tokens"},  // < target 16
+      {[](Limits* l) { l->max_target_tokens = -1; }, "limits.max_target_tokens"},
   };
   for (const Case& k : cases) {
     Limits limits;

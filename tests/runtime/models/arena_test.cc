@@ -202,7 +202,151 @@ TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches"
   }
 }
 
-TEST_CASE("a generator refuses a source-token budget by name", "[arena][batch_tokens]") {
+// Limits::max_target_tokens: the decoder's self-attention caches are planned for beam x a
+// budget of target positions instead of max_batch x beam x max_target_length. A call whose
+// sentences x decoder steps (DecoderSteps: max_length, or max_length_ratio's cap) fit
+// translates exactly as an unbudgeted session does, greedy and beam, float and fp16 caches, on
+// both backends; a call over it is refused by name before decoding.
+TEST_CASE("a target-token budget shrinks the self-attention caches", "[arena][target_tokens]") {
+  const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 17);
+  const Model model = Model::Load(bytes.data(), bytes.size()).value();
+  const int32_t ids[] = {5,  9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         8,  3, 2, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         13, 6, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                         7,  2, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const int32_t lengths[] = {6, 3, 5, 2};
+  // ceil(0.25 x length) + 1 steps: 3, 2, 3, 2; 4 sentences x 3 = 12 positions.
+  DecodingOptions short_options;
+  short_options.max_length_ratio = 0.25f;
+  short_options.max_length_extra = 1;
+  for (Backend backend : testing::Backends()) {
+    for (CacheType cache : {CacheType::kFloat32, CacheType::kFloat16}) {
+      INFO((backend == Backend::kXnnpack ? "xnnpack" : "reference")
+           << (cache == CacheType::kFloat16 ? ", fp16 caches" : ", float caches"));
+      Limits full;
+      full.backend = backend;
+      full.kv_cache = cache;
+      full.max_batch = 4;
+      full.max_source_length = 16;
+      full.max_target_length = 32;
+      full.beam_size = 2;
+      Limits budget = full;
+      budget.max_target_tokens = 36;  // 4 sentences of at most 9 steps, or 1 of 32
+      const size_t full_bytes = Session::RequiredArenaBytes(model, full).value();
+      const size_t budget_bytes = Session::RequiredArenaBytes(model, budget).value();
+      CHECK(budget_bytes < full_bytes);
+      Limits loose = full;
+      loose.max_target_tokens = 128;  // = max_batch x max_target_length: no budget
+      CHECK(Session::RequiredArenaBytes(model, loose).value() == full_bytes);
+      if (backend == Backend::kReference) {
+        // decoder layers x {K, V} x beam x positions x d_kv elements: 2 x 36 instead of 2 x 128.
+        auto self_bytes = [&](const Limits& limits) {
+          GreedyPlanner plan;
+          REQUIRE(EncoderDecoder::PlanArena(model, limits, &plan).ok());
+          for (int i = 0; i < plan.count(); ++i)
+            if (std::string(plan.name(i)) == "self_kv") return plan.size(i);
+          FAIL("no self_kv buffer");
+          return size_t{0};
+        };
+        const ModelConfig& c = model.config();
+        const size_t element = cache == CacheType::kFloat16 ? 2 : sizeof(float);
+        CHECK(self_bytes(full) - self_bytes(budget) == static_cast<size_t>(c.decoder_layers) * 2 *
+                                                           2 * (128 - 36) *
+                                                           static_cast<size_t>(c.d_kv()) * element);
+      }
+
+      struct Run {
+        Status status;
+        std::vector<int32_t> out, out_lengths;
+      };
+      auto translate = [&](Session& session, int32_t batch, DecodingOptions options) {
+        Run run;
+        run.out.assign(4 * 32, -1);
+        run.out_lengths.assign(4, -1);
+        run.status = session.TranslateIds(ids, 16, lengths, batch, options, run.out.data(), 32,
+                                          run.out_lengths.data());
+        return run;
+      };
+      std::vector<uint8_t> full_arena(full_bytes), budget_arena(budget_bytes);
+      Session unbudgeted, budgeted;
+      REQUIRE(unbudgeted.Prepare(model, full, full_arena.data(), full_arena.size()).ok());
+      REQUIRE(budgeted.Prepare(model, budget, budget_arena.data(), budget_arena.size()).ok());
+      for (int32_t beam : {1, 2}) {
+        INFO("beam " << beam);
+        DecodingOptions options = short_options;
+        options.beam_size = beam;
+        const Run expected = translate(unbudgeted, 4, options);
+        REQUIRE(expected.status.ok());
+        const Run got = translate(budgeted, 4, options);  // 4 x 3 = 12 positions: within
+        CHECK(got.status.ok());
+        CHECK(got.out == expected.out);
+        CHECK(got.out_lengths == expected.out_lengths);
+        // max_length 32 for every sentence: 4 x 32 = 128 positions, over the budget.
+        DecodingOptions long_options;
+        long_options.beam_size = beam;
+        const Run over = translate(budgeted, 4, long_options);
+        INFO(over.status.message());
+        CHECK(over.status.code() == StatusCode::kOutOfRange);
+        CHECK(std::string(over.status.message()).find("max_target_tokens is 36") !=
+              std::string::npos);
+        // One sentence of the whole max_target_length still fits, and the session recovers.
+        const Run one_expected = translate(unbudgeted, 1, long_options);
+        const Run one = translate(budgeted, 1, long_options);
+        CHECK(one.status.ok());
+        CHECK(one.out == one_expected.out);
+        CHECK(translate(budgeted, 4, options).out == expected.out);
+      }
+      // The step's K/V rows went through scratch into the budgeted caches: every layer ran on
+      // the kernels planned for it, none on a fallback for an unplanned stride.
+      CHECK(internal::encoder_decoder(budgeted).kernel_fallback_calls() == 0);
+    }
+  }
+}
+
+// EncoderDecoder::SetTargetLength and the default a caller of DecodeStep gets without it.
+TEST_CASE("a target-token budget bounds the decoder steps of a call", "[arena][target_tokens]") {
+  const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 17);
+  const Model model = Model::Load(bytes.data(), bytes.size()).value();
+  Limits limits;
+  limits.max_batch = 4;
+  limits.max_source_length = 8;
+  limits.max_target_length = 8;
+  limits.max_target_tokens = 12;
+  std::vector<uint8_t> arena(Session::RequiredArenaBytes(model, limits).value());
+  Session session;
+  REQUIRE(session.Prepare(model, limits, arena.data(), arena.size()).ok());
+  EncoderDecoder& ed = internal::encoder_decoder(session);
+  const int32_t src[] = {5, 9, 2, 0, 8, 3, 2, 0, 6, 6, 2, 0, 7, 4, 4, 2};
+  const int32_t lengths[] = {3, 3, 3, 4};
+  const int32_t tokens[4] = {1, 1, 1, 1};
+  const float* logits = nullptr;
+
+  REQUIRE(ed.Encode(src, 4, lengths, 4).ok());
+  CHECK(ed.target_capacity() == 3);  // the budget's share: 12 / 4 sentences
+  for (int step = 0; step < 3; ++step) REQUIRE(ed.DecodeStep(tokens, &logits).ok());
+  Status s = ed.DecodeStep(tokens, &logits);
+  CHECK(s.code() == StatusCode::kOutOfRange);
+  CHECK(std::string(s.message()).find("this call's target length (3 positions") !=
+        std::string::npos);
+  CHECK(ed.SetTargetLength(2).code() == StatusCode::kFailedPrecondition);  // after a step
+
+  REQUIRE(ed.Encode(src, 4, lengths, 4).ok());
+  CHECK(ed.SetTargetLength(9).code() == StatusCode::kInvalidArgument);  // > max_target_length
+  s = ed.SetTargetLength(4);                                            // 16 > 12
+  CHECK(s.code() == StatusCode::kOutOfRange);
+  CHECK(std::string(s.message()).find("max_target_tokens is 12") != std::string::npos);
+  REQUIRE(ed.SetTargetLength(2).ok());
+  CHECK(ed.target_capacity() == 2);
+
+  REQUIRE(ed.Encode(src, 4, lengths, 1).ok());  // one sentence: all of max_target_length
+  CHECK(ed.target_capacity() == 8);
+  for (int step = 0; step < 8; ++step) REQUIRE(ed.DecodeStep(tokens, &logits).ok());
+  s = ed.DecodeStep(tokens, &logits);
+  CHECK(s.code() == StatusCode::kOutOfRange);
+  CHECK(std::string(s.message()).find("max_target_length (8)") != std::string::npos);
+}
+
+TEST_CASE("a generator refuses source- and target-token budgets by name", "[arena][batch_tokens]") {
   ModelConfig config = testing::WideConfig();
   config.architecture = Architecture::kDecoderOnly;
   config.encoder_layers = 0;
@@ -219,6 +363,12 @@ TEST_CASE("a generator refuses a source-token budget by name", "[arena][batch_to
   REQUIRE_FALSE(need.ok());
   CHECK(need.status().code() == StatusCode::kInvalidArgument);
   CHECK(std::string(need.status().message()).find("max_batch_tokens") != std::string::npos);
+  limits.max_batch_tokens = 0;
+  limits.max_target_tokens = 16;
+  auto target = Generator::RequiredArenaBytes(model, limits);
+  REQUIRE_FALSE(target.ok());
+  CHECK(target.status().code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(target.status().message()).find("max_target_tokens") != std::string::npos);
 }
 
 TEST_CASE("the plan shares memory between encoder and decoder phases", "[arena]") {
