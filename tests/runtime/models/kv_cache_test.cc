@@ -2,7 +2,8 @@
 // within rounding of the float caches' at every step (so the caches are really read back, and
 // really rounded), beam search reorders the halves (also per step of a Universal Transformer),
 // a sentence translates the same alone and in a batch, the caches' arena bytes halve, and what
-// fp16 caches are not for is refused by name.
+// fp16 caches are not for is refused by name. And caches under a target-token budget
+// (Limits::max_target_tokens: rows of fewer positions) give the unbudgeted logits to the bit.
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
@@ -85,15 +86,24 @@ ModelConfig Universal() {
   return c;
 }
 
+// What the second session of CompareSteps changes: fp16 caches (logits within rounding), or a
+// target-token budget of 6 steps per sentence over float caches (logits to the bit).
+enum class Second { kFloat16Caches, kTargetBudget };
+constexpr int kSteps = 6;
+
 // Both sessions step the same rows with the same tokens (the float caches' choices) and, with
-// beams, the same reordering of their caches, so any cache the fp16 session writes, reorders or
-// reads wrongly shows up in its logits.
-void CompareSteps(Backend backend, const Variant& v) {
+// beams, the same reordering of their caches, so any cache the second session writes, reorders
+// or reads wrongly shows up in its logits.
+void CompareSteps(Backend backend, const Variant& v, Second second = Second::kFloat16Caches) {
   const testing::AlignedBytes bytes = testing::ModelBytes(v.config, 11, v.dtype, 0);
   Limits limits = LimitsFor(backend, CacheType::kFloat32, v.beam);
   limits.max_batch_tokens = v.batch_tokens;
   Prepared f32(bytes, limits);
-  limits.kv_cache = CacheType::kFloat16;
+  if (second == Second::kFloat16Caches) {
+    limits.kv_cache = CacheType::kFloat16;
+  } else {
+    limits.max_target_tokens = v.batch * kSteps;  // < max_batch x 8: budgeted
+  }
   Prepared f16(bytes, limits);
   EncoderDecoder* both[2] = {&internal::encoder_decoder(f32.session),
                              &internal::encoder_decoder(f16.session)};
@@ -101,11 +111,15 @@ void CompareSteps(Backend backend, const Variant& v) {
     REQUIRE(m->Encode(kIds, 9, kLengths, v.batch).ok());
     REQUIRE(m->SetRowsPerSentence(v.beam).ok());
   }
+  if (second == Second::kTargetBudget) {
+    REQUIRE(both[1]->SetTargetLength(kSteps).ok());
+    REQUIRE(both[1]->target_capacity() == kSteps);  // rows of 6 positions, not 8
+  }
   const int64_t vocab = v.config.tgt_vocab_size, rows = v.batch * v.beam;
   std::vector<int32_t> tokens(static_cast<size_t>(rows), v.config.decoder_start_id);
   std::vector<int32_t> parents(static_cast<size_t>(rows));
   float worst = 0.0f, largest = 0.0f;
-  for (int step = 0; step < 6; ++step) {
+  for (int step = 0; step < kSteps; ++step) {
     const float* logits[2] = {nullptr, nullptr};
     for (int i = 0; i < 2; ++i) REQUIRE(both[i]->DecodeStep(tokens.data(), &logits[i]).ok());
     for (int64_t i = 0; i < rows * vocab; ++i) {
@@ -128,11 +142,17 @@ void CompareSteps(Backend backend, const Variant& v) {
     }
   }
   INFO("largest difference " << worst << " of logits up to " << largest);
+  CHECK(largest > 0.5f);
+  if (second == Second::kTargetBudget) {
+    // The same K/V rows in other places: the same bits.
+    CHECK(worst == 0.0f);
+    CHECK(both[1]->kernel_fallback_calls() == 0);
+    return;
+  }
   // K and V rounded to 11 significant bits move logits of this size by ~1e-3; a cache read,
   // written or reordered wrongly by far more. And they do move: the halves are used.
   CHECK(worst <= 2e-2f);
   CHECK(worst > 0.0f);
-  CHECK(largest > 0.5f);
 }
 
 TEST_CASE("fp16 caches: every step's logits within rounding of float caches", "[kv_cache]") {
@@ -148,6 +168,36 @@ TEST_CASE("fp16 caches: every step's logits within rounding of float caches", "[
     for (const Variant& v : variants) {
       INFO("backend " << static_cast<int>(backend) << ": " << v.name);
       CompareSteps(backend, v);
+    }
+  }
+}
+
+ModelConfig Relative(RelativeAttention kind) {
+  ModelConfig c = testing::TinyConfig();
+  c.position = PositionKind::kRelative;
+  c.relative_attention = kind;
+  c.relative_max_distance = 3;
+  return c;
+}
+
+// Limits::max_target_tokens: the self-attention caches laid out for 6 positions per row instead
+// of max_target_length's 8 (each step's K/V rows through scratch), in every model kind whose
+// decoder keeps such caches, including relative positions (float caches only).
+TEST_CASE("a target-token budget: every step's logits equal the unbudgeted session's",
+          "[kv_cache][target_tokens]") {
+  const Variant variants[] = {
+      {"d_head 32, f32", Config(2), DType::kF32, 3, 1, 0},
+      {"d_head 16, int8", Config(4), DType::kI8, 3, 1, 0},
+      {"beam 3, reordered every step", Config(2), DType::kI8, 3, 3, 0},
+      {"two sentences of three, also a source budget", Config(2), DType::kF32, 2, 1, 18},
+      {"rotary positions, pre-LN", Rotary(), DType::kF32, 3, 2, 0},
+      {"Universal Transformer (a cache per step), beam 2", Universal(), DType::kF32, 3, 2, 0},
+      {"Shaw relative positions", Relative(RelativeAttention::kShaw), DType::kF32, 3, 1, 0},
+  };
+  for (Backend backend : testing::Backends()) {
+    for (const Variant& v : variants) {
+      INFO("backend " << static_cast<int>(backend) << ": " << v.name);
+      CompareSteps(backend, v, Second::kTargetBudget);
     }
   }
 }
