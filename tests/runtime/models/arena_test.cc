@@ -124,6 +124,23 @@ TEST_CASE("grouped-query attention shrinks the K/V caches, and only them", "[are
   }
 }
 
+// Four sentences of 6, 3, 5 and 2 tokens (source stride 16), for the token-budget tests.
+const int32_t kBudgetIds[] = {5,  9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                              8,  3, 2, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                              13, 6, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                              7,  2, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+const int32_t kBudgetLengths[] = {6, 3, 5, 2};
+
+// The bytes the plan gives buffer `name` for these limits.
+size_t PlannedBytes(const Model& model, const Limits& limits, const char* name) {
+  GreedyPlanner plan;
+  REQUIRE(EncoderDecoder::PlanArena(model, limits, &plan).ok());
+  for (int i = 0; i < plan.count(); ++i)
+    if (std::string(plan.name(i)) == name) return plan.size(i);
+  FAIL("no " << name << " buffer");
+  return 0;
+}
+
 // Limits::max_batch_tokens: the encoder's buffers and the cross-attention K/V caches are planned
 // for a source-token budget instead of max_batch x max_source_length; a call within it
 // translates exactly as an unbudgeted session does (a sentence's output does not depend on its
@@ -132,11 +149,6 @@ TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches"
           "[arena][batch_tokens]") {
   const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 17);
   const Model model = Model::Load(bytes.data(), bytes.size()).value();
-  const int32_t ids[] = {5,  9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         8,  3, 2, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         13, 6, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         7,  2, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  const int32_t lengths[] = {6, 3, 5, 2};
   for (Backend backend : testing::Backends()) {
     INFO((backend == Backend::kXnnpack ? "xnnpack" : "reference"));
     Limits full;
@@ -157,12 +169,7 @@ TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches"
     // (each buffer planned with the same fixed slack), 24 tokens instead of 4 x 16.
     if (backend == Backend::kReference) {
       auto cross_bytes = [&](const Limits& limits) {
-        GreedyPlanner plan;
-        REQUIRE(EncoderDecoder::PlanArena(model, limits, &plan).ok());
-        for (int i = 0; i < plan.count(); ++i)
-          if (std::string(plan.name(i)) == "cross_kv") return plan.size(i);
-        FAIL("no cross_kv buffer");
-        return size_t{0};
+        return PlannedBytes(model, limits, "cross_kv");
       };
       const ModelConfig& c = model.config();
       CHECK(cross_bytes(full) - cross_bytes(budget) ==
@@ -175,8 +182,8 @@ TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches"
       Session session;
       REQUIRE(session.Prepare(model, limits, arena.data(), arena.size()).ok());
       std::vector<int32_t> out(static_cast<size_t>(4 * 8), -1), out_lengths(4, -1);
-      *status = session.TranslateIds(ids, 16, lengths, batch, DecodingOptions(), out.data(), 8,
-                                     out_lengths.data());
+      *status = session.TranslateIds(kBudgetIds, 16, kBudgetLengths, batch, DecodingOptions(),
+                                     out.data(), 8, out_lengths.data());
       return std::make_pair(out, out_lengths);
     };
     Status s;
@@ -210,11 +217,6 @@ TEST_CASE("a source-token budget shrinks the encoder's buffers and cross caches"
 TEST_CASE("a target-token budget shrinks the self-attention caches", "[arena][target_tokens]") {
   const testing::AlignedBytes bytes = testing::RandomModelBytes(testing::TinyConfig(), 17);
   const Model model = Model::Load(bytes.data(), bytes.size()).value();
-  const int32_t ids[] = {5,  9, 4, 11, 7, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         8,  3, 2, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         13, 6, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                         7,  2, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  const int32_t lengths[] = {6, 3, 5, 2};
   // ceil(0.25 x length) + 1 steps: 3, 2, 3, 2; 4 sentences x 3 = 12 positions.
   DecodingOptions short_options;
   short_options.max_length_ratio = 0.25f;
@@ -241,12 +243,7 @@ TEST_CASE("a target-token budget shrinks the self-attention caches", "[arena][ta
       if (backend == Backend::kReference) {
         // decoder layers x {K, V} x beam x positions x d_kv elements: 2 x 36 instead of 2 x 128.
         auto self_bytes = [&](const Limits& limits) {
-          GreedyPlanner plan;
-          REQUIRE(EncoderDecoder::PlanArena(model, limits, &plan).ok());
-          for (int i = 0; i < plan.count(); ++i)
-            if (std::string(plan.name(i)) == "self_kv") return plan.size(i);
-          FAIL("no self_kv buffer");
-          return size_t{0};
+          return PlannedBytes(model, limits, "self_kv");
         };
         const ModelConfig& c = model.config();
         const size_t element = cache == CacheType::kFloat16 ? 2 : sizeof(float);
@@ -263,8 +260,8 @@ TEST_CASE("a target-token budget shrinks the self-attention caches", "[arena][ta
         Run run;
         run.out.assign(4 * 32, -1);
         run.out_lengths.assign(4, -1);
-        run.status = session.TranslateIds(ids, 16, lengths, batch, options, run.out.data(), 32,
-                                          run.out_lengths.data());
+        run.status = session.TranslateIds(kBudgetIds, 16, kBudgetLengths, batch, options,
+                                          run.out.data(), 32, run.out_lengths.data());
         return run;
       };
       std::vector<uint8_t> full_arena(full_bytes), budget_arena(budget_bytes);
