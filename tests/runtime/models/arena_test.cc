@@ -309,6 +309,14 @@ TEST_CASE("a target-token budget bounds the decoder steps of a call", "[arena][t
   limits.max_source_length = 8;
   limits.max_target_length = 8;
   limits.max_target_tokens = 12;
+  Limits too_small = limits;
+  too_small.max_target_tokens = 7;  // below max_target_length: one translation would not fit
+  const auto refused = Session::RequiredArenaBytes(model, too_small);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(refused.status().message()) ==
+        "limits.max_target_tokens = 7; 0 (no budget) or at least max_target_length (8): one "
+        "longest translation must fit");
   std::vector<uint8_t> arena(Session::RequiredArenaBytes(model, limits).value());
   Session session;
   REQUIRE(session.Prepare(model, limits, arena.data(), arena.size()).ok());
@@ -323,15 +331,23 @@ TEST_CASE("a target-token budget bounds the decoder steps of a call", "[arena][t
   for (int step = 0; step < 3; ++step) REQUIRE(ed.DecodeStep(tokens, &logits).ok());
   Status s = ed.DecodeStep(tokens, &logits);
   CHECK(s.code() == StatusCode::kOutOfRange);
-  CHECK(std::string(s.message()).find("this call's target length (3 positions") !=
-        std::string::npos);
-  CHECK(ed.SetTargetLength(2).code() == StatusCode::kFailedPrecondition);  // after a step
+  CHECK(std::string(s.message()) ==
+        "decoder reached this call's target length (3 positions: SetTargetLength, or "
+        "limits.max_target_tokens 12 over 4 sentences)");
+  s = ed.SetTargetLength(2);  // after a step
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(std::string(s.message()) == "SetTargetLength must follow Encode");
 
   REQUIRE(ed.Encode(src, 4, lengths, 4).ok());
-  CHECK(ed.SetTargetLength(9).code() == StatusCode::kInvalidArgument);  // > max_target_length
-  s = ed.SetTargetLength(4);                                            // 16 > 12
+  s = ed.SetTargetLength(9);  // > max_target_length
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()) == "target length of 9 positions; this session allows 1 to 8");
+  s = ed.SetTargetLength(4);  // 16 > 12
   CHECK(s.code() == StatusCode::kOutOfRange);
-  CHECK(std::string(s.message()).find("max_target_tokens is 12") != std::string::npos);
+  CHECK(std::string(s.message()) ==
+        "batch of 4 sentences that may take 4 decoder steps: 16 target positions; this "
+        "session's limits.max_target_tokens is 12 (lower max_length, set max_length_ratio, or "
+        "translate fewer sentences at once)");
   REQUIRE(ed.SetTargetLength(2).ok());
   CHECK(ed.target_capacity() == 2);
 
@@ -365,7 +381,9 @@ TEST_CASE("a generator refuses source- and target-token budgets by name", "[aren
   auto target = Generator::RequiredArenaBytes(model, limits);
   REQUIRE_FALSE(target.ok());
   CHECK(target.status().code() == StatusCode::kInvalidArgument);
-  CHECK(std::string(target.status().message()).find("max_target_tokens") != std::string::npos);
+  CHECK(std::string(target.status().message()) ==
+        "limits.max_target_tokens = 16; a Generator plans its caches by max_batch x "
+        "max_target_length and takes 0 only");
 }
 
 TEST_CASE("the plan shares memory between encoder and decoder phases", "[arena]") {
