@@ -383,11 +383,12 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   // ops::Linear then runs the vectorizable loops on it instead of the reference kernel.
   *kernel = record;
   // Layers of one shape, path and cut share the first one's pool governors, for their calls
-  // alone and for the groups they lead (RunLinears).
-  for (int32_t i = 0; i + 1 < next_ && record->op != nullptr; ++i) {
+  // alone and for the groups they lead (RunLinears); layers without an operator those of their
+  // vectorizable loops (RunLinearLoops).
+  for (int32_t i = 0; i + 1 < next_; ++i) {
     xnn::LinearKernel& other = records_[i];
-    if (other.op != nullptr && other.shared == nullptr && other.path == record->path &&
-        other.n == record->n && other.k == record->k && other.parts == record->parts) {
+    if (other.shared == nullptr && other.path == record->path && other.n == record->n &&
+        other.k == record->k && other.parts == record->parts) {
       record->shared = &other.own;
       record->shared_group = &other.own_group;
       break;

@@ -31,6 +31,7 @@
 #include "runtime/kernels/vectorized/half.h"
 #include "runtime/kernels/vectorized/layer_norm.h"
 #include "runtime/kernels/vectorized/linear.h"
+#include "runtime/kernels/vectorized/linear_qd8.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 #include "runtime/kernels/xnnpack/attention.h"
@@ -80,8 +81,10 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
                    xnn::LinearKernel* kernel, float* y, int64_t ldy) {
 #if TERN_OPS_XNNPACK
   if (kernel != nullptr) {
-    if (kernel->op == nullptr) {  // no XNNPACK operator for this weight (vec/linear.h)
-      vec::Linear(x, m, ldx, w, bias, y, ldy);
+    if (kernel->op == nullptr) {  // no XNNPACK operator for this weight: the vectorizable
+      // loops, integer ones for int8 / int4 (as XNNPACK's qd8 paths: linear_qd8.h)
+      xnn::RunLinearLoops(*kernel, vec::LinearQd8Takes(w) ? vec::LinearQd8 : vec::Linear, x, m, ldx,
+                          w, bias, y, ldy);
       return;
     }
     if (xnn::RunLinear(*kernel, x, m, ldx, y, ldy)) return;

@@ -26,7 +26,10 @@ struct Family {
   const char* expected;
   const char* arch;
   // Greedy ids of the fixture's sentences (each ended by -1) after int8 / int4 conversion, on
-  // the reference kernels and on XNNPACK (which also quantizes activations per row): pinned.
+  // the reference kernels and on XNNPACK's backend (which also quantizes activations per row;
+  // int4 here is in blocks of 8, which XNNPACK has no operator for: vectorized/linear_qd8.h,
+  // the same float roundings on every CPU): pinned. The random fixture's top logits are close,
+  // so quantizing x moves a few ids.
   std::vector<int32_t> int8_reference, int8_xnnpack, int4_reference, int4_xnnpack;
 };
 
@@ -41,7 +44,7 @@ const Family kFamilies[] = {
      {200, 200, 200, 200, 200, 200, 200, 200, 200, -1,  156, 156, 156, 156, 156,
       156, 274, 274, 274, -1,  274, 274, 274, 274, 274, 274, 274, 274, 274, -1},
      {200, 200, 200, 200, 200, 200, 200, 200, 200, -1,  156, 156, 156, 156, 156,
-      156, 274, 274, 274, -1,  274, 274, 274, 274, 274, 274, 274, 274, 274, -1}},
+      156, 156, 156, 274, -1,  274, 274, 274, 274, 274, 274, 274, 274, 274, -1}},
     {"mbart/pytorch_model.bin",
      "mbart/expected.safetensors",
      "mbart",

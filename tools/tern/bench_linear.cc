@@ -18,7 +18,7 @@
 #include "converter/host_tensor.h"
 #include "converter/quantize.h"
 #include "runtime/kernels/backend.h"
-#include "runtime/kernels/vectorized/linear.h"
+#include "runtime/kernels/ops.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "tools/tern/bench_util.h"
 
@@ -148,12 +148,13 @@ struct Shape {
 };
 
 // One timed pass: every copy called once; microseconds per call. A layer XNNPACK has no path
-// for (an int4 block that does not divide the row) runs the vectorizable loops, as in a session.
+// for (an int4 block that does not divide the row, int4 blocks on AVX512-VNNI) runs the
+// vectorizable loops, as in a session (integer ones for int8 / int4: vectorized/linear_qd8.h).
 double Pass(std::vector<Layer>& copies, const Shape& sh, const float* x, float* y) {
   const Clock::time_point t0 = Clock::now();
   for (Layer& layer : copies) {
-    if (layer.kernel.path == xnn::LinearPath::kReference) {
-      vec::Linear(x, sh.m, sh.k, layer.view(), layer.bias.data(), y, sh.n);
+    if (layer.kernel.path == xnn::LinearPath::kReference) {  // what ops::Linear runs then
+      ops::Linear(x, sh.m, sh.k, layer.view(), layer.bias.data(), &layer.kernel, y, sh.n);
     } else if (!xnn::RunLinear(layer.kernel, x, sh.m, sh.k, y, sh.n)) {
       throw std::runtime_error("XNNPACK could not run a " + std::to_string(sh.m) + " x " +
                                std::to_string(sh.k) + " call");

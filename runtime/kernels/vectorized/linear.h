@@ -1,10 +1,10 @@
-// y = x W^T + b for layers the XNNPACK backend has no operator for: int4 in blocks that are not
-// a multiple of 32 dividing the row, int8 with several scales per row, and int4 blocks on CPUs
-// where XNNPACK's blockwise GEMM is wrong (xnn::Qb4wTrusted). ref::Linear decodes every weight
-// through WeightAt, one element at a time (0.1-0.2 GB/s of int4 on an AVX-512 machine): a
-// paper-base model converted with --group-size 32 decoded a hundred times slower there than per
-// row. These are float dot products with 16 partial sums in a fixed order (the weights
-// unpacked a chunk at a time and shared by a tile of input rows).
+// y = x W^T + b in float for float weights the XNNPACK backend has no operator for (a path
+// switched off, or missing on a CPU), and the float model of what the integer layers compute:
+// int8 / int4 layers without an XNNPACK operator run linear_qd8.h, with activations quantized
+// as XNNPACK's. ref::Linear decodes every weight through WeightAt, one element at a time
+// (0.1-0.2 GB/s of int4 on an AVX-512 machine); these are float dot products with 16 partial
+// sums in a fixed order (the weights unpacked a chunk at a time and shared by a tile of input
+// rows).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "runtime/core/tensor.h"
+#include "runtime/kernels/vectorized/qd8.h"
 
 namespace tern::vec {
 
@@ -19,18 +20,6 @@ namespace tern::vec {
 // bias_ids: which entry of bias belongs to row i (null: rows[i], or i).
 void LinearRows(const float* x, const WeightView& w, const float* bias, const int32_t* rows,
                 int64_t count, float* y, const int32_t* bias_ids = nullptr);
-
-// One row of activations quantized as XNNPACK's convert_nc_f32_qd8 quantizes it for its qd8
-// fully-connected paths (XNNPACK 2024-11: xnn_f32_qd8_asymmetric_quantization_params and the
-// f32-qs8-vcvt kernels): min and max of the row widened to include 0, a multiplier of
-// 255 / (max - min) taken through its inverse and back as XNNPACK does, the zero point rounded
-// to nearest even, q = clamp(rint(x * multiplier) + zero point, -128, 127).
-struct Qd8Row {
-  int32_t zero_point = 0;
-  float inv_scale = 1.0f;  // the dequantization scale the GEMM multiplies by
-};
-// Writes q - zero_point for each of the k columns (in [-255, 255]) into xq.
-Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
 
 // The rows of an int8 or int4 per-row weight (Qd8Rows(w)) as XNNPACK's qd8_f32_qc8w / qc4w GEMMs
 // compute them: the exact int32 sum of (q - zero point) x weight, then

@@ -229,6 +229,18 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
 // context->fallback_calls): the caller then runs the reference kernel. Allocates nothing.
 bool RunLinear(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy);
 
+// A layer without an XNNPACK operator (kernel.op null): y = x W^T + b by the vectorizable loops
+// `loops` (int8 / int4: vectorized/linear_qd8.h; float: vectorized/linear.h), which take any
+// rows of W as a weight of their own. With the context's pool and a layer of at least
+// kPartAlign rows per thread, its output rows are cut as CutParts / PartBegin cut a layer's
+// operators, each part one pool task, when the layer's governor measures that faster: the
+// encoder's and a batch's int4-block layers on AVX512-VNNI CPUs (Qb4wTrusted) run there.
+// Each output is computed on its own, so the bits do not depend on the cut. Allocates nothing.
+using LinearLoops = void (*)(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                             const float* bias, float* y, int64_t ldy);
+void RunLinearLoops(LinearKernel& kernel, LinearLoops loops, const float* x, int64_t m, int64_t ldx,
+                    const WeightView& w, const float* bias, float* y, int64_t ldy);
+
 // y_i = x W_i^T + b_i for 2 to kMaxGroup layers that read the same x (Q, K and V of one
 // attention; a gated FFN's W1 and W3), with the bits of one RunLinear per layer: x is converted
 // once (int8 rows on the qd8 paths), and with a pool every part of every layer is one task of a

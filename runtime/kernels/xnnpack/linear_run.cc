@@ -252,6 +252,29 @@ bool RunGroupOnce(LinearKernel* const* kernels, int count, pthreadpool_t pool, c
   return true;
 }
 
+// One part of a layer run by its vectorizable loops: output rows [begin[p], begin[p + 1]).
+struct LoopParts {
+  LinearLoops loops;
+  const float* x;
+  int64_t m, ldx;
+  const WeightView* w;
+  const float* bias;
+  float* y;
+  int64_t ldy;
+  int64_t begin[kMaxParts + 1];
+};
+
+void RunLoopPart(void* context, size_t p) {
+  const auto* t = static_cast<const LoopParts*>(context);
+  const int64_t begin = t->begin[p], end = t->begin[p + 1];
+  WeightView part = *t->w;
+  part.data = t->w->row(begin);
+  part.rows = end - begin;
+  if (part.scales != nullptr) part.scales += begin * t->w->groups_per_row();
+  t->loops(t->x, t->m, t->ldx, part, t->bias != nullptr ? t->bias + begin : nullptr, t->y + begin,
+           t->ldy);
+}
+
 }  // namespace
 
 bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
@@ -286,6 +309,28 @@ bool RunLinears(LinearKernel* const* kernels, int count, const float* x, int64_t
   }
   if (ran) ++lead.context->group_calls;
   return ran;
+}
+
+void RunLinearLoops(LinearKernel& kn, LinearLoops loops, const float* x, int64_t m, int64_t ldx,
+                    const WeightView& w, const float* bias, float* y, int64_t ldy) {
+  pthreadpool_t pool = kn.context != nullptr ? kn.context->pool : nullptr;
+  const int parts =
+      pool != nullptr ? CutParts(static_cast<int>(pthreadpool_get_threads_count(pool)), w.rows) : 1;
+  if (parts < 2 || m < 1) {
+    loops(x, m, ldx, w, bias, y, ldy);
+    return;
+  }
+  LoopParts t{loops, x, m, ldx, &w, bias, y, ldy, {}};
+  for (int p = 0; p <= parts; ++p) t.begin[p] = PartBegin(w.rows, parts, p);
+  RunGoverned(kn.governors().For(m), static_cast<float>(m), &kn.context->pool_budget, pool,
+              [&](bool pooled) {
+                if (pooled) {
+                  pthreadpool_parallelize_1d(pool, RunLoopPart, &t, static_cast<size_t>(parts), 0);
+                } else {
+                  loops(x, m, ldx, w, bias, y, ldy);
+                }
+                return true;
+              });
 }
 
 }  // namespace tern::xnn

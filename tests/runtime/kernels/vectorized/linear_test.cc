@@ -10,57 +10,15 @@
 #include <random>
 #include <vector>
 
-#include "runtime/core/fp16.h"
 #include "runtime/kernels/reference/linear.h"
+#include "tests/runtime/kernels/vectorized/random_weights.h"
 
 namespace tern {
 namespace {
 
-struct Layout {
-  const char* name;
-  DType dtype;
-  int64_t group;  // 0: one scale per row
-};
-
-struct Weights {
-  std::vector<uint8_t> bytes;
-  std::vector<float> scales;
-  WeightView view;
-};
-
-Weights RandomWeights(const Layout& l, int64_t n, int64_t k, std::mt19937* rng) {
-  Weights w;
-  w.view.dtype = l.dtype;
-  w.view.rows = n;
-  w.view.cols = k;
-  w.view.group_size = l.group;
-  w.bytes.resize(w.view.row_bytes() * static_cast<size_t>(n));
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  if (l.dtype == DType::kF32 || l.dtype == DType::kF16) {
-    for (int64_t r = 0; r < n; ++r) {
-      uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.view.row_bytes();
-      for (int64_t c = 0; c < k; ++c) {
-        const float f = value(*rng);
-        if (l.dtype == DType::kF32) {
-          std::memcpy(row + c * 4, &f, 4);
-        } else {
-          const uint16_t h = Fp32ToFp16(f);
-          std::memcpy(row + c * 2, &h, 2);
-        }
-      }
-    }
-  } else {
-    // Every byte is a valid int8 or pair of int4 values (-8 and -128 included).
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (uint8_t& b : w.bytes) b = static_cast<uint8_t>(byte(*rng));
-    w.scales.resize(static_cast<size_t>(n * w.view.groups_per_row()));
-    std::uniform_real_distribution<float> scale(0.001f, 0.1f);
-    for (float& s : w.scales) s = scale(*rng);
-    w.view.scales = w.scales.data();
-  }
-  w.view.data = w.bytes.data();
-  return w;
-}
+using vec_test::Layout;
+using vec_test::RandomWeights;
+using vec_test::Weights;
 
 TEST_CASE("vec::Linear computes ref::Linear's outputs for every weight layout",
           "[vectorized][linear]") {
@@ -80,20 +38,17 @@ TEST_CASE("vec::Linear computes ref::Linear's outputs for every weight layout",
   const int64_t ks[] = {5, 33, 256, 300, 531};
   const int64_t ms[] = {1, 3, 8, 19};
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
   for (const Layout& l : layouts) {
     for (int64_t k : ks) {
       if (l.group > k) continue;
       const int64_t n = 37;
       Weights w = RandomWeights(l, n, k, &rng);
-      std::vector<float> bias(static_cast<size_t>(n));
-      for (float& b : bias) b = value(rng);
+      const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       for (int64_t m : ms) {
         for (bool with_bias : {true, false}) {
           INFO(l.name << ", k " << k << ", m " << m << (with_bias ? ", bias" : ", no bias"));
           const int64_t ldx = k + 3, ldy = n + 5;  // strides wider than the rows
-          std::vector<float> x(static_cast<size_t>(m * ldx));
-          for (float& v : x) v = value(rng);
+          std::vector<float> x = vec_test::RandomValues(m * ldx, &rng);
           const float* b = with_bias ? bias.data() : nullptr;
           std::vector<float> want(static_cast<size_t>(m * ldy), -7.0f);
           std::vector<float> got(static_cast<size_t>(m * ldy), -7.0f);

@@ -19,6 +19,7 @@
 #include "runtime/kernels/ops.h"
 #include "runtime/kernels/reference/linear.h"
 #include "runtime/kernels/vectorized/linear.h"
+#include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/linear.h"
@@ -148,28 +149,41 @@ void CheckPath(DType dtype, const Case& c, LinearPath expect_path, uint32_t unsu
 
   std::vector<float> got(static_cast<size_t>(m * ldy) + kPad, -7.0f), want(got);
   ref::Linear(x.data(), m, ldx, spec.weight, spec.bias, want.data(), ldy);
+  // Which tolerance applies: the path's, or with no operator that of the loops ops::Linear runs.
+  LinearPath tolerance_path = one.choice.path;
   if (expect_path == LinearPath::kReference) {
-    // No operator: ops::Linear runs the vectorizable loops (vectorized/linear.h), which give the
-    // reference's outputs up to the order of the sums (tests/runtime/kernels/vectorized/).
+    // No operator: ops::Linear runs the vectorizable loops: for int8 / int4 weights the integer
+    // ones (vectorized/linear_qd8.h), which quantize x as the qd8 paths do; else the float ones
+    // (vectorized/linear.h), which give the reference's outputs up to the order of the sums
+    // (both tested further in tests/runtime/kernels/vectorized/).
     CHECK(one.kernel.op == nullptr);
     ops::Linear(x.data(), m, ldx, spec.weight, spec.bias, &one.kernel, got.data(), ldy);
     std::vector<float> loops(got.size(), -7.0f);
-    vec::Linear(x.data(), m, ldx, spec.weight, spec.bias, loops.data(), ldy);
-    CHECK(got == loops);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < c.n; ++j) {
-        double size = bias ? std::fabs(b[j]) : 0.0;
-        for (int64_t cc = 0; cc < c.k; ++cc) {
-          size += std::fabs(x[i * ldx + cc] * WeightAt(spec.weight, j, cc));
-        }
-        CHECK(std::fabs(got[i * ldy + j] - want[i * ldy + j]) <= 2e-6 * size + 1e-30);
-      }
+    const bool qd8 = vec::LinearQd8Takes(spec.weight);
+    if (qd8) {
+      vec::LinearQd8(x.data(), m, ldx, spec.weight, spec.bias, loops.data(), ldy);
+    } else {
+      vec::Linear(x.data(), m, ldx, spec.weight, spec.bias, loops.data(), ldy);
     }
+    CHECK(got == loops);
     CHECK(one.context.fallback_calls == 0);
-    return;
+    if (!qd8) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double size = bias ? std::fabs(b[j]) : 0.0;
+          for (int64_t cc = 0; cc < c.k; ++cc) {
+            size += std::fabs(x[i * ldx + cc] * WeightAt(spec.weight, j, cc));
+          }
+          CHECK(std::fabs(got[i * ldy + j] - want[i * ldy + j]) <= 2e-6 * size + 1e-30);
+        }
+      }
+      return;
+    }
+    tolerance_path = LinearPath::kQd8Qc8w;  // quantized x, block scales in float
+  } else {
+    REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, ldx, got.data(), ldy));
+    CHECK(one.context.fallback_calls == 0);
   }
-  REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, ldx, got.data(), ldy));
-  CHECK(one.context.fallback_calls == 0);
 
   double worst_ratio = 0.0;
   for (int64_t i = 0; i < m; ++i) {
@@ -188,7 +202,7 @@ void CheckPath(DType dtype, const Case& c, LinearPath expect_path, uint32_t unsu
         w_abs += wv;
       }
       const double tol =
-          Tolerance(one.choice.path, c.k, s, step, w_abs, bias ? std::fabs(b[j]) : 0.0);
+          Tolerance(tolerance_path, c.k, s, step, w_abs, bias ? std::fabs(b[j]) : 0.0);
       const double err = std::fabs(static_cast<double>(got[i * ldy + j]) - want[i * ldy + j]);
       worst_ratio = std::max(worst_ratio, err / tol);
     }

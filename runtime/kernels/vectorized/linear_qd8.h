@@ -1,0 +1,38 @@
+// y = x W^T + b for the int8 and int4 layers XNNPACK has no operator for: blocks of scales that
+// are not a multiple of 32 dividing the row, int8 with several scales per row, and int4 blocks
+// on CPUs where XNNPACK's blockwise GEMM is wrong (xnn::Qb4wTrusted: AVX512-VNNI). Computed as
+// XNNPACK's qd8 paths compute the layers it does have operators for: each row of x quantized to
+// int8 (qd8.h), then per block of a weight row the exact int32 sum of (q - zero point) x weight,
+// scaled by the block's scale and summed in float, times the row's dequantization scale, plus
+// the bias. So a model runs with the same kind of error on these layers as on XNNPACK's, in
+// integer arithmetic: the float loops before (vectorized/linear.h, which converted every weight
+// to a float) ran int4 blocks 7-15x slower than XNNPACK's int8 on an AVX-512 VNNI CPU.
+//
+// Rows of x are quantized 8 at a time, 1024 columns at a time, on the stack (16 KiB): nothing
+// is allocated and any width is taken. A row's outputs depend only on that row and the weight
+// (never on which rows share its tile), so a sentence gives the same alone or in a batch.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/tensor.h"
+
+namespace tern::vec {
+
+// Whether LinearQd8 takes this weight: int8 or int4, per row or in blocks of any size.
+bool LinearQd8Takes(const WeightView& w);
+
+// y[i, :] = x[i, :] W^T + b for i < m (row strides ldx, ldy in elements; bias may be null): with
+// AVX2's loops on x86-64 CPUs with AVX2 and FMA where the weight's blocks and rows are whole
+// multiples of 32 columns (int4) or 16 (int8) (LinearQd8Avx2), else the portable ones.
+void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
+               float* y, int64_t ldy);
+// Always the portable loops (tests compare the two). Both compute the same int32 block sums;
+// only the order of the float sums differs.
+void LinearQd8Portable(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                       const float* bias, float* y, int64_t ldy);
+
+// Whether LinearQd8 runs AVX2's loops for this weight on this CPU.
+bool LinearQd8Avx2(const WeightView& w);
+
+}  // namespace tern::vec

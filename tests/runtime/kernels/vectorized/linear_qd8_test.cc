@@ -1,0 +1,179 @@
+// vec::LinearQd8, the XNNPACK backend's kernel for int8 / int4 layers XNNPACK has no operator
+// for: against an exact model of what it computes (each row quantized by vec::QuantizeQd8, the
+// int32 sum of every block, scaled in double), within float rounding; against ref::Linear
+// within the activations' quantization step; AVX2's loops and the portable ones on the same
+// cases (blocks that span its chunks of 1024 columns, odd blocks and widths, tails, strides);
+// a row's outputs the same bits alone as inside a batch.
+#include "runtime/kernels/vectorized/linear_qd8.h"
+
+#include <catch2/catch_test_macros.hpp>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/qd8.h"
+#include "tests/runtime/kernels/vectorized/random_weights.h"
+
+namespace tern {
+namespace {
+
+using vec_test::Layout;
+using vec_test::RandomWeights;
+using vec_test::Weights;
+
+// The weight's integer (r, c), without its scale.
+int64_t IntAt(const WeightView& w, int64_t r, int64_t c) {
+  return w.dtype == DType::kI8 ? reinterpret_cast<const int8_t*>(w.row(r))[c] : Int4At(w.row(r), c);
+}
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+// Checks y (m rows of stride ldy; -7 between rows) against the exact model and the reference.
+int CountBad(const std::vector<float>& x, int64_t m, int64_t ldx, const WeightView& w,
+             const float* bias, const std::vector<float>& y, int64_t ldy) {
+  const int64_t n = w.rows, k = w.cols;
+  const int64_t block = w.group_size > 0 ? w.group_size : k;
+  const double u = std::ldexp(1.0, -24);
+  // Float additions on a row's way: one per block (lanes or a scalar), 3 for the lanes, one per
+  // chunk of 1024 columns, the scale and the bias; each rounds by at most u of the sizes.
+  const double roundings = static_cast<double>(w.groups_per_row() + k / 1024 + 8);
+  std::vector<float> want(static_cast<size_t>(m * ldy));
+  ref::Linear(x.data(), m, ldx, w, bias, want.data(), ldy);
+  std::vector<int16_t> xq(static_cast<size_t>(k));
+  int bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x.data() + i * ldx;
+    const vec::Qd8Row p = vec::QuantizeQd8(xi, k, xq.data());
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t c = 0; c < k; ++c) {
+      lo = std::fmin(lo, xi[c]);
+      hi = std::fmax(hi, xi[c]);
+    }
+    const double step = (static_cast<double>(hi) - lo) / 255.0;
+    for (int64_t j = 0; j < ldy; ++j) {
+      const float got = y[static_cast<size_t>(i * ldy + j)];
+      if (j >= n) {  // between rows: never written
+        if (got != -7.0f && ++bad <= 3) UNSCOPED_INFO("wrote column " << j);
+        continue;
+      }
+      double exact = 0.0, size = 0.0, w_abs = 0.0;
+      for (int64_t b0 = 0; b0 < k; b0 += block) {
+        int64_t sum = 0, sum_abs = 0;
+        for (int64_t c = b0; c < std::min(k, b0 + block); ++c) {
+          sum += xq[static_cast<size_t>(c)] * IntAt(w, j, c);
+          sum_abs += std::abs(xq[static_cast<size_t>(c)] * IntAt(w, j, c));
+          w_abs += std::fabs(WeightAt(w, j, c));
+        }
+        const double scale = w.scale(j, b0);
+        exact += static_cast<double>(sum) * scale;
+        size += static_cast<double>(sum_abs) * scale;
+      }
+      const double b = bias != nullptr ? bias[j] : 0.0;
+      exact = exact * p.inv_scale + b;
+      size = size * p.inv_scale + std::fabs(b);
+      if (std::fabs(got - exact) > roundings * u * size + 1e-30 && ++bad <= 3) {
+        UNSCOPED_INFO("row " << i << " column " << j << ": " << got << ", exactly " << exact);
+      }
+      // The float layer it stands for: each x moved by at most half a quantization step.
+      const double ref = want[static_cast<size_t>(i * ldy + j)];
+      if (std::fabs(got - ref) > 0.5 * step * w_abs + roundings * u * size + 1e-6 && ++bad <= 3) {
+        UNSCOPED_INFO("row " << i << " column " << j << ": " << got << ", reference " << ref);
+      }
+    }
+  }
+  return bad;
+}
+
+TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, both loops",
+          "[vectorized][linear]") {
+  const Layout layouts[] = {
+      {"int8 per row", DType::kI8, 0},       {"int8 blocks of 16", DType::kI8, 16},
+      {"int8 blocks of 24", DType::kI8, 24}, {"int4 per row", DType::kI4, 0},
+      {"int4 blocks of 8", DType::kI4, 8},   {"int4 blocks of 32", DType::kI4, 32},
+      {"int4 blocks of 96", DType::kI4, 96}, {"int4 blocks of 24", DType::kI4, 24},
+      {"int4 blocks of 3", DType::kI4, 3},   {"int4 blocks of 128", DType::kI4, 128},
+  };
+  // k: below one step, one step, a tail, several chunks of 1024 (blocks of 96 and 24 then span
+  // the chunk boundaries; 2112 is a multiple of 32 and of 96).
+  const int64_t ks[] = {5, 32, 33, 256, 300, 1024, 2112};
+  const int64_t ms[] = {1, 3, 8, 19};
+  std::mt19937 rng(11);
+  int avx2_cases = 0;
+  for (const Layout& l : layouts) {
+    for (int64_t k : ks) {
+      if (l.group > k) continue;
+      const int64_t n = 37;
+      Weights w = RandomWeights(l, n, k, &rng);
+      const std::vector<float> bias = vec_test::RandomValues(n, &rng);
+      const int64_t step = l.dtype == DType::kI4 ? 32 : 16;
+      const int64_t block = l.group > 0 ? l.group : k;
+      const bool avx2 = CpuHasAvx2() && k % step == 0 && block % step == 0;
+      CHECK(vec::LinearQd8Avx2(w.view) == avx2);
+      avx2_cases += avx2 ? 1 : 0;
+      for (int64_t m : ms) {
+        const int64_t ldx = k + 3, ldy = n + 5;  // strides wider than the rows
+        std::vector<float> x = vec_test::RandomValues(m * ldx, &rng);
+        if (m > 1) {  // a row of zeros: lo == hi, scale 1, the outputs are the bias
+          for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(ldx + c)] = 0.0f;
+        }
+        if (m > 2) {  // all positive, large: the zero point at -128
+          for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(2 * ldx + c)] = 100.0f + c;
+        }
+        for (const bool best : {true, false}) {
+          const auto loops = best ? vec::LinearQd8 : vec::LinearQd8Portable;
+          for (bool with_bias : {true, false}) {
+            INFO(l.name << ", k " << k << ", m " << m << (with_bias ? ", bias" : ", no bias")
+                        << (best && avx2 ? ", AVX2" : ", portable"));
+            const float* b = with_bias ? bias.data() : nullptr;
+            std::vector<float> got(static_cast<size_t>(m * ldy), -7.0f);
+            loops(x.data(), m, ldx, w.view, b, got.data(), ldy);
+            CHECK(CountBad(x, m, ldx, w.view, b, got, ldy) == 0);
+            // Each row alone: the same bits as in the tile it shared with the others.
+            for (int64_t i = 0; i < m; ++i) {
+              std::vector<float> alone(static_cast<size_t>(n));
+              loops(x.data() + i * ldx, 1, ldx, w.view, b, alone.data(), n);
+              CHECK(std::memcmp(alone.data(), got.data() + i * ldy, alone.size() * sizeof(float)) ==
+                    0);
+            }
+          }
+        }
+      }
+    }
+  }
+  // On an AVX2 CPU the AVX2 loops were among the cases (per row, blocks of 16, 32, 96, 128).
+  if (CpuHasAvx2()) CHECK(avx2_cases >= 15);
+}
+
+TEST_CASE(
+    "vec::LinearQd8 takes int8 and int4 only; no rows write nothing; no columns give the bias",
+    "[vectorized][linear]") {
+  std::mt19937 rng(1);
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    Weights f = RandomWeights({"float", dtype, 0}, 4, 16, &rng);
+    CHECK_FALSE(vec::LinearQd8Takes(f.view));
+    CHECK_FALSE(vec::LinearQd8Avx2(f.view));
+  }
+  Weights w = RandomWeights({"int4 blocks of 32", DType::kI4, 32}, 4, 64, &rng);
+  CHECK(vec::LinearQd8Takes(w.view));
+  float y = -7.0f;
+  vec::LinearQd8(nullptr, 0, 64, w.view, nullptr, &y, 4);
+  CHECK(y == -7.0f);
+  Weights empty = RandomWeights({"int8 per row", DType::kI8, 0}, 3, 0, &rng);
+  const float bias[3] = {1.5f, -2.0f, 0.25f};
+  float x = 0.0f, out[3] = {-7.0f, -7.0f, -7.0f};
+  vec::LinearQd8(&x, 1, 0, empty.view, bias, out, 3);
+  CHECK(out[0] == 1.5f);
+  CHECK(out[1] == -2.0f);
+  CHECK(out[2] == 0.25f);
+}
+
+}  // namespace
+}  // namespace tern
