@@ -134,126 +134,78 @@ __attribute__((target("avx2"))) float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// The int32 lanes of one block (steps of 16 columns), from its first column in xt and wq.
-__attribute__((target("avx2"), always_inline)) inline __m256i BlockSum(const int16_t* xt,
-                                                                       const int16_t* wq,
-                                                                       int64_t steps) {
-  __m256i sum = _mm256_setzero_si256();
-  for (int64_t s = 0; s < steps; ++s) {
-    const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + s * kAvx2Step));
-    const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(wq + s * kAvx2Step));
-    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(xv, wv));
-  }
-  return sum;
+#define QD8_TARGET "avx2,fma"
+#define QD8_NAME(n) n##Avx2
+#define QD8_I __m256i
+#define QD8_F __m256
+#define QD8_STEP 16
+#define QD8_MADD(x, w)                                                      \
+  _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(x)), \
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(w)))
+#define QD8_ADD_I _mm256_add_epi32
+#define QD8_ZERO_I _mm256_setzero_si256
+#define QD8_ZERO_F _mm256_setzero_ps
+#define QD8_SET1 _mm256_set1_ps
+#define QD8_ADD_F _mm256_add_ps
+#define QD8_HSUM HorizontalSum
+#define QD8_FMA(i, s, acc) _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc)
+#include "runtime/kernels/vectorized/linear_qd8_chunk.inc"
+#undef QD8_TARGET
+#undef QD8_NAME
+#undef QD8_I
+#undef QD8_F
+#undef QD8_STEP
+#undef QD8_MADD
+#undef QD8_ADD_I
+#undef QD8_ZERO_I
+#undef QD8_ZERO_F
+#undef QD8_SET1
+#undef QD8_ADD_F
+#undef QD8_HSUM
+#undef QD8_FMA
+
+// AVX-512's: twice the columns per instruction (vpmaddwd on 32 columns), blocks and rows in
+// whole multiples of 32 columns.
+__attribute__((target("avx512f,avx512dq,avx2"))) inline float HorizontalSum512(__m512 v) {
+  return HorizontalSum(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0),
+                                     _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
 }
 
-// Each row of the tile's sums over columns [c0, c1), added to (c0 == 0: stored in) y. kSteps > 0:
-// the chunk holds whole blocks of kSteps steps each (blocks of 32, 64, 128 ... dividing it), two
-// float accumulators over alternate blocks; 0: any blocks, one accumulator.
-template <int kSteps>
-__attribute__((target("avx2,fma"))) void Avx2Chunk(const WeightView& w, int64_t c0, int64_t c1,
-                                                   const int16_t (*xq)[kChunk], int64_t tile,
-                                                   int16_t* wq, float* y, int64_t ldy) {
-  const int64_t block = BlockOf(w), blocks = w.groups_per_row();
-  const int64_t first = c0 / block;  // the chunk's first block
-  const int64_t whole = (c1 - c0) / block;
-  for (int64_t r = 0; r < w.rows; ++r) {
-    UnpackSplit(w, r, c0, c1, wq);
-    const float* scales = w.scales + r * blocks + first;
-    int64_t t = 0;
-    if (kSteps > 0) {
-      // Two rows at a time share each block's weight loads and scale; every row still adds up
-      // its own blocks in the order a row alone does.
-      constexpr int64_t kBlock = kSteps * kAvx2Step;
-      for (; t + 2 <= tile; t += 2) {
-        const int16_t* x0 = xq[t];
-        const int16_t* x1 = xq[t + 1];
-        __m256 acc0 = _mm256_setzero_ps(), odd0 = _mm256_setzero_ps();
-        __m256 acc1 = _mm256_setzero_ps(), odd1 = _mm256_setzero_ps();
-        int64_t g = 0;
-        for (; g + 2 <= whole; g += 2) {
-          const __m256 s0 = _mm256_set1_ps(scales[g]), s1 = _mm256_set1_ps(scales[g + 1]);
-          const int16_t* w0 = wq + g * kBlock;
-          const int16_t* w1 = w0 + kBlock;
-          acc0 =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x0 + g * kBlock, w0, kSteps)), s0, acc0);
-          acc1 =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x1 + g * kBlock, w0, kSteps)), s0, acc1);
-          odd0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x0 + (g + 1) * kBlock, w1, kSteps)),
-                                 s1, odd0);
-          odd1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x1 + (g + 1) * kBlock, w1, kSteps)),
-                                 s1, odd1);
-        }
-        if (g < whole) {
-          const __m256 s0 = _mm256_set1_ps(scales[g]);
-          const int16_t* w0 = wq + g * kBlock;
-          acc0 =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x0 + g * kBlock, w0, kSteps)), s0, acc0);
-          acc1 =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSum(x1 + g * kBlock, w0, kSteps)), s0, acc1);
-        }
-        const float p0 = HorizontalSum(_mm256_add_ps(acc0, odd0));
-        const float p1 = HorizontalSum(_mm256_add_ps(acc1, odd1));
-        float* out0 = y + t * ldy + r;
-        float* out1 = out0 + ldy;
-        *out0 = c0 == 0 ? p0 : *out0 + p0;
-        *out1 = c0 == 0 ? p1 : *out1 + p1;
-      }
-    }
-    for (; t < tile; ++t) {
-      const int16_t* xt = xq[t];
-      __m256 acc = _mm256_setzero_ps();
-      if (kSteps > 0) {
-        constexpr int64_t kBlock = kSteps * kAvx2Step;
-        __m256 odd = _mm256_setzero_ps();
-        int64_t g = 0;
-        for (; g + 2 <= whole; g += 2) {
-          const __m256i a = BlockSum(xt + g * kBlock, wq + g * kBlock, kSteps);
-          const __m256i b = BlockSum(xt + (g + 1) * kBlock, wq + (g + 1) * kBlock, kSteps);
-          acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(scales[g]), acc);
-          odd = _mm256_fmadd_ps(_mm256_cvtepi32_ps(b), _mm256_set1_ps(scales[g + 1]), odd);
-        }
-        if (g < whole) {
-          const __m256i a = BlockSum(xt + g * kBlock, wq + g * kBlock, kSteps);
-          acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(scales[g]), acc);
-        }
-        acc = _mm256_add_ps(acc, odd);
-      } else {
-        for (int64_t b0 = c0, g = first; b0 < c1; ++g) {
-          const int64_t b1 = std::min(c1, (g + 1) * block);
-          const __m256i sum = BlockSum(xt + (b0 - c0), wq + (b0 - c0), (b1 - b0) / kAvx2Step);
-          acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(scales[g - first]), acc);
-          b0 = b1;
-        }
-      }
-      float* out = y + t * ldy + r;
-      const float partial = HorizontalSum(acc);
-      *out = c0 == 0 ? partial : *out + partial;
-    }
-  }
-}
+#define QD8_TARGET "avx512f,avx512bw,avx512dq,avx2,fma"
+#define QD8_NAME(n) n##Avx512
+#define QD8_I __m512i
+#define QD8_F __m512
+#define QD8_STEP 32
+#define QD8_MADD(x, w) _mm512_madd_epi16(_mm512_load_si512(x), _mm512_load_si512(w))
+#define QD8_ADD_I _mm512_add_epi32
+#define QD8_ZERO_I _mm512_setzero_si512
+#define QD8_ZERO_F _mm512_setzero_ps
+#define QD8_SET1 _mm512_set1_ps
+#define QD8_ADD_F _mm512_add_ps
+#define QD8_HSUM HorizontalSum512
+// (maskz: GCC 12 reports _mm512_cvtepi32_ps's undefined pass-through as uninitialized.)
+#define QD8_FMA(i, s, acc) _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, i), s, acc)
+#include "runtime/kernels/vectorized/linear_qd8_chunk.inc"
+#undef QD8_TARGET
+#undef QD8_NAME
+#undef QD8_I
+#undef QD8_F
+#undef QD8_STEP
+#undef QD8_MADD
+#undef QD8_ADD_I
+#undef QD8_ZERO_I
+#undef QD8_ZERO_F
+#undef QD8_SET1
+#undef QD8_ADD_F
+#undef QD8_HSUM
+#undef QD8_FMA
 
-// Avx2Chunk for this chunk's blocks.
-void Avx2AnyChunk(const WeightView& w, int64_t c0, int64_t c1, const int16_t (*xq)[kChunk],
-                  int64_t tile, int16_t* wq, float* y, int64_t ldy) {
-  const int64_t block = BlockOf(w);
-  if (c0 % block == 0 && (c1 - c0) % block == 0) {  // whole blocks
-    switch (block) {
-      case 32:
-        return Avx2Chunk<2>(w, c0, c1, xq, tile, wq, y, ldy);
-      case 64:
-        return Avx2Chunk<4>(w, c0, c1, xq, tile, wq, y, ldy);
-      case 128:
-        return Avx2Chunk<8>(w, c0, c1, xq, tile, wq, y, ldy);
-      default:
-        break;
-    }
-  }
-  Avx2Chunk<0>(w, c0, c1, xq, tile, wq, y, ldy);
-}
-
-void Avx2Loops(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
-               float* y, int64_t ldy) {
+// The tiles of x quantized (int4: each 32 columns split into the even and the odd ones, as
+// UnpackSplit lays out the weights), each chunk run by `chunk` (AnyChunkAvx2 / AnyChunkAvx512).
+void SplitLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
+                float* y, int64_t ldy,
+                void (*chunk)(const WeightView&, int64_t, int64_t, const int16_t (*)[kChunk],
+                              int64_t, int16_t*, float*, int64_t)) {
   alignas(64) int16_t xq[kTile][kChunk];
   alignas(64) int16_t wq[kChunk];
   alignas(64) int16_t in_order[kChunk];
@@ -274,13 +226,17 @@ void Avx2Loops(const float* x, int64_t m, int64_t ldx, const WeightView& w, cons
         }
       },
       [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
-        Avx2AnyChunk(w, c0, c1, xq, tile, wq, yt, ldy);
+        chunk(w, c0, c1, xq, tile, wq, yt, ldy);
       });
 }
 
-bool CpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
+bool CpuHas(Qd8Isa isa) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                             __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512dq");
+  return isa == Qd8Isa::kPortable || (isa == Qd8Isa::kAvx2 && avx2) ||
+         (isa == Qd8Isa::kAvx512 && avx512);
 }
 #endif
 
@@ -288,32 +244,40 @@ bool CpuHasAvx2() {
 
 bool LinearQd8Takes(const WeightView& w) { return w.dtype == DType::kI8 || w.dtype == DType::kI4; }
 
-bool LinearQd8Avx2(const WeightView& w) {
+bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
+  if (!LinearQd8Takes(w)) return false;
+  if (isa == Qd8Isa::kPortable) return true;
 #if defined(__x86_64__)
-  // Whole steps of 16 columns (int8) or of 32 (int4: 16 bytes split into even and odd) in every
-  // block and chunk.
-  const int64_t step = w.dtype == DType::kI4 ? 32 : kAvx2Step;
-  return LinearQd8Takes(w) && CpuHasAvx2() && w.cols % step == 0 && BlockOf(w) % step == 0;
+  // Whole steps in every block and chunk: AVX2 16 columns (int8) or 32 (int4: 16 bytes split
+  // into the even and the odd columns); AVX-512 32.
+  const int64_t step = isa == Qd8Isa::kAvx2 && w.dtype == DType::kI8 ? 16 : 32;
+  return CpuHas(isa) && w.cols % step == 0 && BlockOf(w) % step == 0;
 #else
-  (void)w;
   return false;
 #endif
 }
 
-void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
-               float* y, int64_t ldy) {
-#if defined(__x86_64__)
-  if (LinearQd8Avx2(w)) {
-    Avx2Loops(x, m, ldx, w, bias, y, ldy);
-    return;
+Qd8Isa LinearQd8Best(const WeightView& w) {
+  for (Qd8Isa isa : {Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
+    if (LinearQd8Runs(isa, w)) return isa;
   }
+  return Qd8Isa::kPortable;
+}
+
+void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                 const float* bias, float* y, int64_t ldy) {
+#if defined(__x86_64__)
+  if (isa == Qd8Isa::kAvx512) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx512);
+  if (isa == Qd8Isa::kAvx2) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx2);
+#else
+  (void)isa;
 #endif
   PortableLoops(x, m, ldx, w, bias, y, ldy);
 }
 
-void LinearQd8Portable(const float* x, int64_t m, int64_t ldx, const WeightView& w,
-                       const float* bias, float* y, int64_t ldy) {
-  PortableLoops(x, m, ldx, w, bias, y, ldy);
+void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
+               float* y, int64_t ldy) {
+  LinearQd8On(LinearQd8Best(w), x, m, ldx, w, bias, y, ldy);
 }
 
 }  // namespace tern::vec

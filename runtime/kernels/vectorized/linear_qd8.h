@@ -22,17 +22,21 @@ namespace tern::vec {
 // Whether LinearQd8 takes this weight: int8 or int4, per row or in blocks of any size.
 bool LinearQd8Takes(const WeightView& w);
 
-// y[i, :] = x[i, :] W^T + b for i < m (row strides ldx, ldy in elements; bias may be null): with
-// AVX2's loops on x86-64 CPUs with AVX2 and FMA where the weight's blocks and rows are whole
-// multiples of 32 columns (int4) or 16 (int8) (LinearQd8Avx2), else the portable ones.
+// y[i, :] = x[i, :] W^T + b for i < m (row strides ldx, ldy in elements; bias may be null),
+// with the best loops this CPU has for the weight (LinearQd8Best).
 void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
                float* y, int64_t ldy);
-// Always the portable loops (tests compare the two). Both compute the same int32 block sums;
-// only the order of the float sums differs.
-void LinearQd8Portable(const float* x, int64_t m, int64_t ldx, const WeightView& w,
-                       const float* bias, float* y, int64_t ldy);
 
-// Whether LinearQd8 runs AVX2's loops for this weight on this CPU.
-bool LinearQd8Avx2(const WeightView& w);
+// The loops: portable ones (every CPU, any weight), and on x86-64 AVX2's (with FMA) and
+// AVX-512's (F, BW, DQ) where the weight's blocks and rows are whole multiples of their step:
+// 32 columns, or 16 for int8 on AVX2. All compute the same int32 block sums; only the order of
+// the float sums differs (tests run each on the same cases).
+enum class Qd8Isa { kPortable, kAvx2, kAvx512 };
+// Whether this CPU has `isa` and its loops take w.
+bool LinearQd8Runs(Qd8Isa isa, const WeightView& w);
+Qd8Isa LinearQd8Best(const WeightView& w);
+// LinearQd8 on `isa`'s loops (LinearQd8Runs(isa, w) must hold).
+void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                 const float* bias, float* y, int64_t ldy);
 
 }  // namespace tern::vec

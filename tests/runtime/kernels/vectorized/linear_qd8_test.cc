@@ -1,9 +1,9 @@
 // vec::LinearQd8, the XNNPACK backend's kernel for int8 / int4 layers XNNPACK has no operator
 // for: against an exact model of what it computes (each row quantized by vec::QuantizeQd8, the
 // int32 sum of every block, scaled in double), within float rounding; against ref::Linear
-// within the activations' quantization step; AVX2's loops and the portable ones on the same
-// cases (blocks that span its chunks of 1024 columns, odd blocks and widths, tails, strides);
-// a row's outputs the same bits alone as inside a batch.
+// within the activations' quantization step; the portable loops and those of every vector
+// width this CPU has on the same cases (blocks that span its chunks of 1024 columns, odd blocks and
+// widths, tails, strides); a row's outputs the same bits alone as inside a batch.
 #include "runtime/kernels/vectorized/linear_qd8.h"
 
 #include <catch2/catch_test_macros.hpp>
@@ -28,12 +28,21 @@ int64_t IntAt(const WeightView& w, int64_t r, int64_t c) {
   return w.dtype == DType::kI8 ? reinterpret_cast<const int8_t*>(w.row(r))[c] : Int4At(w.row(r), c);
 }
 
-bool CpuHasAvx2() {
+// What the CPU has, as the kernel's dispatch asks (__builtin_cpu_supports).
+bool CpuHas(vec::Qd8Isa isa) {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == vec::Qd8Isa::kAvx2) return avx2;
+  if (isa == vec::Qd8Isa::kAvx512) {
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq");
+  }
 #endif
+  return isa == vec::Qd8Isa::kPortable;
+}
+
+const char* IsaName(vec::Qd8Isa isa) {
+  return isa == vec::Qd8Isa::kAvx512 ? "AVX-512" : isa == vec::Qd8Isa::kAvx2 ? "AVX2" : "portable";
 }
 
 // Checks y (m rows of stride ldy; -7 between rows) against the exact model and the reference.
@@ -92,7 +101,7 @@ int CountBad(const std::vector<float>& x, int64_t m, int64_t ldx, const WeightVi
   return bad;
 }
 
-TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, both loops",
+TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every loops",
           "[vectorized][linear]") {
   const Layout layouts[] = {
       {"int8 per row", DType::kI8, 0},       {"int8 blocks of 16", DType::kI8, 16},
@@ -106,18 +115,25 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, both 
   const int64_t ks[] = {5, 32, 33, 256, 300, 1024, 2112};
   const int64_t ms[] = {1, 3, 8, 19};
   std::mt19937 rng(11);
-  int avx2_cases = 0;
+  int vector_cases = 0;
   for (const Layout& l : layouts) {
     for (int64_t k : ks) {
       if (l.group > k) continue;
       const int64_t n = 37;
       Weights w = RandomWeights(l, n, k, &rng);
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
-      const int64_t step = l.dtype == DType::kI4 ? 32 : 16;
       const int64_t block = l.group > 0 ? l.group : k;
-      const bool avx2 = CpuHasAvx2() && k % step == 0 && block % step == 0;
-      CHECK(vec::LinearQd8Avx2(w.view) == avx2);
-      avx2_cases += avx2 ? 1 : 0;
+      // Which loops take this weight: whole steps of 32 columns (16 for int8 on AVX2).
+      std::vector<vec::Qd8Isa> isas;
+      for (vec::Qd8Isa isa : {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512}) {
+        const int64_t step = isa == vec::Qd8Isa::kAvx2 && l.dtype == DType::kI8 ? 16 : 32;
+        const bool runs =
+            isa == vec::Qd8Isa::kPortable || (CpuHas(isa) && k % step == 0 && block % step == 0);
+        CHECK(vec::LinearQd8Runs(isa, w.view) == runs);
+        if (runs) isas.push_back(isa);
+      }
+      CHECK(vec::LinearQd8Best(w.view) == isas.back());
+      vector_cases += isas.size() > 1 ? 1 : 0;
       for (int64_t m : ms) {
         const int64_t ldx = k + 3, ldy = n + 5;  // strides wider than the rows
         std::vector<float> x = vec_test::RandomValues(m * ldx, &rng);
@@ -127,19 +143,18 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, both 
         if (m > 2) {  // all positive, large: the zero point at -128
           for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(2 * ldx + c)] = 100.0f + c;
         }
-        for (const bool best : {true, false}) {
-          const auto loops = best ? vec::LinearQd8 : vec::LinearQd8Portable;
+        for (vec::Qd8Isa isa : isas) {
           for (bool with_bias : {true, false}) {
             INFO(l.name << ", k " << k << ", m " << m << (with_bias ? ", bias" : ", no bias")
-                        << (best && avx2 ? ", AVX2" : ", portable"));
+                        << ", " << IsaName(isa));
             const float* b = with_bias ? bias.data() : nullptr;
             std::vector<float> got(static_cast<size_t>(m * ldy), -7.0f);
-            loops(x.data(), m, ldx, w.view, b, got.data(), ldy);
+            vec::LinearQd8On(isa, x.data(), m, ldx, w.view, b, got.data(), ldy);
             CHECK(CountBad(x, m, ldx, w.view, b, got, ldy) == 0);
             // Each row alone: the same bits as in the tile it shared with the others.
             for (int64_t i = 0; i < m; ++i) {
               std::vector<float> alone(static_cast<size_t>(n));
-              loops(x.data() + i * ldx, 1, ldx, w.view, b, alone.data(), n);
+              vec::LinearQd8On(isa, x.data() + i * ldx, 1, ldx, w.view, b, alone.data(), n);
               CHECK(std::memcmp(alone.data(), got.data() + i * ldy, alone.size() * sizeof(float)) ==
                     0);
             }
@@ -148,8 +163,8 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, both 
       }
     }
   }
-  // On an AVX2 CPU the AVX2 loops were among the cases (per row, blocks of 16, 32, 96, 128).
-  if (CpuHasAvx2()) CHECK(avx2_cases >= 15);
+  // On an AVX2 CPU vector loops were among the cases (per row, blocks of 16, 32, 96, 128).
+  if (CpuHas(vec::Qd8Isa::kAvx2)) CHECK(vector_cases >= 15);
 }
 
 TEST_CASE(
@@ -159,7 +174,7 @@ TEST_CASE(
   for (DType dtype : {DType::kF32, DType::kF16}) {
     Weights f = RandomWeights({"float", dtype, 0}, 4, 16, &rng);
     CHECK_FALSE(vec::LinearQd8Takes(f.view));
-    CHECK_FALSE(vec::LinearQd8Avx2(f.view));
+    CHECK_FALSE(vec::LinearQd8Runs(vec::Qd8Isa::kPortable, f.view));
   }
   Weights w = RandomWeights({"int4 blocks of 32", DType::kI4, 32}, 4, 64, &rng);
   CHECK(vec::LinearQd8Takes(w.view));
