@@ -79,10 +79,10 @@ else
     test "$(field "$lin" 'len(j), sorted({r["rows"] for r in j}), len({(r["n"], r["k"]) for r in j})')" == "(40, [1, 3], 4)"
   check "--linear times every call and names each weight type's path" \
     test "$(field "$lin" 'all(r["us"] > 0 for r in j), sorted({(r["weights"], r["path"]) for r in j if r["weights"] in ("f32", "int8", "int4/row")})')" == "(True, [('f32', 'fully_connected_nc_f32'), ('int4/row', 'fully_connected_nc_qd8_f32_qc4w'), ('int8', 'fully_connected_nc_qd8_f32_qc8w')])"
-  # int4 in blocks of 32: qb4w, per row where the block is the whole row, the vectorizable loops
+  # int4 in blocks of 32: qb4w, per row where the block is the whole row, tern's integer loops
   # where no block of 32 divides the row (the fixture's rows of 40) or qb4w is not trusted
-  check "--linear's int4 blocks take qb4w, qc4w or the vectorized loops" \
-    test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "vectorized loops"}')" == True
+  check "--linear's int4 blocks take qb4w, qc4w or the integer loops" \
+    test "$(field "$lin" '{r["path"] if not r["path"].startswith("integer loops (vectorized/linear_qd8.h, ") else "loops" for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "loops"}')" == True
   # --split: int8 on 2 threads, XNNPACK's tiling against one operator per thread (it fails if
   # the cut layer's outputs differ from the whole layer's); layers of fewer than 64 rows stay
   # whole (post_relu's feed-forward layer has 64)

@@ -147,6 +147,19 @@ struct Shape {
   int64_t n = 0, k = 0, m = 0;
 };
 
+// What runs an int8 / int4 layer without an XNNPACK operator (ops::Linear).
+const char* IntegerLoopsName(vec::Qd8Isa isa) {
+  switch (isa) {
+    case vec::Qd8Isa::kAvx512:
+      return "integer loops (vectorized/linear_qd8.h, AVX-512)";
+    case vec::Qd8Isa::kAvx2:
+      return "integer loops (vectorized/linear_qd8.h, AVX2)";
+    case vec::Qd8Isa::kPortable:
+      break;
+  }
+  return "integer loops (vectorized/linear_qd8.h, portable)";
+}
+
 // One timed pass: every copy called once; microseconds per call. A layer XNNPACK has no path
 // for (an int4 block that does not divide the row, int4 blocks on AVX512-VNNI) runs the
 // vectorizable loops, as in a session (integer ones for int8 / int4: vectorized/linear_qd8.h).
@@ -425,7 +438,10 @@ int BenchLinear(const LinearBenchSettings& s) {
       }
       const xnn::LinearPath path = copies[static_cast<size_t>(v)][0].kernel.path;
       paths[v] =
-          path == xnn::LinearPath::kReference ? "vectorized loops" : xnn::LinearPathName(path);
+          path != xnn::LinearPath::kReference ? xnn::LinearPathName(path)
+          : !vec::LinearQd8Takes(copies[static_cast<size_t>(v)][0].view())
+              ? "vectorized loops"
+              : IntegerLoopsName(vec::LinearQd8Best(copies[static_cast<size_t>(v)][0].view()));
     }
     for (int64_t m : s.rows) {
       const Shape sh{shape.first, shape.second, m};
