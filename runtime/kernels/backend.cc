@@ -387,8 +387,9 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   // vectorizable loops (RunLinearLoops).
   for (int32_t i = 0; i + 1 < next_; ++i) {
     xnn::LinearKernel& other = records_[i];
-    if (other.shared == nullptr && other.path == record->path && other.n == record->n &&
-        other.k == record->k && other.parts == record->parts) {
+    if (other.shared == nullptr && other.path == record->path && other.dtype == record->dtype &&
+        other.group_size == record->group_size && other.n == record->n && other.k == record->k &&
+        other.parts == record->parts) {
       record->shared = &other.own;
       record->shared_group = &other.own_group;
       break;

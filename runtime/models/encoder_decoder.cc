@@ -507,8 +507,11 @@ Status EncoderDecoder::DecodeStep(const int32_t* tokens, const float** logits) {
   if (shortlist_listed_) {
     // Only the sentence's candidate rows, packed: row r's logits at r * capacity (the logits
     // buffer holds [rows, tgt_vocab] for use_shortlist = false, and capacity <= tgt_vocab).
-    // Rounded as the full projection rounds on this backend, so a candidate's logit is the one
-    // the full vocabulary would give it (to the bit where the projection quantizes its rows).
+    // Rounded as the full projection rounds on this backend where it runs on XNNPACK's qd8
+    // paths, so a candidate's logit is the one the full vocabulary would give it, to the bit;
+    // float dot products otherwise (a projection XNNPACK has no operator for, e.g. int4 blocks
+    // on AVX512-VNNI CPUs, quantizes its rows in vectorized/linear_qd8.h: there the candidates'
+    // logits differ from the full projection's by that quantization).
     const WeightView& w = weights_.output.weight;
     const bool qd8 = ops::QuantizesRowsToInt8(weights_.output.kernel) && vec::Qd8Rows(w);
     for (int32_t r = 0; r < rows; ++r) {

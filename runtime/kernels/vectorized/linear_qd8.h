@@ -9,8 +9,10 @@
 // to a float) ran int4 blocks 7-15x slower than XNNPACK's int8 on an AVX-512 VNNI CPU.
 //
 // Rows of x are quantized 8 at a time, 1024 columns at a time, on the stack (16 KiB): nothing
-// is allocated and any width is taken. A row's outputs depend only on that row and the weight
-// (never on which rows share its tile), so a sentence gives the same alone or in a batch.
+// is allocated and any width is taken. (A block that a chunk boundary splits, or a per-row
+// weight wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in
+// float: the same as one sum up to float rounding.) A row's outputs depend only on that row and the
+// weight (never on which rows share its tile), so a sentence gives the same alone or in a batch.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,7 @@ enum class Qd8Isa { kPortable, kAvx2, kAvx512 };
 // Whether this CPU has `isa` and its loops take w.
 bool LinearQd8Runs(Qd8Isa isa, const WeightView& w);
 Qd8Isa LinearQd8Best(const WeightView& w);
-// LinearQd8 on `isa`'s loops (LinearQd8Runs(isa, w) must hold).
+// LinearQd8 on `isa`'s loops where LinearQd8Runs(isa, w), else on the portable ones.
 void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,
                  const float* bias, float* y, int64_t ldy);
 

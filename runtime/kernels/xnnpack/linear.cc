@@ -412,6 +412,8 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->path = choice.path;
   out->n = spec.weight.rows;
   out->k = spec.weight.cols;
+  out->dtype = spec.weight.dtype;
+  out->group_size = spec.weight.group_size;
   out->input_stride = spec.input_stride;
   out->output_stride = spec.output_stride;
   out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;

@@ -198,6 +198,8 @@ struct LinearKernel {
   Context* context = nullptr;
   LinearPath path = LinearPath::kReference;
   int64_t n = 0, k = 0;
+  DType dtype = DType::kF32;  // the weight's, and its block size: layers without an operator
+  int64_t group_size = 0;     // of one shape share governors only if their loops are the same
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)

@@ -1,6 +1,7 @@
 // Several linear layers that read one input, run as one group (xnn::RunLinears): the bits of one
 // RunLinear per layer on every path, one thread and a pool, the group's own pool governors, and
-// the groups that cannot run together (each layer then runs alone, through ops::Linears).
+// the groups that cannot run together (each layer then runs alone, through ops::Linears). Also a
+// layer without an operator, its loops cut over a pool (xnn::RunLinearLoops).
 #include <catch2/catch_test_macros.hpp>
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
@@ -222,6 +223,48 @@ TEST_CASE("a group on a pool learns with governors of its own", "[xnnpack][linea
   together.kernels[1].shared_group = &together.kernels[0].own_group;
   CHECK(&together.kernels[1].group_governors() == &together.kernels[0].group_governors());
   CHECK(together.context.fallback_calls == 0);
+  pthreadpool_destroy(pool);
+}
+
+TEST_CASE("a layer without an operator runs its loops on a pool with the bits of one thread",
+          "[xnnpack][linear]") {
+  // int4 in blocks of 8 (the portable integer loops on every CPU) and in blocks of 64, which do
+  // not divide the rows of 288 (no XNNPACK operator; the widest integer loops this CPU has,
+  // the last block partial), 2 threads: the output rows cut at a multiple of 32 (200 rows:
+  // parts of 96 and 104), each part's weights, scales, bias and outputs offset to its rows. The
+  // governor measures both ways within a few calls (each over its 20 us threshold), so pooled calls
+  // are among those compared.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const int64_t n = 200, k = 288, m = 17, ldx = k + 5;
+  const std::vector<float> x = Input(m, ldx, 1500);
+  for (const PathCase& pc : {PathCase{DType::kI4, 8, LinearPath::kReference, 0},
+                             PathCase{DType::kI4, 64, LinearPath::kReference, 0}}) {
+    for (bool with_bias : {true, false}) {
+      INFO(DTypeName(pc.dtype) << " blocks of " << pc.group << (with_bias ? ", bias" : ""));
+      Group g = MakeGroup({n}, k, m, ldx, pc, 1, 1501);
+      if (!with_bias) g.specs[0].bias = nullptr;
+      Layers alone, pooled;
+      REQUIRE(Make(g.specs, &alone, nullptr).ok());
+      REQUIRE(Make(g.specs, &pooled, pool).ok());
+      REQUIRE(pooled.kernels[0].op == nullptr);
+      const int64_t ldy = g.ldys[0];
+      std::vector<float> want(static_cast<size_t>(m * ldy) + kPad, -7.0f);
+      ops::Linear(x.data(), m, ldx, g.specs[0].weight, g.specs[0].bias, &alone.kernels[0],
+                  want.data(), ldy);
+      for (int call = 0; call < 8; ++call) {
+        pooled.context.pool_budget = xnn::PoolBudget();  // as in the group test above
+        std::vector<float> got(want.size(), -7.0f);
+        ops::Linear(x.data(), m, ldx, g.specs[0].weight, g.specs[0].bias, &pooled.kernels[0],
+                    got.data(), ldy);
+        CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+      }
+      const xnn::PoolGovernor& governor = pooled.kernels[0].governors().For(m);
+      CHECK(governor.single_ns() > 0.0f);
+      CHECK(governor.pooled_ns() > 0.0f);
+      CHECK(pooled.context.fallback_calls == 0);
+    }
+  }
   pthreadpool_destroy(pool);
 }
 
