@@ -150,19 +150,6 @@ __attribute__((target("avx2"))) float HorizontalSum(__m256 v) {
 #define QD8_HSUM HorizontalSum
 #define QD8_FMA(i, s, acc) _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc)
 #include "runtime/kernels/vectorized/linear_qd8_chunk.inc"
-#undef QD8_TARGET
-#undef QD8_NAME
-#undef QD8_I
-#undef QD8_F
-#undef QD8_STEP
-#undef QD8_MADD
-#undef QD8_ADD_I
-#undef QD8_ZERO_I
-#undef QD8_ZERO_F
-#undef QD8_SET1
-#undef QD8_ADD_F
-#undef QD8_HSUM
-#undef QD8_FMA
 
 // AVX-512's: twice the columns per instruction (vpmaddwd on 32 columns), blocks and rows in
 // whole multiples of 32 columns.
@@ -186,19 +173,6 @@ __attribute__((target("avx512f,avx512dq,avx2"))) inline float HorizontalSum512(_
 // (maskz: GCC 12 reports _mm512_cvtepi32_ps's undefined pass-through as uninitialized.)
 #define QD8_FMA(i, s, acc) _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, i), s, acc)
 #include "runtime/kernels/vectorized/linear_qd8_chunk.inc"
-#undef QD8_TARGET
-#undef QD8_NAME
-#undef QD8_I
-#undef QD8_F
-#undef QD8_STEP
-#undef QD8_MADD
-#undef QD8_ADD_I
-#undef QD8_ZERO_I
-#undef QD8_ZERO_F
-#undef QD8_SET1
-#undef QD8_ADD_F
-#undef QD8_HSUM
-#undef QD8_FMA
 
 // The tiles of x quantized (int4: each 32 columns split into the even and the odd ones, as
 // UnpackSplit lays out the weights), each chunk run by `chunk` (AnyChunkAvx2 / AnyChunkAvx512).
