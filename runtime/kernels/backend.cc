@@ -9,6 +9,8 @@
 
 #if TERN_XNNPACK_BUILD
 #include <pthreadpool.h>
+
+#include "runtime/kernels/xnnpack/kernel_check.h"
 #endif
 
 namespace tern {
@@ -456,6 +458,8 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   // "xnnpack, 1 thread: 97 linear layers: 96 fully_connected_nc_qd8_f32_qc8w, 1 ...", then
   // attention and the detailed fallbacks.
   const bool pool = pool_ != nullptr;
+  char untrusted[256];
+  xnn::UntrustedPaths(untrusted, sizeof untrusted);
   out.Append("xnnpack, %d thread%s%s: %d linear layers:", pool ? plan.threads : 1, pool ? "s" : "",
              pool_failed_ ? " (pthreadpool_create failed; running on the calling thread)" : "",
              plan.linears);
@@ -475,7 +479,10 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
         "; %d layers on vectorized loops: XNNPACK has no operator for their weights (int4 "
         "blocks must be a multiple of 32 dividing the row; int8 needs one scale per row%s)",
         plan.fallbacks[0][0],
-        xnn::Qb4wTrusted() ? "" : "; its int4 blocks are wrong on this CPU (AVX512-VNNI)");
+        untrusted[0] ? "; or its kernels for them are wrong on this CPU" : "");
+  }
+  if (untrusted[0]) {
+    out.Append("; XNNPACK's %s not used: wrong on this CPU (kernel_check.h)", untrusted);
   }
   if (kernels_.attention->qk[0] == nullptr) {
     out.Append("%s", "; attention: vectorized loops");

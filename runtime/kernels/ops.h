@@ -133,12 +133,14 @@ inline void Linears(const float* x, int64_t m, int64_t ldx, const LinearTarget* 
   }
 }
 
-// Whether a layer's calls quantize each row of activations to int8 first (XNNPACK's qd8 paths)
+// Whether a layer's calls quantize each row of activations to int8 first (XNNPACK's qd8 paths,
+// and the integer loops that run int8 / int4 layers without an operator: vec::LinearQd8)
 // instead of computing in float.
 inline bool QuantizesRowsToInt8(const xnn::LinearKernel* kernel) {
 #if TERN_OPS_XNNPACK
   return kernel != nullptr &&
-         (kernel->path == xnn::LinearPath::kQd8Qc8w || kernel->path == xnn::LinearPath::kQd8Qc4w);
+         (kernel->path == xnn::LinearPath::kQd8Qc8w || kernel->path == xnn::LinearPath::kQd8Qc4w ||
+          (kernel->op == nullptr && (kernel->dtype == DType::kI8 || kernel->dtype == DType::kI4)));
 #else
   (void)kernel;
   return false;

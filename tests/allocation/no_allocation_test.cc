@@ -19,6 +19,7 @@
 #include <xnnpack.h>
 
 #include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #endif
 
@@ -177,31 +178,39 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
   };
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   using xnn::LinearPath;
+  // Where XNNPACK's f16 kernel is wrong on this CPU (kernel_check.h), f16 weights take the
+  // f32-compute path.
+  const char* const kF16Expect = xnn::PathTrusted(LinearPath::kF16)
+                                     ? "fully_connected_nc_f16"
+                                     : "33 fully_connected_nc_f32_f16; XNNPACK's";
+  // ...and int4 per row tern's integer loops.
+  const char* const kQc4wExpect = xnn::PathTrusted(LinearPath::kQd8Qc4w)
+                                      ? "fully_connected_nc_qd8_f32_qc4w"
+                                      : "kernels for them are wrong on this CPU";
   using xnn::PathBit;
   const Variant xnnpack[] = {
       {"xnnpack f32", Backend::kXnnpack, false, DType::kF32, 0, 0, 1, 1, "fully_connected_nc_f32"},
-      {"xnnpack f16", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 1, "fully_connected_nc_f16"},
+      {"xnnpack f16", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 1, kF16Expect},
       {"xnnpack f16 -> f32 compute", Backend::kXnnpack, false, DType::kF16, 0,
        PathBit(LinearPath::kF16), 1, 1, "fully_connected_nc_f32_f16"},
       {"xnnpack i8", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 1,
        "fully_connected_nc_qd8_f32_qc8w"},
       {"xnnpack i8 -> f32 activations", Backend::kXnnpack, false, DType::kI8, 0,
        PathBit(LinearPath::kQd8Qc8w), 1, 1, "fully_connected_nc_f32_qc8w"},
-      {"xnnpack i4 per row", Backend::kXnnpack, false, DType::kI4, 0, 0, 1, 1,
-       "fully_connected_nc_qd8_f32_qc4w"},
+      {"xnnpack i4 per row", Backend::kXnnpack, false, DType::kI4, 0, 0, 1, 1, kQc4wExpect},
       {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0,
-       PathBit(LinearPath::kQd8Qc4w), 1, 1, "fully_connected_nc_f32_qc4w"},
+       PathBit(LinearPath::kQd8Qc4w), 1, 1,
+       xnn::PathTrusted(LinearPath::kQd8Qc4w) ? "fully_connected_nc_f32_qc4w" : kQc4wExpect},
       {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1,
-       xnn::Qb4wTrusted() ? "fully_connected_nc_qd8_f32_qb4w"
-                          : "vectorized loops: XNNPACK has no operator"},
+       xnn::PathTrusted(LinearPath::kQd8Qb4w) ? "fully_connected_nc_qd8_f32_qb4w"
+                                              : "vectorized loops: XNNPACK has no operator"},
       {"xnnpack i4 blocks of 8 (vectorized loops)", Backend::kXnnpack, false, DType::kI4, 8, 0, 1,
        1, "vectorized loops: XNNPACK has no operator"},
       {"xnnpack i8, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1, "2 threads"},
       {"xnnpack f32, 2 threads", Backend::kXnnpack, true, DType::kF32, 0, 0, 2, 1, "2 threads"},
       {"xnnpack i8, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,
        "fully_connected_nc_qd8_f32_qc8w"},
-      {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2,
-       "fully_connected_nc_f16"},
+      {"xnnpack f16, beam 2", Backend::kXnnpack, false, DType::kF16, 0, 0, 1, 2, kF16Expect},
       {"xnnpack i8, fp16 caches, beam 3", Backend::kXnnpack, false, DType::kI8, 0, 0, 1, 3,
        "fully_connected_nc_qd8_f32_qc8w", CacheType::kFloat16},
       {"xnnpack i8, fp16 caches, 2 threads", Backend::kXnnpack, true, DType::kI8, 0, 0, 2, 1,
@@ -247,7 +256,8 @@ TEST_CASE("translate with shared weights allocates nothing after prepare", "[all
     CHECK(first.ok());
     CHECK(second.ok());
     CHECK(allocations == 0);
-    CHECK(shared.packed());
+    // Packed unless the int4 layers run tern's integer loops (XNNPACK's kernel wrong here).
+    CHECK(shared.packed() == (dtype != DType::kI4 || xnn::PathTrusted(xnn::LinearPath::kQd8Qc4w)));
   }
 }
 #endif

@@ -1,6 +1,7 @@
 #include "runtime/kernels/vectorized/linear_qd8.h"
 
 #include <algorithm>
+#include <cstring>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -17,6 +18,22 @@ constexpr int64_t kTile = 8;      // rows of x quantized together, sharing each 
 constexpr int64_t kChunk = 1024;  // columns quantized at a time: the tile takes 16 KiB of stack
 
 int64_t BlockOf(const WeightView& w) { return w.group_size > 0 ? w.group_size : w.cols; }
+
+// One scale per row: the loops keep each output's exact int32 sum (in y's memory, as bits) over
+// the chunks, and the epilogue scales it as XNNPACK's qd8_f32_qc8w / qc4w GEMMs do (Qd8Output),
+// so such a layer gives those operators' bits where their kernels are wrong (kernel_check.h),
+// and the shortlist's row kernel (LinearRowsQd8) gives its candidates the same logits.
+bool PerRow(const WeightView& w) { return w.groups_per_row() == 1; }
+
+// Adds a chunk's int32 sum to the one y holds (c0 == 0: stores it).
+inline void AddSum(float* out, int64_t c0, int32_t sum) {
+  if (c0 != 0) {
+    int32_t held;
+    std::memcpy(&held, out, sizeof held);
+    sum += held;
+  }
+  std::memcpy(out, &sum, sizeof sum);
+}
 
 // The part of the loops both versions share: tiles of rows, each row's quantization parameters
 // over its whole width, then chunks of columns. chunk(c0, c1, tile, y of the tile) adds each row's
@@ -42,6 +59,14 @@ __attribute__((always_inline)) inline void Tiles(const float* x, int64_t m, int6
     for (int64_t t = 0; t < tile; ++t) {
       float* yi = y + (i0 + t) * ldy;
       const float inv_scale = p[t].inv_scale;
+      if (PerRow(w)) {
+        for (int64_t r = 0; r < n; ++r) {
+          int32_t sum;
+          std::memcpy(&sum, yi + r, sizeof sum);  // k == 0: the 0.0f above, 0 as bits
+          yi[r] = Qd8Output(sum, inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr);
+        }
+        continue;
+      }
       for (int64_t r = 0; r < n; ++r) {
         const float v = yi[r] * inv_scale;
         yi[r] = bias != nullptr ? v + bias[r] : v;
@@ -80,6 +105,17 @@ TERN_VECTOR_CLONES void PortableLoops(const float* x, int64_t m, int64_t ldx, co
         QuantizeQd8(xt, p, count, xq[t]);
       },
       [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
+        if (PerRow(w)) {
+          for (int64_t r = 0; r < w.rows; ++r) {
+            UnpackInOrder(w, r, c0, c1, wq);
+            for (int64_t t = 0; t < tile; ++t) {
+              int32_t sum = 0;  // exact: |xq| <= 255, |w| <= 128, k < 2^16
+              for (int64_t c = 0; c < c1 - c0; ++c) sum += int32_t{xq[t][c]} * int32_t{wq[c]};
+              AddSum(yt + t * ldy + r, c0, sum);
+            }
+          }
+          return;
+        }
         for (int64_t r = 0; r < w.rows; ++r) {
           UnpackInOrder(w, r, c0, c1, wq);
           const float* scales = w.scales + r * blocks;
@@ -134,6 +170,12 @@ __attribute__((target("avx2"))) float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
+__attribute__((target("avx2"))) int32_t HorizontalSumI(__m256i v) {
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i t = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
+}
+
 #define QD8_TARGET "avx2,fma"
 #define QD8_NAME(n) n##Avx2
 #define QD8_I __m256i
@@ -148,6 +190,7 @@ __attribute__((target("avx2"))) float HorizontalSum(__m256 v) {
 #define QD8_SET1 _mm256_set1_ps
 #define QD8_ADD_F _mm256_add_ps
 #define QD8_HSUM HorizontalSum
+#define QD8_HSUM_I HorizontalSumI
 #define QD8_FMA(i, s, acc) _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc)
 #include "runtime/kernels/vectorized/linear_qd8_chunk.inc"
 
@@ -156,6 +199,11 @@ __attribute__((target("avx2"))) float HorizontalSum(__m256 v) {
 __attribute__((target("avx512f,avx512dq,avx2"))) inline float HorizontalSum512(__m512 v) {
   return HorizontalSum(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0),
                                      _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
+}
+
+__attribute__((target("avx512f,avx512dq,avx2"))) inline int32_t HorizontalSumI512(__m512i v) {
+  return HorizontalSumI(_mm256_add_epi32(_mm512_maskz_extracti32x8_epi32(0xFF, v, 0),
+                                         _mm512_maskz_extracti32x8_epi32(0xFF, v, 1)));
 }
 
 #define QD8_TARGET "avx512f,avx512bw,avx512dq,avx2,fma"
@@ -170,6 +218,7 @@ __attribute__((target("avx512f,avx512dq,avx2"))) inline float HorizontalSum512(_
 #define QD8_SET1 _mm512_set1_ps
 #define QD8_ADD_F _mm512_add_ps
 #define QD8_HSUM HorizontalSum512
+#define QD8_HSUM_I HorizontalSumI512
 // (maskz: GCC 12 reports _mm512_cvtepi32_ps's undefined pass-through as uninitialized.)
 #define QD8_FMA(i, s, acc) _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, i), s, acc)
 #include "runtime/kernels/vectorized/linear_qd8_chunk.inc"

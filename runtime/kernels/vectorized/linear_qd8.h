@@ -1,7 +1,7 @@
 // y = x W^T + b for the int8 and int4 layers XNNPACK has no operator for: blocks of scales that
-// are not a multiple of 32 dividing the row, int8 with several scales per row, and int4 blocks
-// on CPUs where XNNPACK's blockwise GEMM is wrong (xnn::Qb4wTrusted: AVX512-VNNI). Computed as
-// XNNPACK's qd8 paths compute the layers it does have operators for: each row of x quantized to
+// are not a multiple of 32 dividing the row, int8 with several scales per row, and int4 (blocks or
+// per row) on CPUs where XNNPACK's int4 GEMM is wrong (xnn::PathTrusted, kernel_check.h). Computed
+// as XNNPACK's qd8 paths compute the layers it does have operators for: each row of x quantized to
 // int8 (qd8.h), then per block of a weight row the exact int32 sum of (q - zero point) x weight,
 // scaled by the block's scale and summed in float, times the row's dequantization scale, plus
 // the bias. So a model runs with the same kind of error on these layers as on XNNPACK's, in

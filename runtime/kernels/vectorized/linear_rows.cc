@@ -178,24 +178,6 @@ const RowDots& Dots() {
   return dots;
 }
 
-// Whether XNNPACK's qd8 GEMM epilogue fuses `scaled * row scale + bias` (one rounding) on this
-// CPU: its AVX2 / AVX-512 / AVX-VNNI kernels and its aarch64 NEON C kernels do (vfmadd,
-// vfmaq_f32); its SSE, armv7 NEON (vmlaq_f32) and scalar kernels multiply and add with two
-// roundings. Without a bias both give the same bits. Not matched: the aarch64 / aarch32
-// assembly kernels for dot-product CPUs without i8mm (4x16c4 neondot ld128 and cortex_a55),
-// which XNNPACK runs for several rows and which fold the two scales into one product first:
-// there a batch's candidate logits agree with the full projection's to rounding, not bitwise.
-bool Qd8EpilogueFused() {
-#if defined(__aarch64__)
-  return true;
-#elif defined(__x86_64__) || defined(__i386__)
-  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return fused;
-#else
-  return false;
-#endif
-}
-
 }  // namespace
 
 bool Qd8Rows(const WeightView& w) {
@@ -207,7 +189,6 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
                                       const float* bias, const int32_t* rows, int64_t count,
                                       float* y, const int32_t* bias_ids) {
   const int64_t k = w.cols;
-  const bool fused = bias != nullptr && Qd8EpilogueFused();
   const RowDots& dots = Dots();
   const size_t row_bytes = w.row_bytes();
   constexpr int64_t kAhead = 4;  // rows prefetched ahead: candidates are scattered rows, which
@@ -225,17 +206,7 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
     const int32_t sum = w.dtype == DType::kI8
                             ? dots.int8(xq, reinterpret_cast<const int8_t*>(w.row(r)), k)
                             : dots.int4(xq, w.row(r), k);
-    // As the GEMM's epilogue: one rounding for the product by the row's input scale, then the
-    // row scale and the bias with one rounding (fused) or two.
-    const float scaled = static_cast<float>(sum) * p.inv_scale;
-    if (bias == nullptr) {
-      y[i] = scaled * w.scales[r];
-    } else if (fused) {
-      y[i] = std::fma(scaled, w.scales[r], bias[b]);
-    } else {
-      volatile float product = scaled * w.scales[r];  // volatile: never contracted into an fma
-      y[i] = product + bias[b];
-    }
+    y[i] = Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + b : nullptr);
   }
 }
 

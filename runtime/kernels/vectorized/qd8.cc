@@ -1,5 +1,7 @@
 #include "runtime/kernels/vectorized/qd8.h"
 
+#include <cmath>
+
 #include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern::vec {
@@ -57,6 +59,25 @@ Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
   const Qd8Row p = Qd8Params(x, k);
   QuantizeQd8(x, p, k, xq);
   return p;
+}
+
+float Qd8Output(int32_t sum, float inv_scale, float row_scale, const float* bias) {
+  const float scaled = static_cast<float>(sum) * inv_scale;
+  if (bias == nullptr) return scaled * row_scale;
+  if (Qd8EpilogueFused()) return std::fma(scaled, row_scale, *bias);
+  volatile float product = scaled * row_scale;  // volatile: never contracted into an fma
+  return product + *bias;
+}
+
+bool Qd8EpilogueFused() {
+#if defined(__aarch64__)
+  return true;
+#elif defined(__x86_64__) || defined(__i386__)
+  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return fused;
+#else
+  return false;
+#endif
 }
 
 }  // namespace tern::vec

@@ -28,4 +28,19 @@ void QuantizeQd8(const float* x, Qd8Row p, int64_t count, int16_t* xq);
 // Both: the parameters of the k values at x, and the values quantized into xq.
 Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
 
+// One output of XNNPACK's qd8_f32_qc8w / qc4w GEMMs from the exact sum of a row of xq times a
+// weight row: as their epilogue computes it, the sum times the row's dequantization scale (one
+// rounding), then times the weight row's scale plus the bias, with one rounding where the
+// epilogue fuses them (Qd8EpilogueFused) or two. bias: null for none.
+float Qd8Output(int32_t sum, float inv_scale, float row_scale, const float* bias);
+
+// Whether XNNPACK's qd8 GEMM epilogue fuses `scaled * row scale + bias` (one rounding) on this
+// CPU: its AVX2 / AVX-512 / AVX-VNNI kernels and its aarch64 NEON C kernels do (vfmadd,
+// vfmaq_f32); its SSE, armv7 NEON (vmlaq_f32) and scalar kernels multiply and add with two
+// roundings. Without a bias both give the same bits. Not matched: the aarch64 / aarch32
+// assembly kernels for dot-product CPUs without i8mm (4x16c4 neondot ld128 and cortex_a55),
+// which XNNPACK runs for several rows and which fold the two scales into one product first:
+// there XNNPACK's several-row calls agree with Qd8Output to rounding, not bitwise.
+bool Qd8EpilogueFused();
+
 }  // namespace tern::vec

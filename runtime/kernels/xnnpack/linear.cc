@@ -11,6 +11,7 @@
 
 #include "runtime/core/fp16.h"
 #include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear_paths.h"
 
 namespace tern::xnn {
@@ -19,22 +20,8 @@ namespace {
 
 std::atomic<uint32_t> g_unsupported_for_testing{0};
 
-// XNNPACK 2024-11's f32_qc4w GEMM on ARM (aarch64 and armv7) computes garbage for rows with an
-// odd number of input channels (measured under qemu: errors 10^5..10^8 times the int4 tolerance,
-// even K exact; x86-64 is exact for both), so there odd K skips that path and runs the
-// vectorizable loops (vectorized/linear.h). Real models have even widths; the qd8 path, tried
-// first, is unaffected.
-bool F32Qc4wTakes(int64_t cols) {
-#if defined(__aarch64__) || defined(__arm__)
-  return cols % 2 == 0;
-#else
-  (void)cols;
-  return true;
-#endif
-}
-
-// The paths worth trying for a weight, best first.
-int Chain(const WeightView& w, LinearPath* out) {
+// The paths XNNPACK has for a weight, best first.
+int Candidates(const WeightView& w, LinearPath* out) {
   switch (w.dtype) {
     case DType::kF32:
       out[0] = LinearPath::kF32;
@@ -56,7 +43,7 @@ int Chain(const WeightView& w, LinearPath* out) {
         return 2;
       }
       // XNNPACK's blockwise int4 wants blocks of a multiple of 32 that divide the row.
-      if (Qb4wTrusted() && w.group_size % XNN_MIN_BLOCKSIZE == 0 && w.cols % w.group_size == 0) {
+      if (w.group_size % XNN_MIN_BLOCKSIZE == 0 && w.cols % w.group_size == 0) {
         out[0] = LinearPath::kQd8Qb4w;
         return 1;
       }
@@ -67,13 +54,40 @@ int Chain(const WeightView& w, LinearPath* out) {
   return 0;
 }
 
-// Prepare-time inputs of a path that differ from the file's bytes. Scratch layout: the small
-// part (scales, f16 bias) first, then the repacked kernel when the path needs one.
-struct ScratchLayout {
-  size_t small_bytes = 0;   // scales or f16 bias
-  size_t kernel_bytes = 0;  // repacked int4 nibbles
-  size_t total() const { return small_bytes + kernel_bytes; }
-};
+// The paths worth trying for a weight, best first: its candidates up to the first whose operator
+// computes wrong results on this CPU (kernel_check.h), less that one. The next path runs (f16's
+// f32-compute path), or tern's own loops (ops::Linear) when none is left.
+int Chain(const WeightView& w, LinearPath* out) {
+  LinearPath all[kLinearPathCount];
+  const int count = Candidates(w, all);
+  int kept = 0;
+  for (int i = 0; i < count; ++i) {
+    if (PathTrusted(all[i])) {
+      out[kept++] = all[i];
+    } else if (Traits(all[i]).activations == Activations::kQd8) {
+      // Not its f32-activation sibling, which would change the results: tern's integer loops
+      // compute the qd8 path's math, to its bits for one scale per row (linear_qd8.h).
+      break;
+    }
+  }
+  return kept;
+}
+
+}  // namespace
+
+// XNNPACK 2024-11's f32_qc4w GEMM on ARM (aarch64 and armv7) computes garbage for rows with an
+// odd number of input channels (measured under qemu: errors 10^5..10^8 times the int4 tolerance,
+// even K exact; x86-64 is exact for both), so there odd K skips that path and runs the
+// vectorizable loops (vectorized/linear.h). Real models have even widths; the qd8 path, tried
+// first, is unaffected.
+bool F32Qc4wTakes(int64_t cols) {
+#if defined(__aarch64__) || defined(__arm__)
+  return cols % 2 == 0;
+#else
+  (void)cols;
+  return true;
+#endif
+}
 
 ScratchLayout Layout(LinearPath path, const LinearSpec& spec) {
   const PathTraits& t = Traits(path);
@@ -100,6 +114,8 @@ ScratchLayout Layout(LinearPath path, const LinearSpec& spec) {
   return l;
 }
 
+namespace {
+
 // Part p of a layer cut into spec.parts: its output rows, their scales and bias; the strides
 // stay the whole layer's (each part writes its columns of the same y).
 LinearSpec PartSpec(const LinearSpec& spec, int p) {
@@ -122,6 +138,8 @@ uint16_t Bf16(float value) {  // round to nearest even
   bits += 0x7FFFu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
+
+}  // namespace
 
 // Fills scratch per Layout(path, spec) and says what to hand XNNPACK. With repack_kernel false
 // (the dry run), the kernel stays the file's bytes: XNNPACK does not read it before asking for
@@ -187,6 +205,8 @@ Operands PrepareOperands(LinearPath path, const LinearSpec& spec, int64_t whole_
   return o;
 }
 
+namespace {
+
 xnn_status CreateOperator(LinearPath path, const Operands& o, xnn_operator_t* op) {
   if (g_unsupported_for_testing.load(std::memory_order_relaxed) & PathBit(path)) {
     return xnn_status_unsupported_hardware;
@@ -234,19 +254,6 @@ StatusCode PrepareError(xnn_status s) {
 }
 
 }  // namespace
-
-// XNNPACK 2024-11's qd8_f32_qb4w GEMM on x86-64 with AVX512-VNNI is wrong for some batch sizes:
-// measured on an AMD EPYC with AVX512-VNNI for every shape tested, M = 2, 3, 15-17, 29-31,
-// 43-45, 57-59 (a model's logits off by up to 0.9 where 0.05 was allowed; M = 1 and the other
-// sizes within the tests' tolerance). Running those batches in pieces of good sizes still left
-// errors up to 3x the tolerance for N not a multiple of 16, so on such CPUs blockwise int4 runs
-// the vectorizable loops (vectorized/linear.h; the reference kernel before 2026-12-05). Per-row
-// int4 (qc4w, the converter's default), int8, f16 and f32 passed there for every M tested up to 64,
-// and qb4w passed on the machines without AVX512-VNNI that ran these tests before.
-bool Qb4wTrusted() {
-  static const bool trusted = !(cpuinfo_initialize() && cpuinfo_has_x86_avx512vnni());
-  return trusted;
-}
 
 const char* LinearPathName(LinearPath path) {
   return static_cast<int>(path) < kLinearPathCount ? Traits(path).name : "?";

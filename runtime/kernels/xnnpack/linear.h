@@ -59,10 +59,6 @@ LinearPath PreferredPath(const WeightView& weight);
 // "fully_connected_nc_f32", ...; "reference" for kReference.
 const char* LinearPathName(LinearPath path);
 
-// Whether XNNPACK's blockwise int4 GEMM (qd8_f32_qb4w) is used on this CPU: not on x86-64 with
-// AVX512-VNNI, where it is wrong for some batch sizes (linear.cc); blockwise int4 layers then run
-// the reference kernel.
-bool Qb4wTrusted();
 inline constexpr uint32_t PathBit(LinearPath path) { return 1u << static_cast<uint32_t>(path); }
 
 // For tests: paths whose bit is set behave as if XNNPACK returned
@@ -236,8 +232,9 @@ bool RunLinear(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, flo
 // rows of W as a weight of their own. With the context's pool and a layer of at least
 // kPartAlign rows per thread, its output rows are cut as CutParts / PartBegin cut a layer's
 // operators, each part one pool task, when the layer's governor measures that faster: the
-// encoder's and a batch's int4-block layers on AVX512-VNNI CPUs (Qb4wTrusted) run there.
-// Each output is computed on its own, so the bits do not depend on the cut. Allocates nothing.
+// encoder's and a batch's layers whose XNNPACK kernel is wrong on the CPU (kernel_check.h) run
+// there. Each output is computed on its own, so the bits do not depend on the cut. Allocates
+// nothing.
 using LinearLoops = void (*)(const float* x, int64_t m, int64_t ldx, const WeightView& w,
                              const float* bias, float* y, int64_t ldy);
 void RunLinearLoops(LinearKernel& kernel, LinearLoops loops, const float* x, int64_t m, int64_t ldx,

@@ -83,6 +83,24 @@ struct PathTraits {
 // The row of `path`.
 const PathTraits& Traits(LinearPath path);
 
+// Whether fully_connected_nc_f32_qc4w is used for rows of `cols` weights (not odd ones on ARM).
+bool F32Qc4wTakes(int64_t cols);
+
+// Prepare-time inputs of a path that differ from the file's bytes. Scratch layout: the small
+// part (scales, f16 bias) first, then the repacked kernel when the path needs one.
+struct ScratchLayout {
+  size_t small_bytes = 0;   // scales or f16 bias
+  size_t kernel_bytes = 0;  // repacked int4 nibbles
+  size_t total() const { return small_bytes + kernel_bytes; }
+};
+ScratchLayout Layout(LinearPath path, const LinearSpec& spec);
+
+// Fills scratch (Layout(path, spec).total() bytes) and says what to hand XNNPACK's create for
+// `path` (linear.cc). With repack_kernel false (the dry run) the kernel stays the file's bytes.
+// whole_n: the output rows of the whole layer (spec may be one part of it).
+Operands PrepareOperands(LinearPath path, const LinearSpec& spec, int64_t whole_n, uint8_t* scratch,
+                         bool repack_kernel);
+
 // The context's activation buffers a call of `rows` rows needs (ContextNeeds::Add plans them,
 // RunLinear checks them).
 inline size_t Qd8InputBytes(size_t rows, size_t k) { return rows * k + XNN_EXTRA_BYTES; }

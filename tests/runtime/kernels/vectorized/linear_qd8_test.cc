@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/kernels/reference/linear.h"
+#include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/vectorized/qd8.h"
 #include "tests/runtime/kernels/vectorized/random_weights.h"
 
@@ -165,6 +166,44 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
   }
   // On an AVX2 CPU vector loops were among the cases (per row, blocks of 16, 32, 96, 128).
   if (CpuHas(vec::Qd8Isa::kAvx2)) CHECK(vector_cases >= 15);
+}
+
+// With one scale per row the loops keep each output's exact int32 sum and scale it as XNNPACK's
+// qd8 GEMMs do (vec::Qd8Output): the bits of the shortlist's row kernel (vec::LinearRowsQd8, which
+// matches XNNPACK's, tests/runtime/kernels/xnnpack/linear_test.cc), on every loops, at widths of
+// one and several chunks (the sums carried across chunks as int32).
+TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits, every loops",
+          "[vectorized][linear]") {
+  std::mt19937 rng(23);
+  int compared = 0;
+  for (DType dtype : {DType::kI8, DType::kI4}) {
+    for (int64_t k : {5, 64, 96, 512, 1024, 2048, 3072}) {
+      const int64_t n = 29, m = 5;
+      Weights w = RandomWeights({"per row", dtype, 0}, n, k, &rng);
+      const std::vector<float> bias = vec_test::RandomValues(n, &rng);
+      std::vector<float> x = vec_test::RandomValues(m * k, &rng);
+      for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(k + c)] = 50.0f + c;  // all positive
+      for (vec::Qd8Isa isa : {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512}) {
+        if (!vec::LinearQd8Runs(isa, w.view)) continue;
+        for (bool with_bias : {true, false}) {
+          INFO(DTypeName(dtype) << ", k " << k << ", " << IsaName(isa)
+                                << (with_bias ? ", bias" : ", no bias"));
+          const float* b = with_bias ? bias.data() : nullptr;
+          std::vector<float> got(static_cast<size_t>(m * n));
+          vec::LinearQd8On(isa, x.data(), m, k, w.view, b, got.data(), n);
+          std::vector<int16_t> xq(static_cast<size_t>(k));
+          std::vector<float> rows(static_cast<size_t>(n));
+          for (int64_t i = 0; i < m; ++i) {
+            const vec::Qd8Row p = vec::QuantizeQd8(x.data() + i * k, k, xq.data());
+            vec::LinearRowsQd8(xq.data(), p, w.view, b, nullptr, n, rows.data());
+            CHECK(std::memcmp(rows.data(), got.data() + i * n, rows.size() * sizeof(float)) == 0);
+          }
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared >= 28);
 }
 
 TEST_CASE(

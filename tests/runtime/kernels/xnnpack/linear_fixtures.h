@@ -15,6 +15,7 @@
 
 #include "converter/quantize.h"
 #include "runtime/core/tensor.h"
+#include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear.h"
 
 struct pthreadpool;
@@ -114,16 +115,26 @@ struct PathCase {
 
 // Every path XNNPACK runs here, the f32-activation fallbacks forced.
 inline std::vector<PathCase> CutPaths() {
-  std::vector<PathCase> paths = {
+  const std::vector<PathCase> all = {
       {DType::kF32, 0, LinearPath::kF32, 0},
       {DType::kF16, 0, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16)},
       {DType::kI8, 0, LinearPath::kQd8Qc8w, 0},
       {DType::kI8, 0, LinearPath::kF32Qc8w, xnn::PathBit(LinearPath::kQd8Qc8w)},
       {DType::kI4, 0, LinearPath::kQd8Qc4w, 0},
       {DType::kI4, 0, LinearPath::kF32Qc4w, xnn::PathBit(LinearPath::kQd8Qc4w)},
+      {DType::kF16, 0, LinearPath::kF16, 0},
+      {DType::kI4, 32, LinearPath::kQd8Qb4w, 0},
   };
-  if (CpuHasF16Gemm()) paths.push_back({DType::kF16, 0, LinearPath::kF16, 0});
-  if (xnn::Qb4wTrusted()) paths.push_back({DType::kI4, 32, LinearPath::kQd8Qb4w, 0});
+  // Not the paths this CPU lacks, nor those whose XNNPACK kernels are wrong on it (kernel_check.h).
+  std::vector<PathCase> paths;
+  for (const PathCase& c : all) {
+    if (c.path == LinearPath::kF16 && !CpuHasF16Gemm()) continue;
+    // An f32-activation path is reached only past a trusted qd8 path (linear.cc, Chain).
+    const bool past_qd8 = c.path == LinearPath::kF32Qc8w || c.path == LinearPath::kF32Qc4w;
+    const LinearPath qd8 =
+        c.path == LinearPath::kF32Qc8w ? LinearPath::kQd8Qc8w : LinearPath::kQd8Qc4w;
+    if (xnn::PathTrusted(c.path) && (!past_qd8 || xnn::PathTrusted(qd8))) paths.push_back(c);
+  }
   return paths;
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/xnnpack/allocator.h"
+#include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #include "tests/runtime/kernels/xnnpack/linear_fixtures.h"
 
@@ -215,6 +217,15 @@ void CheckPath(DType dtype, const Case& c, LinearPath expect_path, uint32_t unsu
 
 const Case kShapes[] = {{1, 1, 0}, {7, 13, 0}, {33, 17, 0}, {64, 96, 0}, {130, 257, 0}};
 
+// The first path of `chain` whose XNNPACK kernels compute right on this CPU (kernel_check.h):
+// the one the planner takes when the paths before it are switched off. kReference: none.
+LinearPath FirstTrusted(std::initializer_list<LinearPath> chain) {
+  for (const LinearPath p : chain) {
+    if (xnn::PathTrusted(p)) return p;
+  }
+  return LinearPath::kReference;
+}
+
 TEST_CASE("xnnpack f32 linear matches the reference", "[xnnpack][linear]") {
   uint32_t seed = 1;
   for (const Case& c : kShapes) {
@@ -231,7 +242,9 @@ TEST_CASE("xnnpack f16 linear matches the reference (native and f32-compute fall
   for (const Case& c : kShapes) {
     for (int64_t m : {1, 4, 19}) {
       // Native f16 where the CPU has it; otherwise the f32-compute fallback, unforced.
-      const LinearPath native = CpuHasF16Gemm() ? LinearPath::kF16 : LinearPath::kF16AsF32;
+      const LinearPath native = CpuHasF16Gemm()
+                                    ? FirstTrusted({LinearPath::kF16, LinearPath::kF16AsF32})
+                                    : LinearPath::kF16AsF32;
       CheckPath(DType::kF16, c, native, 0, true, m, 3, 2, seed++);
       CheckPath(DType::kF16, c, LinearPath::kF16AsF32, xnn::PathBit(LinearPath::kF16), true, m, 0,
                 0, seed++);
@@ -246,8 +259,9 @@ TEST_CASE("xnnpack int8 linear matches the reference (qd8 and f32-activation fal
   uint32_t seed = 200;
   for (const Case& c : kShapes) {
     for (int64_t m : {1, 2, 5, 33}) {
-      CheckPath(DType::kI8, c, LinearPath::kQd8Qc8w, 0, true, m, 4, 0, seed++);
-      CheckPath(DType::kI8, c, LinearPath::kQd8Qc8w, 0, false, m, 0, 7, seed++);
+      const LinearPath best = FirstTrusted({LinearPath::kQd8Qc8w, LinearPath::kF32Qc8w});
+      CheckPath(DType::kI8, c, best, 0, true, m, 4, 0, seed++);
+      CheckPath(DType::kI8, c, best, 0, false, m, 0, 7, seed++);
       CheckPath(DType::kI8, c, LinearPath::kF32Qc8w, xnn::PathBit(LinearPath::kQd8Qc8w), true, m, 0,
                 0, seed++);
     }
@@ -259,9 +273,14 @@ TEST_CASE("xnnpack int4 per-row linear matches the reference (qd8 and f32-activa
   uint32_t seed = 300;
   for (const Case& c : kShapes) {
     for (int64_t m : {1, 3, 18}) {
-      CheckPath(DType::kI4, c, LinearPath::kQd8Qc4w, 0, true, m, 1, 0, seed++);
-      // On ARM, odd K skips XNNPACK's f32_qc4w (wrong there, see linear.cc F32Qc4wTakes).
-      const LinearPath fallback = kArm && c.k % 2 ? LinearPath::kReference : LinearPath::kF32Qc4w;
+      // On ARM, odd K skips XNNPACK's f32_qc4w (wrong there, see linear.cc F32Qc4wTakes). Where
+      // XNNPACK's qd8 kernel is wrong, tern's integer loops run its math, forced or not.
+      const LinearPath fallback = (kArm && c.k % 2) || !xnn::PathTrusted(LinearPath::kQd8Qc4w)
+                                      ? LinearPath::kReference
+                                      : FirstTrusted({LinearPath::kF32Qc4w});
+      CheckPath(DType::kI4, c,
+                xnn::PathTrusted(LinearPath::kQd8Qc4w) ? LinearPath::kQd8Qc4w : fallback, 0, true,
+                m, 1, 0, seed++);
       CheckPath(DType::kI4, c, fallback, xnn::PathBit(LinearPath::kQd8Qc4w), false, m, 0, 2,
                 seed++);
     }
@@ -273,8 +292,8 @@ TEST_CASE("xnnpack int4 block-scaled linear matches the reference", "[xnnpack][l
   const Case blocks[] = {{1, 64, 32},  {7, 96, 32},    {33, 64, 32},
                          {40, 64, 32}, {130, 256, 64}, {5, 256, 128}};
   // Batch sizes around XNNPACK's 14-row tiles: 2, 3, 15, 17 and 31 were wrong on AVX512-VNNI
-  // CPUs, which therefore run the vectorizable loops (linear.cc, Qb4wTrusted).
-  const LinearPath path = xnn::Qb4wTrusted() ? LinearPath::kQd8Qb4w : LinearPath::kReference;
+  // CPUs, which therefore run the vectorizable loops (kernel_check.h).
+  const LinearPath path = FirstTrusted({LinearPath::kQd8Qb4w});
   for (const Case& c : blocks) {
     for (int64_t m : {1, 2, 3, 4, 14, 15, 17, 21, 31}) {
       const bool bias = seed % 2 == 0;
@@ -341,6 +360,56 @@ TEST_CASE("calls outside what prepare planned are answered by the reference kern
   }
 }
 
+// Where XNNPACK's qd8 kernel for int4 (or int8) per row is wrong on the CPU (kernel_check.h),
+// tern's integer loops run the layer; they must give what the kernel gives where it is right,
+// bit for bit, so that a model translates the same on every CPU: checked against every qd8
+// path this CPU trusts, at one row and several, widths of one chunk of the loops and several.
+TEST_CASE("the integer loops give XNNPACK's qd8 bits for one scale per row", "[xnnpack][linear]") {
+  uint32_t seed = 900;
+  int compared = 0;
+  for (DType dtype : {DType::kI8, DType::kI4}) {
+    const LinearPath qd8 = dtype == DType::kI8 ? LinearPath::kQd8Qc8w : LinearPath::kQd8Qc4w;
+    if (!xnn::PathTrusted(qd8)) continue;
+    for (const Case& c : {Case{40, 96, 0}, Case{33, 512, 0}, Case{70, 2048, 0}}) {
+      const Weight w = MakeWeight(c.n, c.k, dtype, 0, seed, false);
+      std::mt19937 rng(seed++);
+      std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+      std::vector<float> b(static_cast<size_t>(c.n));
+      for (auto& v : b) v = dist(rng);
+      for (int64_t m : {1, 5}) {
+        std::vector<float> x(static_cast<size_t>(m * c.k) + kPad);
+        for (auto& v : x) v = dist(rng);
+        xnn::LinearSpec spec;
+        spec.weight = w.view();
+        spec.bias = b.data();
+        spec.max_rows = m;
+        spec.input_stride = c.k;
+        spec.output_stride = c.n;
+        OneLinear one;
+        INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " m=" << m);
+        REQUIRE(Make(spec, &one).ok());
+        REQUIRE(one.choice.path == qd8);
+        std::vector<float> xnn_y(static_cast<size_t>(m * c.n)), loops(xnn_y.size());
+        REQUIRE(xnn::RunLinear(one.kernel, x.data(), m, c.k, xnn_y.data(), c.n));
+        vec::LinearQd8(x.data(), m, c.k, spec.weight, spec.bias, loops.data(), c.n);
+        int mismatches = 0;
+        for (size_t i = 0; i < loops.size(); ++i) {
+          // ARM's several-row assembly kernels fold the scales in another order (see below).
+          const bool same =
+              std::memcmp(&loops[i], &xnn_y[i], sizeof(float)) == 0 ||
+              (kArm && m > 1 &&
+               std::fabs(loops[i] - xnn_y[i]) <= 4e-7f * std::fabs(xnn_y[i]) + 1e-30f);
+          mismatches += same ? 0 : 1;
+        }
+        CHECK(mismatches == 0);
+        ++compared;
+      }
+    }
+  }
+  // int8's qd8 kernel is right on every CPU tern has run on: the test is not vacuous.
+  CHECK(compared >= 6);
+}
+
 // The vocabulary shortlist's row kernel (kernels/vectorized/linear_rows.h) must give a candidate
 // the logit the full projection gives it, bit for bit, or the shortlist changes translations
 // whose argmax it holds: the qd8 emulation against XNNPACK's qd8 operators, rows listed in any
@@ -382,6 +451,8 @@ TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit"
         INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " bias=" << bias);
         REQUIRE(Make(spec, &one).ok());
         const LinearPath qd8 = dtype == DType::kI8 ? LinearPath::kQd8Qc8w : LinearPath::kQd8Qc4w;
+        // Where XNNPACK's kernel is wrong on this CPU (kernel_check.h) there is nothing to match.
+        if (!xnn::PathTrusted(qd8)) continue;
         REQUIRE(one.choice.path == qd8);
         REQUIRE(ops::QuantizesRowsToInt8(&one.kernel));
         REQUIRE(vec::Qd8Rows(spec.weight));
