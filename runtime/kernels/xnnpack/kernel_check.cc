@@ -169,7 +169,8 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
   for (int64_t j = 0; j < n; ++j) bias[j] = static_cast<float>(rng.Next(-4, 4));
   for (int64_t i = 0; i < kMaxRows; ++i) {
     float* xi = x + i * k;
-    for (int64_t c = 0; c < k; ++c) xi[c] = static_cast<float>(small_x ? rng.Next(-2, 2) : rng.Next(-8, 8));
+    for (int64_t c = 0; c < k; ++c)
+      xi[c] = static_cast<float>(small_x ? rng.Next(-2, 2) : rng.Next(-8, 8));
     if (!small_x) {
       xi[i % k] = -128.0f;
       xi[(i + 1) % k] = 127.0f;
@@ -227,9 +228,8 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
       s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp32, xnn_datatype_fp16,
                                           nullptr, nullptr, nullptr, 0, &to_f16);
       if (s == xnn_status_success) {
-        s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp16,
-                                            xnn_datatype_fp32, nullptr, nullptr, nullptr, 0,
-                                            &from_f16);
+        s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp16, xnn_datatype_fp32,
+                                            nullptr, nullptr, nullptr, 0, &from_f16);
       }
     }
     if (s != xnn_status_success) verdict = KernelVerdict::kUnsupported;
@@ -292,7 +292,8 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
     xnn_delete_operator(to_qd8);
     xnn_delete_operator(to_f16);
     xnn_delete_operator(from_f16);
-    if (scope.overflowed() && verdict == KernelVerdict::kRight) verdict = KernelVerdict::kUnsupported;
+    if (scope.overflowed() && verdict == KernelVerdict::kRight)
+      verdict = KernelVerdict::kUnsupported;
   }
   return verdict;
 }

@@ -38,8 +38,8 @@ TEST_CASE("the kernel check refuses the paths it finds wrong, and only those are
     const KernelVerdict verdict = xnn::CheckKernel(path);
     const bool trusted = xnn::PathTrusted(path);
     // What this CPU gives, in the test log.
-    WARN(xnn::LinearPathName(path) << ": " << VerdictName(verdict)
-                                   << (trusted ? "" : ", not used"));
+    WARN(xnn::LinearPathName(path)
+         << ": " << VerdictName(verdict) << (trusted ? "" : ", not used"));
     // A wrong kernel is never trusted; a right one only when a rule (qb4w on AVX512-VNNI) says so.
     if (verdict == KernelVerdict::kWrong) CHECK_FALSE(trusted);
     if (verdict != KernelVerdict::kWrong && path != LinearPath::kQd8Qb4w) CHECK(trusted);
