@@ -46,8 +46,11 @@ constexpr Shape kShapes[] = {{64, 96, 32}, {130, 160, 32}, {33, 17, 0}};
 constexpr int64_t kRows[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33};
 constexpr int64_t kMaxRows = 33;
 // What XNNPACK allocates for one layer of the check: the packed weights (f16 widened to f32 at
-// most: 4 bytes per weight, with padding to its tiles) and the operators.
-constexpr size_t kRegionBytes = size_t{1} << 20;
+// most: 4 bytes per weight, 130 x 160 padded to XNNPACK's tiles of up to 64 rows: 123 KiB) and
+// the operators. Taken with malloc, not calloc: zeroing it would bring every page of it into
+// the process (glibc serves it from the heap once a freed mapping raised its mmap threshold),
+// and a process's peak RSS is part of tern's memory bound.
+constexpr size_t kRegionBytes = size_t{512} << 10;
 
 // A deterministic generator: the same layers on every run and every CPU.
 struct Lcg {
@@ -71,10 +74,12 @@ class Blocks {
     if (p != nullptr) blocks_[count_++] = p;
     return static_cast<T*>(p);
   }
-  // 64-byte aligned (the arena region handed to ArenaScope).
-  uint8_t* Aligned(size_t bytes) {
-    uint8_t* p = Get<uint8_t>(bytes + 64);
+  // 64-byte aligned; zeroed only if `zero`.
+  uint8_t* Aligned(size_t bytes, bool zero = true) {
+    if (count_ == kMax) return nullptr;
+    void* p = zero ? std::calloc(bytes + 64, 1) : std::malloc(bytes + 64);
     if (p == nullptr) return nullptr;
+    blocks_[count_++] = p;
     return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64);
   }
 
@@ -148,7 +153,7 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
   const size_t f16_bytes = Align64(F16Bytes(kMaxRows, static_cast<size_t>(k > n ? k : n)));
   const size_t qd8_bytes = Align64(Qd8InputBytes(kMaxRows, static_cast<size_t>(k)));
   uint8_t* activations = blocks.Aligned(2 * f16_bytes + qd8_bytes + Qd8ParamsBytes(kMaxRows));
-  uint8_t* region = blocks.Aligned(kRegionBytes);
+  uint8_t* region = blocks.Aligned(kRegionBytes, /*zero=*/false);
   if (values == nullptr || scales == nullptr || bias == nullptr || data == nullptr ||
       x == nullptr || y == nullptr || want == nullptr || size == nullptr ||
       activations == nullptr || region == nullptr) {

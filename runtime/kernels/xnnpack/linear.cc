@@ -1,6 +1,5 @@
 #include "runtime/kernels/xnnpack/linear.h"
 
-#include <cpuinfo.h>
 #include <pthreadpool.h>
 #include <xnnpack.h>
 

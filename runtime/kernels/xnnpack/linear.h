@@ -15,7 +15,10 @@
 //   i4   per row: convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qc4w, fully_connected_nc_f32_qc4w
 //        per block: convert_nc_f32_qd8 + fully_connected_nc_qd8_f32_qb4w (block a multiple of
 //        32 dividing the row; block scales rounded to bf16, as XNNPACK takes them)
-// and the reference kernel when none applies: slower, never wrong.
+// and tern's own loops when none applies (ops::Linear: vectorized/linear_qd8.h for int8 / int4,
+// vectorized/linear.h for floats). A path whose XNNPACK kernel computes wrong results on the CPU
+// (kernel_check.h) is left out, and with it a qd8 path's f32-activation sibling: the integer
+// loops then compute the qd8 path's math.
 //
 // With a thread pool of 2 to kMaxParts threads, a layer's output rows (n) are cut into one
 // operator per thread (LinearSpec::parts, CutParts), each run as one pool task on its own thread,
