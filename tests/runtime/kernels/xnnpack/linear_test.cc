@@ -50,6 +50,17 @@ struct OneLinear {
   size_t region_used = 0;
 };
 
+// A layer of m rows at its natural strides (its width in, its rows out).
+xnn::LinearSpec DenseSpec(const WeightView& w, const float* bias, int64_t m) {
+  xnn::LinearSpec spec;
+  spec.weight = w;
+  spec.bias = bias;
+  spec.max_rows = m;
+  spec.input_stride = w.cols;
+  spec.output_stride = w.rows;
+  return spec;
+}
+
 // pool: the context's thread pool (null: none).
 Status Make(const xnn::LinearSpec& spec, OneLinear* one, pthreadpool* pool = nullptr) {
   xnn::LinearPlanner planner;
@@ -379,12 +390,7 @@ TEST_CASE("the integer loops give XNNPACK's qd8 bits for one scale per row", "[x
       for (int64_t m : {1, 5}) {
         std::vector<float> x(static_cast<size_t>(m * c.k) + kPad);
         for (auto& v : x) v = dist(rng);
-        xnn::LinearSpec spec;
-        spec.weight = w.view();
-        spec.bias = b.data();
-        spec.max_rows = m;
-        spec.input_stride = c.k;
-        spec.output_stride = c.n;
+        const xnn::LinearSpec spec = DenseSpec(w.view(), b.data(), m);
         OneLinear one;
         INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " m=" << m);
         REQUIRE(Make(spec, &one).ok());
@@ -441,12 +447,7 @@ TEST_CASE("the shortlist's qd8 row kernel gives XNNPACK's qd8 logits to the bit"
         }
         x[4 * c.k + c.k / 2] = 1e4f;  // one value dominates the range
 
-        xnn::LinearSpec spec;
-        spec.weight = w.view();
-        spec.bias = bias ? b.data() : nullptr;
-        spec.max_rows = m;
-        spec.input_stride = c.k;
-        spec.output_stride = c.n;
+        const xnn::LinearSpec spec = DenseSpec(w.view(), bias ? b.data() : nullptr, m);
         OneLinear one;
         INFO(DTypeName(dtype) << " n=" << c.n << " k=" << c.k << " bias=" << bias);
         REQUIRE(Make(spec, &one).ok());
