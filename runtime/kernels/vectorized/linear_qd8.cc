@@ -176,6 +176,27 @@ __attribute__((target("avx2"))) int32_t HorizontalSumI(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
 }
 
+// The exact int32 dot product of one row of split-quantized x (xt, columns [0, cols) of the
+// chunk) with the int4 weight bytes of those columns (cols a multiple of 32), the nibbles
+// unpacked in registers as UnpackSplit lays them out: a decode step's one row does not pay
+// UnpackSplit's stores and loads of the whole weight row.
+__attribute__((target("avx2"))) int32_t RowDotInt4Avx2(const uint8_t* row, const int16_t* xt,
+                                                       int64_t cols) {
+  __m256i sum = _mm256_setzero_si256();
+  for (int64_t c = 0; c < cols; c += 32) {
+    const __m256i b =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2)));
+    const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(b, 12), 12);  // low nibbles
+    const __m256i odd = _mm256_srai_epi16(b, 4);                           // high nibbles
+    sum = _mm256_add_epi32(
+        sum, _mm256_madd_epi16(even, _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + c))));
+    sum = _mm256_add_epi32(
+        sum,
+        _mm256_madd_epi16(odd, _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + c + 16))));
+  }
+  return HorizontalSumI(sum);
+}
+
 #define QD8_TARGET "avx2,fma"
 #define QD8_NAME(n) n##Avx2
 #define QD8_I __m256i
@@ -204,6 +225,22 @@ __attribute__((target("avx512f,avx512dq,avx2"))) inline float HorizontalSum512(_
 __attribute__((target("avx512f,avx512dq,avx2"))) inline int32_t HorizontalSumI512(__m512i v) {
   return HorizontalSumI(_mm256_add_epi32(_mm512_maskz_extracti32x8_epi32(0xFF, v, 0),
                                          _mm512_maskz_extracti32x8_epi32(0xFF, v, 1)));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx2"))) int32_t RowDotInt4Avx512(
+    const uint8_t* row, const int16_t* xt, int64_t cols) {
+  // The 16 bytes twice, sign-extended to 32 int16: shifted left by 12 (the first 16, low
+  // nibbles to the top) or 8 (the last 16, high nibbles), then arithmetically right by 12.
+  const __m512i shifts =
+      _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(12), _mm512_set1_epi16(8));
+  __m512i sum = _mm512_setzero_si512();
+  for (int64_t c = 0; c < cols; c += 32) {
+    const __m512i b = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2))));
+    const __m512i w = _mm512_srai_epi16(_mm512_sllv_epi16(b, shifts), 12);
+    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(w, _mm512_load_si512(xt + c)));
+  }
+  return HorizontalSumI512(sum);
 }
 
 #define QD8_TARGET "avx512f,avx512bw,avx512dq,avx2,fma"
