@@ -176,25 +176,25 @@ __attribute__((target("avx2"))) int32_t HorizontalSumI(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
 }
 
-// The exact int32 dot product of one row of split-quantized x (xt, columns [0, cols) of the
-// chunk) with the int4 weight bytes of those columns (cols a multiple of 32), the nibbles
-// unpacked in registers as UnpackSplit lays them out: a decode step's one row does not pay
-// UnpackSplit's stores and loads of the whole weight row.
-__attribute__((target("avx2"))) int32_t RowDotInt4Avx2(const uint8_t* row, const int16_t* xt,
-                                                       int64_t cols) {
+// The int32 lanes of one row of split-quantized x (xt) times the int4 weight bytes of the same
+// columns (steps of QD8_STEP columns, a whole number of 32), the nibbles unpacked in registers
+// as UnpackSplit lays them out: the same lanes as BlockSum over UnpackSplit's buffer, without
+// its stores and loads (a decode step's one row reads each weight once).
+__attribute__((target("avx2"))) __m256i BlockSumInt4Avx2(const uint8_t* bytes, const int16_t* xt,
+                                                         int64_t steps) {
   __m256i sum = _mm256_setzero_si256();
-  for (int64_t c = 0; c < cols; c += 32) {
+  for (int64_t s = 0; s < steps; s += 2) {  // 32 columns: 16 bytes
     const __m256i b =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2)));
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + s * 8)));
     const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(b, 12), 12);  // low nibbles
     const __m256i odd = _mm256_srai_epi16(b, 4);                           // high nibbles
+    const int16_t* x = xt + s * 16;
     sum = _mm256_add_epi32(
-        sum, _mm256_madd_epi16(even, _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + c))));
+        sum, _mm256_madd_epi16(even, _mm256_load_si256(reinterpret_cast<const __m256i*>(x))));
     sum = _mm256_add_epi32(
-        sum,
-        _mm256_madd_epi16(odd, _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + c + 16))));
+        sum, _mm256_madd_epi16(odd, _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 16))));
   }
-  return HorizontalSumI(sum);
+  return sum;
 }
 
 #define QD8_TARGET "avx2,fma"
@@ -227,20 +227,20 @@ __attribute__((target("avx512f,avx512dq,avx2"))) inline int32_t HorizontalSumI51
                                          _mm512_maskz_extracti32x8_epi32(0xFF, v, 1)));
 }
 
-__attribute__((target("avx512f,avx512bw,avx512dq,avx2"))) int32_t RowDotInt4Avx512(
-    const uint8_t* row, const int16_t* xt, int64_t cols) {
+__attribute__((target("avx512f,avx512bw,avx512dq,avx2"))) __m512i BlockSumInt4Avx512(
+    const uint8_t* bytes, const int16_t* xt, int64_t steps) {
   // The 16 bytes twice, sign-extended to 32 int16: shifted left by 12 (the first 16, low
   // nibbles to the top) or 8 (the last 16, high nibbles), then arithmetically right by 12.
   const __m512i shifts =
       _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(12), _mm512_set1_epi16(8));
   __m512i sum = _mm512_setzero_si512();
-  for (int64_t c = 0; c < cols; c += 32) {
+  for (int64_t s = 0; s < steps; ++s) {  // 32 columns: 16 bytes
     const __m512i b = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c / 2))));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + s * 16))));
     const __m512i w = _mm512_srai_epi16(_mm512_sllv_epi16(b, shifts), 12);
-    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(w, _mm512_load_si512(xt + c)));
+    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(w, _mm512_load_si512(xt + s * 32)));
   }
-  return HorizontalSumI512(sum);
+  return sum;
 }
 
 #define QD8_TARGET "avx512f,avx512bw,avx512dq,avx2,fma"
