@@ -60,10 +60,12 @@ __attribute__((always_inline)) inline void Tiles(const float* x, int64_t m, int6
       float* yi = y + (i0 + t) * ldy;
       const float inv_scale = p[t].inv_scale;
       if (PerRow(w)) {
+        const bool fused = Qd8EpilogueFused();
         for (int64_t r = 0; r < n; ++r) {
           int32_t sum;
           std::memcpy(&sum, yi + r, sizeof sum);  // k == 0: the 0.0f above, 0 as bits
-          yi[r] = Qd8Output(sum, inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr);
+          yi[r] =
+              Qd8Output(sum, inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr, fused);
         }
         continue;
       }

@@ -189,6 +189,7 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
                                       const float* bias, const int32_t* rows, int64_t count,
                                       float* y, const int32_t* bias_ids) {
   const int64_t k = w.cols;
+  const bool fused = Qd8EpilogueFused();
   const RowDots& dots = Dots();
   const size_t row_bytes = w.row_bytes();
   constexpr int64_t kAhead = 4;  // rows prefetched ahead: candidates are scattered rows, which
@@ -206,7 +207,7 @@ TERN_VECTOR_CLONES void LinearRowsQd8(const int16_t* xq, Qd8Row p, const WeightV
     const int32_t sum = w.dtype == DType::kI8
                             ? dots.int8(xq, reinterpret_cast<const int8_t*>(w.row(r)), k)
                             : dots.int4(xq, w.row(r), k);
-    y[i] = Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + b : nullptr);
+    y[i] = Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + b : nullptr, fused);
   }
 }
 

@@ -1,7 +1,5 @@
 #include "runtime/kernels/vectorized/qd8.h"
 
-#include <cmath>
-
 #include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern::vec {
@@ -59,14 +57,6 @@ Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq) {
   const Qd8Row p = Qd8Params(x, k);
   QuantizeQd8(x, p, k, xq);
   return p;
-}
-
-float Qd8Output(int32_t sum, float inv_scale, float row_scale, const float* bias) {
-  const float scaled = static_cast<float>(sum) * inv_scale;
-  if (bias == nullptr) return scaled * row_scale;
-  if (Qd8EpilogueFused()) return std::fma(scaled, row_scale, *bias);
-  volatile float product = scaled * row_scale;  // volatile: never contracted into an fma
-  return product + *bias;
 }
 
 bool Qd8EpilogueFused() {

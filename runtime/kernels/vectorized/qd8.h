@@ -5,6 +5,7 @@
 // (linear_qd8.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace tern::vec {
@@ -31,8 +32,16 @@ Qd8Row QuantizeQd8(const float* x, int64_t k, int16_t* xq);
 // One output of XNNPACK's qd8_f32_qc8w / qc4w GEMMs from the exact sum of a row of xq times a
 // weight row: as their epilogue computes it, the sum times the row's dequantization scale (one
 // rounding), then times the weight row's scale plus the bias, with one rounding where the
-// epilogue fuses them (Qd8EpilogueFused) or two. bias: null for none.
-float Qd8Output(int32_t sum, float inv_scale, float row_scale, const float* bias);
+// epilogue fuses them (fused: Qd8EpilogueFused(), asked once per call by the caller) or two.
+// bias: null for none. Inline: it runs per output of the shortlist's rows and the loops.
+inline float Qd8Output(int32_t sum, float inv_scale, float row_scale, const float* bias,
+                       bool fused) {
+  const float scaled = static_cast<float>(sum) * inv_scale;
+  if (bias == nullptr) return scaled * row_scale;
+  if (fused) return std::fma(scaled, row_scale, *bias);
+  volatile float product = scaled * row_scale;  // volatile: never contracted into an fma
+  return product + *bias;
+}
 
 // Whether XNNPACK's qd8 GEMM epilogue fuses `scaled * row scale + bias` (one rounding) on this
 // CPU: its AVX2 / AVX-512 / AVX-VNNI kernels and its aarch64 NEON C kernels do (vfmadd,

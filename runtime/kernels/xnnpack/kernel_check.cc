@@ -84,7 +84,7 @@ class Blocks {
   }
 
  private:
-  static constexpr int kMax = 12;
+  static constexpr int kMax = 16;  // CheckLayer takes 14
   void* blocks_[kMax] = {};
   int count_ = 0;
 };
@@ -150,13 +150,9 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
   float* y = blocks.Get<float>(static_cast<size_t>(kMaxRows * n));
   double* want = blocks.Get<double>(static_cast<size_t>(kMaxRows * n));
   double* size = blocks.Get<double>(static_cast<size_t>(kMaxRows * n));
-  const size_t f16_bytes = Align64(F16Bytes(kMaxRows, static_cast<size_t>(k > n ? k : n)));
-  const size_t qd8_bytes = Align64(Qd8InputBytes(kMaxRows, static_cast<size_t>(k)));
-  uint8_t* activations = blocks.Aligned(2 * f16_bytes + qd8_bytes + Qd8ParamsBytes(kMaxRows));
   uint8_t* region = blocks.Aligned(kRegionBytes, /*zero=*/false);
   if (values == nullptr || scales == nullptr || bias == nullptr || data == nullptr ||
-      x == nullptr || y == nullptr || want == nullptr || size == nullptr ||
-      activations == nullptr || region == nullptr) {
+      x == nullptr || y == nullptr || want == nullptr || size == nullptr || region == nullptr) {
     return KernelVerdict::kUnsupported;  // no memory to check with: say nothing
   }
 
@@ -212,91 +208,66 @@ KernelVerdict CheckLayer(LinearPath path, const Shape& shape, int64_t block, boo
   if (scratch == nullptr) return KernelVerdict::kUnsupported;
   const Operands o = PrepareOperands(path, spec, n, scratch, /*repack_kernel=*/true);
 
-  // The activation buffers, as a session's context has them.
-  void* f16_input = activations;
-  void* f16_output = activations + f16_bytes;
-  int8_t* qd8_input = reinterpret_cast<int8_t*>(activations + 2 * f16_bytes);
-  auto* qd8_params =
-      reinterpret_cast<xnn_quantization_params*>(activations + 2 * f16_bytes + qd8_bytes);
+  // The session's context for this path (its conversion operators and activation buffers) and
+  // the layer's kernel, run by RunLinear as a session runs it, on the calling thread.
+  ContextNeeds needs;
+  needs.Add(spec, path);
+  int8_t* qd8_input = blocks.Get<int8_t>(needs.qd8_input_bytes);
+  uint8_t* qd8_params = blocks.Aligned(needs.qd8_params_bytes);
+  uint16_t* f16_input = blocks.Get<uint16_t>(needs.f16_input_bytes / 2 + 1);
+  uint16_t* f16_output = blocks.Get<uint16_t>(needs.f16_output_bytes / 2 + 1);
+  if (qd8_input == nullptr || qd8_params == nullptr || f16_input == nullptr ||
+      f16_output == nullptr) {
+    return KernelVerdict::kUnsupported;
+  }
+  Context c;
+  c.qd8_input = qd8_input;
+  c.qd8_input_bytes = needs.qd8_input_bytes;
+  c.qd8_params = qd8_params;
+  c.qd8_params_bytes = needs.qd8_params_bytes;
+  c.f16_input = f16_input;
+  c.f16_input_bytes = needs.f16_input_bytes;
+  c.f16_output = f16_output;
+  c.f16_output_bytes = needs.f16_output_bytes;
+  LinearKernel kernel;
+  kernel.context = &c;
+  kernel.path = path;
+  kernel.n = n;
+  kernel.k = k;
+  kernel.dtype = dtype;
+  kernel.group_size = block;
+  kernel.input_stride = k;
+  kernel.output_stride = n;
+  kernel.bias_after_run = t.bias_by == BiasBy::kRunLinear ? bias : nullptr;
+  kernel.begin[1] = n;
 
   KernelVerdict verdict = KernelVerdict::kRight;
-  xnn_operator_t op = nullptr, to_qd8 = nullptr, to_f16 = nullptr, from_f16 = nullptr;
   {
     ArenaScope scope(region, kRegionBytes);
-    // Created as linear.cc creates them (t.create, not CreateOperator: the check ignores the
-    // paths that tests mark unsupported, whose verdict is cached for the process).
-    xnn_status s = t.create(o, &op);
-    if (s == xnn_status_success && t.activations == Activations::kQd8) {
-      s = xnn_create_convert_nc_f32_qd8(0, &to_qd8);
+    // t.create, not CreateLinear / CreateOperator: the check ignores the paths that tests mark
+    // unsupported (SetUnsupportedPathsForTesting), since its verdict is kept for the process.
+    if (!CreateContext(needs, &c).ok() || t.create(o, &kernel.op) != xnn_status_success) {
+      verdict = KernelVerdict::kUnsupported;
     }
-    if (s == xnn_status_success && t.activations == Activations::kF16) {
-      s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp32, xnn_datatype_fp16,
-                                          nullptr, nullptr, nullptr, 0, &to_f16);
-      if (s == xnn_status_success) {
-        s = xnn_create_unary_elementwise_nc(xnn_unary_convert, xnn_datatype_fp16, xnn_datatype_fp32,
-                                            nullptr, nullptr, nullptr, 0, &from_f16);
-      }
-    }
-    if (s != xnn_status_success) verdict = KernelVerdict::kUnsupported;
+    kernel.part_ops[0] = kernel.op;
     for (const int64_t m : kRows) {
       if (verdict != KernelVerdict::kRight) break;
-      const size_t rows = static_cast<size_t>(m);
-      bool ran = t.reshape(op, rows, nullptr) == xnn_status_success;
-      switch (t.activations) {
-        case Activations::kF32:
-          ran = ran && t.setup_f32(op, x, y) == xnn_status_success &&
-                xnn_run_operator(op, nullptr) == xnn_status_success;
-          break;
-        case Activations::kQd8:
-          ran = ran &&
-                xnn_reshape_convert_nc_f32_qd8(to_qd8, rows, static_cast<size_t>(k),
-                                               static_cast<size_t>(k), static_cast<size_t>(k),
-                                               nullptr) == xnn_status_success &&
-                xnn_setup_convert_nc_f32_qd8(to_qd8, x, qd8_input, qd8_params) ==
-                    xnn_status_success &&
-                xnn_run_operator(to_qd8, nullptr) == xnn_status_success &&
-                t.setup_qd8(op, qd8_input, y, qd8_params) == xnn_status_success &&
-                xnn_run_operator(op, nullptr) == xnn_status_success;
-          break;
-        case Activations::kF16:
-          ran = ran &&
-                xnn_reshape_unary_elementwise_nc(to_f16, rows, static_cast<size_t>(k),
-                                                 static_cast<size_t>(k), static_cast<size_t>(k),
-                                                 nullptr) == xnn_status_success &&
-                xnn_setup_unary_elementwise_nc(to_f16, x, f16_input) == xnn_status_success &&
-                xnn_run_operator(to_f16, nullptr) == xnn_status_success &&
-                t.setup_f16(op, f16_input, f16_output) == xnn_status_success &&
-                xnn_run_operator(op, nullptr) == xnn_status_success &&
-                xnn_reshape_unary_elementwise_nc(from_f16, rows, static_cast<size_t>(n),
-                                                 static_cast<size_t>(n), static_cast<size_t>(n),
-                                                 nullptr) == xnn_status_success &&
-                xnn_setup_unary_elementwise_nc(from_f16, f16_output, y) == xnn_status_success &&
-                xnn_run_operator(from_f16, nullptr) == xnn_status_success;
-          break;
-        case Activations::kNone:
-          ran = false;
-          break;
-      }
-      if (!ran) {
+      if (!RunLinear(kernel, x, m, k, y, n)) {
         verdict = KernelVerdict::kUnsupported;
         break;
       }
-      for (int64_t i = 0; i < m && verdict == KernelVerdict::kRight; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double got = y[i * n + j];
-          if (t.bias_by == BiasBy::kRunLinear) got += bias[j];
-          // Exact in every path's arithmetic; the slack only forgives a last-bit difference.
-          if (!(std::fabs(got - want[i * n + j]) <= 1e-6 * size[i * n + j])) {
-            verdict = KernelVerdict::kWrong;
-            break;
-          }
+      for (int64_t i = 0; i < m * n; ++i) {
+        // Exact in every path's arithmetic; the slack only forgives a last-bit difference.
+        if (!(std::fabs(y[i] - want[i]) <= 1e-6 * size[i])) {
+          verdict = KernelVerdict::kWrong;
+          break;
         }
       }
     }
-    xnn_delete_operator(op);
-    xnn_delete_operator(to_qd8);
-    xnn_delete_operator(to_f16);
-    xnn_delete_operator(from_f16);
+    xnn_delete_operator(kernel.op);
+    xnn_delete_operator(c.to_qd8);
+    xnn_delete_operator(c.to_f16);
+    xnn_delete_operator(c.from_f16);
     if (scope.overflowed() && verdict == KernelVerdict::kRight)
       verdict = KernelVerdict::kUnsupported;
   }
