@@ -292,13 +292,185 @@ void SplitLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, con
       });
 }
 
+// AVX-512 VNNI's vpdpbusd for int4 with one scale per row: 64 products of unsigned by signed
+// bytes per instruction, added into 16 int32 lanes (exact), where vpmaddwd above takes 32
+// 16-bit ones and an add. The weight bytes stay as the file has them (no packed copy): 32 bytes
+// of a row, broadcast to both halves of a register, give its 64 nibbles (the low ones, the even
+// columns, in the lower half; the high ones, the odd columns, in the upper), each as w + 8 in
+// 0..15 (the nibble's two's complement with its top bit flipped). x is quantized to int8 q (not
+// q - zero point, which needs 9 bits) in the same order, and the sum is corrected exactly:
+//   sum (q - zp) w = [sum (w + 8) q - 8 sum q] - zp [sum (w + 8) - 8 k].
+// Four rows of x times four weight rows at a time (16 accumulators), reduced four at a time.
+constexpr int64_t kVnniStep = 64;  // columns per vpdpbusd
+
+#define TERN_VNNI_TARGET "avx512f,avx512bw,avx512dq,avx512vnni,avx2,fma"
+
+// The int32 sums of the four accumulators, in lanes 0..3. (maskz forms throughout: GCC 12
+// reports the plain forms' undefined pass-through as uninitialized.)
+__attribute__((target(TERN_VNNI_TARGET), always_inline)) inline __m128i Reduce4(__m512i a0,
+                                                                                __m512i a1,
+                                                                                __m512i a2,
+                                                                                __m512i a3) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __m512i t0 = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(kAll, a0, a1),
+                                      _mm512_maskz_unpackhi_epi32(kAll, a0, a1));
+  const __m512i t1 = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(kAll, a2, a3),
+                                      _mm512_maskz_unpackhi_epi32(kAll, a2, a3));
+  const __m512i t = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(0xFF, t0, t1),
+                                     _mm512_maskz_unpackhi_epi64(0xFF, t0, t1));
+  const __m256i h = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, t, 0),
+                                     _mm512_maskz_extracti64x4_epi64(0xF, t, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// The sum of the eight int64 lanes.
+__attribute__((target(TERN_VNNI_TARGET), always_inline)) inline int64_t Sum64(__m512i v) {
+  const __m256i h = _mm256_add_epi64(_mm512_maskz_extracti64x4_epi64(0xF, v, 0),
+                                     _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
+  const __m128i q = _mm_add_epi64(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  return _mm_cvtsi128_si64(q) + _mm_extract_epi64(q, 1);
+}
+
+// 32 bytes of a weight row as its 64 nibbles, each as w + 8: (b >> shift) & 0x0F ^ 0x08, the
+// shift 0 in the lower half (the low nibbles) and 4 in the upper (the high ones).
+__attribute__((target(TERN_VNNI_TARGET), always_inline)) inline __m512i Nibbles(
+    const uint8_t* bytes, __m512i shifts) {
+  const __m512i b = _mm512_maskz_broadcast_i64x4(
+      0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
+  return _mm512_ternarylogic_epi32(_mm512_srlv_epi16(b, shifts), _mm512_set1_epi8(0x0F),
+                                   _mm512_set1_epi8(8), 0x6A);
+}
+
+// Rows [r, r + kR) of the weight times rows [t, t + kT) of the tile over the chunk [c0, c1):
+// each output's exact sum of (q - zp) w added to the int32 y holds (AddSum). The accumulators
+// are named variables, not an array, so that they stay in registers (GCC keeps arrays of
+// vectors on the stack); the guards on kT and kR are compile-time.
+template <int kT, int kR>
+__attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, int64_t r, int64_t c0,
+                                                         int64_t c1, const int8_t (*xq)[kChunk],
+                                                         const int32_t* qsum, const int32_t* zp,
+                                                         int64_t t, float* y, int64_t ldy) {
+  const __m512i shifts =
+      _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i z = _mm512_setzero_si512();
+  const uint8_t* row0 = w.row(r) + c0 / 2;
+  const uint8_t* row1 = kR > 1 ? w.row(r + 1) + c0 / 2 : row0;
+  const uint8_t* row2 = kR > 2 ? w.row(r + 2) + c0 / 2 : row0;
+  const uint8_t* row3 = kR > 3 ? w.row(r + 3) + c0 / 2 : row0;
+  __m512i a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+  __m512i a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
+  __m512i s0 = z, s1 = z, s2 = z, s3 = z;  // sums of w + 8 (vpsadbw: 8 bytes per int64 lane)
+  const int64_t steps = (c1 - c0) / kVnniStep;
+  for (int64_t s = 0; s < steps; ++s) {
+    __m512i w0 = Nibbles(row0 + s * 32, shifts), w1 = z, w2 = z, w3 = z;
+    s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(w0, z));
+    if constexpr (kR > 1) {
+      w1 = Nibbles(row1 + s * 32, shifts);
+      s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(w1, z));
+    }
+    if constexpr (kR > 2) {
+      w2 = Nibbles(row2 + s * 32, shifts);
+      s2 = _mm512_add_epi64(s2, _mm512_sad_epu8(w2, z));
+    }
+    if constexpr (kR > 3) {
+      w3 = Nibbles(row3 + s * 32, shifts);
+      s3 = _mm512_add_epi64(s3, _mm512_sad_epu8(w3, z));
+    }
+#define TERN_VNNI_ROW(i)                                                  \
+  if constexpr (kT > i) {                                                 \
+    const __m512i xv = _mm512_load_si512(xq[t + i] + s * kVnniStep);      \
+    a##i##0 = _mm512_dpbusd_epi32(a##i##0, w0, xv);                       \
+    if constexpr (kR > 1) a##i##1 = _mm512_dpbusd_epi32(a##i##1, w1, xv); \
+    if constexpr (kR > 2) a##i##2 = _mm512_dpbusd_epi32(a##i##2, w2, xv); \
+    if constexpr (kR > 3) a##i##3 = _mm512_dpbusd_epi32(a##i##3, w3, xv); \
+  }
+    TERN_VNNI_ROW(0)
+    TERN_VNNI_ROW(1)
+    TERN_VNNI_ROW(2)
+    TERN_VNNI_ROW(3)
+#undef TERN_VNNI_ROW
+  }
+  const int32_t eight_k = 8 * static_cast<int32_t>(c1 - c0);
+  const int32_t wsums[4] = {static_cast<int32_t>(Sum64(s0)) - eight_k,  // sums of w
+                            static_cast<int32_t>(Sum64(s1)) - eight_k,
+                            static_cast<int32_t>(Sum64(s2)) - eight_k,
+                            static_cast<int32_t>(Sum64(s3)) - eight_k};
+  const __m128i sums[4] = {Reduce4(a00, a01, a02, a03), Reduce4(a10, a11, a12, a13),
+                           Reduce4(a20, a21, a22, a23), Reduce4(a30, a31, a32, a33)};
+  for (int i = 0; i < kT; ++i) {
+    alignas(16) int32_t lanes[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sums[i]);
+    float* out = y + (t + i) * ldy + r;
+    for (int j = 0; j < kR; ++j) {
+      AddSum(out + j, c0, lanes[j] - 8 * qsum[t + i] - zp[t + i] * wsums[j]);
+    }
+  }
+}
+
+// Rows [t, t + kT) of the tile times every weight row, in groups of four weight rows.
+template <int kT>
+void VnniRows(const WeightView& w, int64_t c0, int64_t c1, const int8_t (*xq)[kChunk],
+              const int32_t* qsum, const int32_t* zp, int64_t t, float* y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 4 <= w.rows; r += 4) VnniBlock<kT, 4>(w, r, c0, c1, xq, qsum, zp, t, y, ldy);
+  switch (w.rows - r) {
+    case 3:
+      return VnniBlock<kT, 3>(w, r, c0, c1, xq, qsum, zp, t, y, ldy);
+    case 2:
+      return VnniBlock<kT, 2>(w, r, c0, c1, xq, qsum, zp, t, y, ldy);
+    case 1:
+      return VnniBlock<kT, 1>(w, r, c0, c1, xq, qsum, zp, t, y, ldy);
+    default:
+      return;
+  }
+}
+
+void VnniLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
+               float* y, int64_t ldy) {
+  alignas(64) int8_t xq[kTile][kChunk];
+  alignas(64) int16_t in_order[kChunk];
+  int32_t qsum[kTile], zp[kTile];
+  Tiles(
+      x, m, ldx, w, bias, y, ldy,
+      [&](int64_t t, const float* xt, Qd8Row p, int64_t count) {
+        QuantizeQd8(xt, p, count, in_order);
+        int32_t sum = 0;
+        for (int64_t c = 0; c < count; c += kVnniStep) {
+          for (int64_t j = 0; j < kVnniStep / 2; ++j) {
+            const int32_t even = in_order[c + 2 * j] + p.zero_point;
+            const int32_t odd = in_order[c + 2 * j + 1] + p.zero_point;
+            xq[t][c + j] = static_cast<int8_t>(even);
+            xq[t][c + kVnniStep / 2 + j] = static_cast<int8_t>(odd);
+            sum += even + odd;
+          }
+        }
+        qsum[t] = sum;
+        zp[t] = p.zero_point;
+      },
+      [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
+        int64_t t = 0;
+        for (; t + 4 <= tile; t += 4) VnniRows<4>(w, c0, c1, xq, qsum, zp, t, yt, ldy);
+        switch (tile - t) {
+          case 3:
+            return VnniRows<3>(w, c0, c1, xq, qsum, zp, t, yt, ldy);
+          case 2:
+            return VnniRows<2>(w, c0, c1, xq, qsum, zp, t, yt, ldy);
+          case 1:
+            return VnniRows<1>(w, c0, c1, xq, qsum, zp, t, yt, ldy);
+          default:
+            return;
+        }
+      });
+}
+
 bool CpuHas(Qd8Isa isa) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                              __builtin_cpu_supports("avx512bw") &&
                              __builtin_cpu_supports("avx512dq");
+  static const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
   return isa == Qd8Isa::kPortable || (isa == Qd8Isa::kAvx2 && avx2) ||
-         (isa == Qd8Isa::kAvx512 && avx512);
+         (isa == Qd8Isa::kAvx512 && avx512) || (isa == Qd8Isa::kAvx512Vnni && vnni);
 }
 #endif
 
@@ -310,6 +482,9 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
   if (!LinearQd8Takes(w)) return false;
   if (isa == Qd8Isa::kPortable) return true;
 #if defined(__x86_64__)
+  if (isa == Qd8Isa::kAvx512Vnni) {  // int4 per row, whole steps of 64 columns
+    return CpuHas(isa) && w.dtype == DType::kI4 && PerRow(w) && w.cols % kVnniStep == 0;
+  }
   // Whole steps in every block and chunk: AVX2 16 columns (int8) or 32 (int4: 16 bytes split
   // into the even and the odd columns); AVX-512 32.
   const int64_t step = isa == Qd8Isa::kAvx2 && w.dtype == DType::kI8 ? 16 : 32;
@@ -320,7 +495,7 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
 }
 
 Qd8Isa LinearQd8Best(const WeightView& w) {
-  for (Qd8Isa isa : {Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
+  for (Qd8Isa isa : {Qd8Isa::kAvx512Vnni, Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
     if (LinearQd8Runs(isa, w)) return isa;
   }
   return Qd8Isa::kPortable;
@@ -330,6 +505,7 @@ void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const Weigh
                  const float* bias, float* y, int64_t ldy) {
   if (!LinearQd8Runs(isa, w)) isa = Qd8Isa::kPortable;  // a CPU or a weight it does not take
 #if defined(__x86_64__)
+  if (isa == Qd8Isa::kAvx512Vnni) return VnniLoops(x, m, ldx, w, bias, y, ldy);
   if (isa == Qd8Isa::kAvx512) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx512);
   if (isa == Qd8Isa::kAvx2) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx2);
 #else

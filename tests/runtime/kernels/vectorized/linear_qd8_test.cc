@@ -34,16 +34,30 @@ bool CpuHas(vec::Qd8Isa isa) {
 #if defined(__x86_64__)
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (isa == vec::Qd8Isa::kAvx2) return avx2;
-  if (isa == vec::Qd8Isa::kAvx512) {
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq");
-  }
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  if (isa == vec::Qd8Isa::kAvx512) return avx512;
+  if (isa == vec::Qd8Isa::kAvx512Vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
   return isa == vec::Qd8Isa::kPortable;
 }
 
+// Every loops, in the order LinearQd8Best prefers them last.
+constexpr vec::Qd8Isa kIsas[] = {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512,
+                                 vec::Qd8Isa::kAvx512Vnni};
+
 const char* IsaName(vec::Qd8Isa isa) {
-  return isa == vec::Qd8Isa::kAvx512 ? "AVX-512" : isa == vec::Qd8Isa::kAvx2 ? "AVX2" : "portable";
+  switch (isa) {
+    case vec::Qd8Isa::kAvx512Vnni:
+      return "AVX-512 VNNI";
+    case vec::Qd8Isa::kAvx512:
+      return "AVX-512";
+    case vec::Qd8Isa::kAvx2:
+      return "AVX2";
+    case vec::Qd8Isa::kPortable:
+      break;
+  }
+  return "portable";
 }
 
 // Checks y (m rows of stride ldy; -7 between rows) against the exact model and the reference.
@@ -124,12 +138,17 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
       Weights w = RandomWeights(l, n, k, &rng);
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       const int64_t block = l.group > 0 ? l.group : k;
-      // Which loops take this weight: whole steps of 32 columns (16 for int8 on AVX2).
+      // Which loops take this weight: whole steps of 32 columns (16 for int8 on AVX2); VNNI's
+      // int4 per row in steps of 64.
       std::vector<vec::Qd8Isa> isas;
-      for (vec::Qd8Isa isa : {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512}) {
-        const int64_t step = isa == vec::Qd8Isa::kAvx2 && l.dtype == DType::kI8 ? 16 : 32;
+      for (vec::Qd8Isa isa : kIsas) {
+        const int64_t step = isa == vec::Qd8Isa::kAvx2 && l.dtype == DType::kI8 ? 16
+                             : isa == vec::Qd8Isa::kAvx512Vnni                  ? 64
+                                                                                : 32;
+        const bool vnni_takes = l.dtype == DType::kI4 && l.group == 0;
         const bool runs =
-            isa == vec::Qd8Isa::kPortable || (CpuHas(isa) && k % step == 0 && block % step == 0);
+            isa == vec::Qd8Isa::kPortable || (CpuHas(isa) && k % step == 0 && block % step == 0 &&
+                                              (isa != vec::Qd8Isa::kAvx512Vnni || vnni_takes));
         CHECK(vec::LinearQd8Runs(isa, w.view) == runs);
         if (runs) isas.push_back(isa);
       }
@@ -183,7 +202,7 @@ TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       std::vector<float> x = vec_test::RandomValues(m * k, &rng);
       for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(k + c)] = 50.0f + c;  // all positive
-      for (vec::Qd8Isa isa : {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512}) {
+      for (vec::Qd8Isa isa : kIsas) {
         if (!vec::LinearQd8Runs(isa, w.view)) continue;
         for (bool with_bias : {true, false}) {
           INFO(DTypeName(dtype) << ", k " << k << ", " << IsaName(isa)
