@@ -21,6 +21,10 @@ TERN_VECTOR_CLONES Qd8Row Qd8Params(const float* x, int64_t k) {
     lo = x[c] < lo ? x[c] : lo;
     hi = x[c] > hi ? x[c] : hi;
   }
+  return Qd8ParamsOfRange(lo, hi);
+}
+
+Qd8Row Qd8ParamsOfRange(float lo, float hi) {
   // xnn_f32_qd8_asymmetric_quantization_params, step by step in float.
   const float qmin = -128.0f, qmax = 127.0f;
   const float scale = lo == hi ? 1.0f : (qmax - qmin) / (hi - lo);

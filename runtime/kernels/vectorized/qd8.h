@@ -21,6 +21,11 @@ struct Qd8Row {
 // The parameters of the k values at x.
 Qd8Row Qd8Params(const float* x, int64_t k);
 
+// The parameters of values whose minimum and maximum, each widened to include 0 as Qd8Params
+// widens them (x < lo ? x : lo from lo = 0, so a NaN never enters), are lo and hi: for loops
+// that find the range their own way.
+Qd8Row Qd8ParamsOfRange(float lo, float hi);
+
 // Writes q - zero_point (in [-255, 255]) for each of the count values at x into xq, where
 // q = clamp(rint(x * multiplier) + zero point, -128, 127): a row quantized a piece at a time
 // gives the same values as all at once.
