@@ -150,6 +150,8 @@ struct Shape {
 // What runs an int8 / int4 layer without an XNNPACK operator (ops::Linear).
 const char* IntegerLoopsName(vec::Qd8Isa isa) {
   switch (isa) {
+    case vec::Qd8Isa::kAmx:
+      return "integer loops (vectorized/linear_qd8.h, AMX; below 8 rows AVX-512 VNNI)";
     case vec::Qd8Isa::kAvx512Vnni:
       return "integer loops (vectorized/linear_qd8.h, AVX-512 VNNI)";
     case vec::Qd8Isa::kAvx512:

@@ -6,6 +6,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "runtime/kernels/vectorized/qd8.h"
 #include "runtime/kernels/vectorized/vector_math.h"
@@ -53,18 +57,18 @@ struct ScalarRows {
   }
 };
 
-template <typename Quantize, typename Chunk, typename Rows = ScalarRows>
+template <int64_t kRows = kTile, typename Quantize, typename Chunk, typename Rows = ScalarRows>
 __attribute__((always_inline)) inline void Tiles(const float* x, int64_t m, int64_t ldx,
                                                  const WeightView& w, const float* bias, float* y,
                                                  int64_t ldy, Quantize quantize, Chunk chunk,
                                                  Rows rows = Rows()) {
   const int64_t n = w.rows, k = w.cols;
-  for (int64_t i0 = 0; i0 < m; i0 += kTile) {
-    const int64_t tile = std::min(kTile, m - i0);
+  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+    const int64_t tile = std::min(kRows, m - i0);
     if (k == 0) {  // no chunks: the sums are empty
       for (int64_t t = 0; t < tile; ++t) std::fill_n(y + (i0 + t) * ldy, n, 0.0f);
     }
-    Qd8Row p[kTile];
+    Qd8Row p[kRows];
     for (int64_t t = 0; t < tile; ++t) p[t] = rows.params(x + (i0 + t) * ldx, k);
     for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
       const int64_t c1 = std::min(k, c0 + kChunk);
@@ -499,10 +503,10 @@ void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1,
   }
 }
 
-// The tile's sums over [c0, c1) for every weight row, four weight rows at a time.
+// The tile's sums over [c0, c1) for weight rows [r, rows), four weight rows at a time.
 void VnniChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t (*xq)[kChunk],
-               const int32_t* qsum, const int32_t* zp, int64_t tile, float* y, int64_t ldy) {
-  int64_t r = 0;
+               const int32_t* qsum, const int32_t* zp, int64_t tile, float* y, int64_t ldy,
+               int64_t r = 0) {
   for (; r + 4 <= w.rows; r += 4) VnniWeightRows<4>(w, r, c0, c1, xq, qsum, zp, tile, y, ldy);
   switch (w.rows - r) {
     case 3:
@@ -618,14 +622,161 @@ void VnniLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, cons
       VnniRowsOps());
 }
 
+// AMX (Intel's tile unit, Sapphire Rapids on): tdpbusd multiplies a tile of 16 rows x 64
+// unsigned bytes by one of 16 x 64 signed bytes into 16 x 16 int32 sums, 16384 products per
+// instruction, where XNNPACK's int8 GEMM runs its AMX kernels and VNNI's 64 per instruction fall
+// 3-10x behind it from 16 rows of x on. The weights are the unsigned tile (A): 16 weight rows'
+// nibbles as w + 8, unpacked per 64 columns into a buffer (shifted, not times 16: the tile unit
+// sums across the halves); x the signed one (B), 15 rows of q transposed into 4-byte groups
+// (B[kk][4 j + i] = q of row j at column 4 kk + i, in VNNI's column order), its 16th column all
+// ones, so that the same instruction sums each weight row's w + 8 (the correction of the VNNI
+// loops, above). Two weight tiles per x tile. Tiles of x with fewer rows, and the weight rows
+// past the last 32, take the VNNI loops (the same exact sums, so the same bits).
+constexpr int64_t kAmxRows = 15;  // rows of x per tile; the tile's 16th column is ones
+
+#define TERN_AMX_TARGET TERN_VNNI_TARGET ",amx-tile,amx-int8"
+
+// Whether this thread may use the tile unit: Linux grants the (large) tile state to a process
+// that asks for it (arch_prctl ARCH_REQ_XCOMP_PERM); asked once per process.
+bool AmxPermitted() {
+#if defined(__linux__)
+  static const bool permitted = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return permitted;
+#else
+  return false;
+#endif
+}
+
+// The tile configuration: palette 1, tiles 0-4 all 16 rows of 64 bytes (0, 1: the sums of two
+// weight tiles; 2, 3: the weight tiles; 4: x).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16};
+};
+
+// The tile instructions, with the memory they read or write made known to the compiler
+// (GCC 12's _tile_loadd / tdpbusd macros declare none, so it could move the buffer's stores past
+// them).
+#define TERN_TILE_LOAD(t, base) \
+  asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(int64_t{64}) : "memory")
+#define TERN_TILE_STORE(t, base) \
+  asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"(int64_t{64}) : "memory")
+#define TERN_TILE_ZERO(t) asm volatile("tilezero %%tmm" #t ::)
+#define TERN_TILE_DPBUSD(c, a, b) asm volatile("tdpbusd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+// 16 weight rows' 64 nibbles from byte offset `off` as w + 8 (unsigned), row after row.
+__attribute__((target(TERN_AMX_TARGET))) inline void AmxUnpack(const WeightView& w, int64_t r,
+                                                               int64_t off, uint8_t* a) {
+  const __m512i shifts =
+      _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i low = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  for (int j = 0; j < 16; ++j) {
+    const __m512i b = _mm512_maskz_broadcast_i64x4(
+        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.row(r + j) + off)));
+    _mm512_store_si512(a + j * 64,
+                       _mm512_ternarylogic_epi32(_mm512_srlv_epi16(b, shifts), low, eight, 0x6A));
+  }
+}
+
+// Weight rows [r, r + 16 * kTiles) times the tile's rows over [c0, c1) (xb: the transposed x of
+// each step), each output's exact sum added to the int32 y holds (c0 == 0: stored).
+template <int kTiles>
+__attribute__((target(TERN_AMX_TARGET))) void AmxWeightTiles(const WeightView& w, int64_t r,
+                                                             int64_t c0, int64_t c1,
+                                                             const int8_t (*xb)[16][64],
+                                                             const int32_t* qsum, const int32_t* zp,
+                                                             int64_t tile, float* y, int64_t ldy) {
+  alignas(64) uint8_t a[2][16][64];
+  alignas(64) int32_t c[2][16][16];
+  TERN_TILE_ZERO(0);
+  TERN_TILE_ZERO(1);
+  for (int64_t s = 0; s < (c1 - c0) / kVnniStep; ++s) {
+    const int64_t off = (c0 + s * kVnniStep) / 2;
+    AmxUnpack(w, r, off, a[0][0]);
+    if (kTiles > 1) AmxUnpack(w, r + 16, off, a[1][0]);
+    TERN_TILE_LOAD(4, xb[s][0]);
+    TERN_TILE_LOAD(2, a[0][0]);
+    TERN_TILE_DPBUSD(0, 2, 4);
+    if (kTiles > 1) {
+      TERN_TILE_LOAD(3, a[1][0]);
+      TERN_TILE_DPBUSD(1, 3, 4);
+    }
+  }
+  TERN_TILE_STORE(0, c[0][0]);
+  if (kTiles > 1) TERN_TILE_STORE(1, c[1][0]);
+  const int32_t eight_k = 8 * static_cast<int32_t>(c1 - c0);
+  for (int g = 0; g < kTiles; ++g) {
+    for (int n = 0; n < 16; ++n) {
+      const int32_t wsum = c[g][n][kAmxRows] - eight_k;  // the ones column: sum of w + 8
+      for (int64_t t = 0; t < tile; ++t) {
+        AddSum(y + t * ldy + r + 16 * g + n, c0, c[g][n][t] - 8 * qsum[t] - zp[t] * wsum);
+      }
+    }
+  }
+}
+
+__attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m, int64_t ldx,
+                                                       const WeightView& w, const float* bias,
+                                                       float* y, int64_t ldy) {
+  alignas(64) int8_t xq[kAmxRows][kChunk];
+  alignas(64) int8_t xb[kChunk / kVnniStep][16][64];  // per step: x as the tile unit's B
+  int32_t qsum[kAmxRows], zp[kAmxRows];
+  static const AmxConfig config;
+  _tile_loadconfig(&config);
+  Tiles<kAmxRows>(
+      x, m, ldx, w, bias, y, ldy,
+      [&](int64_t t, const float* xt, Qd8Row p, int64_t count) {
+        qsum[t] = QuantizeVnni(xt, p, count, xq[t]);
+        zp[t] = p.zero_point;
+      },
+      [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
+        if (tile < 8) return VnniChunk(w, c0, c1, xq, qsum, zp, tile, yt, ldy);
+        const int64_t steps = (c1 - c0) / kVnniStep;
+        for (int64_t s = 0; s < steps; ++s) {
+          for (int kk = 0; kk < 16; ++kk) {
+            int8_t* row = xb[s][kk];
+            for (int64_t j = 0; j < 16; ++j) {
+              if (j < tile) {
+                std::memcpy(row + 4 * j, xq[j] + s * kVnniStep + 4 * kk, 4);
+              } else {
+                const int8_t fill = j == kAmxRows ? 1 : 0;
+                std::memset(row + 4 * j, fill, 4);
+              }
+            }
+          }
+        }
+        int64_t r = 0;
+        for (; r + 32 <= w.rows; r += 32) {
+          AmxWeightTiles<2>(w, r, c0, c1, xb, qsum, zp, tile, yt, ldy);
+        }
+        if (r + 16 <= w.rows) {
+          AmxWeightTiles<1>(w, r, c0, c1, xb, qsum, zp, tile, yt, ldy);
+          r += 16;
+        }
+        VnniChunk(w, c0, c1, xq, qsum, zp, tile, yt, ldy, r);
+      },
+      VnniRowsOps());
+  _tile_release();
+}
+
 bool CpuHas(Qd8Isa isa) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                              __builtin_cpu_supports("avx512bw") &&
                              __builtin_cpu_supports("avx512dq");
   static const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+  static const bool amx = vnni && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("amx-tile") &&
+                          __builtin_cpu_supports("amx-int8") && AmxPermitted();
   return isa == Qd8Isa::kPortable || (isa == Qd8Isa::kAvx2 && avx2) ||
-         (isa == Qd8Isa::kAvx512 && avx512) || (isa == Qd8Isa::kAvx512Vnni && vnni);
+         (isa == Qd8Isa::kAvx512 && avx512) || (isa == Qd8Isa::kAvx512Vnni && vnni) ||
+         (isa == Qd8Isa::kAmx && amx);
 }
 #endif
 
@@ -637,7 +788,7 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
   if (!LinearQd8Takes(w)) return false;
   if (isa == Qd8Isa::kPortable) return true;
 #if defined(__x86_64__)
-  if (isa == Qd8Isa::kAvx512Vnni) {  // int4 per row, whole steps of 64 columns
+  if (isa == Qd8Isa::kAvx512Vnni || isa == Qd8Isa::kAmx) {  // int4 per row, steps of 64 columns
     return CpuHas(isa) && w.dtype == DType::kI4 && PerRow(w) && w.cols % kVnniStep == 0;
   }
   // Whole steps in every block and chunk: AVX2 16 columns (int8) or 32 (int4: 16 bytes split
@@ -650,7 +801,7 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
 }
 
 Qd8Isa LinearQd8Best(const WeightView& w) {
-  for (Qd8Isa isa : {Qd8Isa::kAvx512Vnni, Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
+  for (Qd8Isa isa : {Qd8Isa::kAmx, Qd8Isa::kAvx512Vnni, Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
     if (LinearQd8Runs(isa, w)) return isa;
   }
   return Qd8Isa::kPortable;
@@ -660,6 +811,7 @@ void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const Weigh
                  const float* bias, float* y, int64_t ldy) {
   if (!LinearQd8Runs(isa, w)) isa = Qd8Isa::kPortable;  // a CPU or a weight it does not take
 #if defined(__x86_64__)
+  if (isa == Qd8Isa::kAmx) return AmxLoops(x, m, ldx, w, bias, y, ldy);
   if (isa == Qd8Isa::kAvx512Vnni) return VnniLoops(x, m, ldx, w, bias, y, ldy);
   if (isa == Qd8Isa::kAvx512) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx512);
   if (isa == Qd8Isa::kAvx2) return SplitLoops(x, m, ldx, w, bias, y, ldy, AnyChunkAvx2);

@@ -32,9 +32,10 @@ void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, cons
 // The loops: portable ones (every CPU, any weight), and on x86-64 AVX2's (with FMA) and
 // AVX-512's (F, BW, DQ) where the weight's blocks and rows are whole multiples of their step:
 // 32 columns, or 16 for int8 on AVX2; and AVX-512 VNNI's (vpdpbusd) for int4 with one scale per
-// row in rows of whole steps of 64 columns. All compute the same int32 block sums; only the order
-// of the float sums differs (tests run each on the same cases).
-enum class Qd8Isa { kPortable, kAvx2, kAvx512, kAvx512Vnni };
+// row in rows of whole steps of 64 columns, and AMX's (tdpbusd, on CPUs whose OS grants the tile
+// state) for the same weights, from 8 rows of x on (fewer: VNNI's). All compute the same int32
+// block sums; only the order of the float sums differs (tests run each on the same cases).
+enum class Qd8Isa { kPortable, kAvx2, kAvx512, kAvx512Vnni, kAmx };
 // Whether this CPU has `isa` and its loops take w.
 bool LinearQd8Runs(Qd8Isa isa, const WeightView& w);
 Qd8Isa LinearQd8Best(const WeightView& w);

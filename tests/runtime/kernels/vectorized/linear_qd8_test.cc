@@ -37,17 +37,33 @@ bool CpuHas(vec::Qd8Isa isa) {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   if (isa == vec::Qd8Isa::kAvx512) return avx512;
-  if (isa == vec::Qd8Isa::kAvx512Vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
+  const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+  if (isa == vec::Qd8Isa::kAvx512Vnni) return vnni;
+  // AMX also needs the OS's grant, which only the kernel asks for: LinearQd8Runs says, on a
+  // weight it takes.
+  if (isa == vec::Qd8Isa::kAmx) {
+    static uint8_t bytes[32] = {};
+    static float scale = 1.0f;
+    WeightView w;
+    w.dtype = DType::kI4;
+    w.data = bytes;
+    w.rows = 1;
+    w.cols = 64;
+    w.scales = &scale;
+    return vnni && __builtin_cpu_supports("amx-int8") && vec::LinearQd8Runs(isa, w);
+  }
 #endif
   return isa == vec::Qd8Isa::kPortable;
 }
 
 // Every loops, in the order LinearQd8Best prefers them last.
 constexpr vec::Qd8Isa kIsas[] = {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512,
-                                 vec::Qd8Isa::kAvx512Vnni};
+                                 vec::Qd8Isa::kAvx512Vnni, vec::Qd8Isa::kAmx};
 
 const char* IsaName(vec::Qd8Isa isa) {
   switch (isa) {
+    case vec::Qd8Isa::kAmx:
+      return "AMX";
     case vec::Qd8Isa::kAvx512Vnni:
       return "AVX-512 VNNI";
     case vec::Qd8Isa::kAvx512:
@@ -139,16 +155,17 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       const int64_t block = l.group > 0 ? l.group : k;
       // Which loops take this weight: whole steps of 32 columns (16 for int8 on AVX2); VNNI's
-      // int4 per row in steps of 64.
+      // and AMX's int4 per row in steps of 64.
       std::vector<vec::Qd8Isa> isas;
       for (vec::Qd8Isa isa : kIsas) {
-        const int64_t step = isa == vec::Qd8Isa::kAvx2 && l.dtype == DType::kI8 ? 16
-                             : isa == vec::Qd8Isa::kAvx512Vnni                  ? 64
-                                                                                : 32;
-        const bool vnni_takes = l.dtype == DType::kI4 && l.group == 0;
+        const bool int4_per_row_loops = isa == vec::Qd8Isa::kAvx512Vnni || isa == vec::Qd8Isa::kAmx;
+        const int64_t step = int4_per_row_loops                                   ? 64
+                             : isa == vec::Qd8Isa::kAvx2 && l.dtype == DType::kI8 ? 16
+                                                                                  : 32;
+        const bool int4_per_row = l.dtype == DType::kI4 && l.group == 0;
         const bool runs =
             isa == vec::Qd8Isa::kPortable || (CpuHas(isa) && k % step == 0 && block % step == 0 &&
-                                              (isa != vec::Qd8Isa::kAvx512Vnni || vnni_takes));
+                                              (!int4_per_row_loops || int4_per_row));
         CHECK(vec::LinearQd8Runs(isa, w.view) == runs);
         if (runs) isas.push_back(isa);
       }
@@ -190,14 +207,15 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
 // With one scale per row the loops keep each output's exact int32 sum and scale it as XNNPACK's
 // qd8 GEMMs do (vec::Qd8Output): the bits of the shortlist's row kernel (vec::LinearRowsQd8, which
 // matches XNNPACK's, tests/runtime/kernels/xnnpack/linear_test.cc), on every loops, at widths of
-// one and several chunks (the sums carried across chunks as int32).
+// one and several chunks (the sums carried across chunks as int32), AMX's tiles among them.
 TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits, every loops",
           "[vectorized][linear]") {
   std::mt19937 rng(23);
   int compared = 0;
   for (DType dtype : {DType::kI8, DType::kI4}) {
     for (int64_t k : {5, 64, 96, 512, 1024, 2048, 3072}) {
-      const int64_t n = 29, m = 5;
+      // m 16: a tile of 15 rows (AMX's) and one; n 37: 32 weight rows on AMX, 5 on VNNI's loops.
+      const int64_t n = 37, m = 16;
       Weights w = RandomWeights({"per row", dtype, 0}, n, k, &rng);
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       std::vector<float> x = vec_test::RandomValues(m * k, &rng);
