@@ -768,7 +768,6 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
   TERN_TILE_ZERO(3);
   unpack(0);
   for (int64_t s = 0; s < steps; ++s) {
-    if (s + 1 < steps) unpack(s + 1);
     TERN_TILE_LOAD(6, xb[s][0][0]);
     if (kX > 1) TERN_TILE_LOAD(7, xb[s][1][0]);
     TERN_TILE_LOAD(4, a[s & 1][0][0]);
@@ -779,6 +778,9 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
       TERN_TILE_DPBUSD(2, 5, 6);
       if (kX > 1) TERN_TILE_DPBUSD(3, 5, 7);
     }
+    // The next step's weights after this step's tile loads: a tile load waits for the stores
+    // before it to reach the cache, so these have the unit's whole step to get there.
+    if (s + 1 < steps) unpack(s + 1);
   }
   const int64_t xrows0 = kX > 1 ? kAmxB : xrows_last;
   TERN_TILE_STORE(0, c[0]);
