@@ -8,11 +8,14 @@
 // integer arithmetic: the float loops before (vectorized/linear.h, which converted every weight
 // to a float) ran int4 blocks 7-15x slower than XNNPACK's int8 on an AVX-512 VNNI CPU.
 //
-// Rows of x are quantized 8 at a time, 1024 columns at a time, on the stack (16 KiB): nothing
-// is allocated and any width is taken. (A block that a chunk boundary splits, or a per-row
-// weight wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in
-// float: the same as one sum up to float rounding.) A row's outputs depend only on that row and the
-// weight (never on which rows share its tile), so a sentence gives the same alone or in a batch.
+// The weights are read as the file has them (no packed copy). Rows of x are quantized 8 at a
+// time, 1024 columns at a time, on the stack (16 KiB; AMX's tiles: 30 rows, 62 KiB): nothing is
+// allocated and any width is taken. (A block that a chunk boundary splits, or a per-row weight
+// wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in float: the
+// same as one sum up to float rounding; with one scale per row the int32 sums are carried across
+// chunks, exactly.) A row's outputs depend only on that row and the weight (never on which rows
+// share its tile, nor on which loops ran it where they give the same bits: per-row int4 on the
+// VNNI and AMX loops), so a sentence gives the same alone or in a batch.
 #pragma once
 
 #include <cstdint>
