@@ -713,8 +713,9 @@ __attribute__((target(TERN_VNNI_TARGET))) inline void AmxUnpack(const WeightView
   const __m512i low = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
   int64_t j = 0;
   for (; j < count; ++j) {
+    const uint8_t* bytes = w.row(r + j) + off;
     const __m512i b = _mm512_maskz_broadcast_i64x4(
-        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.row(r + j) + off)));
+        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
     _mm512_store_si512(a + j * 64,
                        _mm512_ternarylogic_epi32(_mm512_srlv_epi16(b, shifts), low, eight, 0x6A));
   }
@@ -762,6 +763,11 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     AmxUnpack(w, r, count0, off, a[s & 1][0][0]);
     if (kW > 1) AmxUnpack(w, r + 16, count1, off, a[s & 1][kW - 1][0]);
   };
+  const int64_t next_rows = std::min<int64_t>(32, w.rows - (r + count));
+  const uint8_t* next = w.row(r + count) + c0 / 2;  // (not read when next_rows is 0)
+  const int64_t lines_per_step =
+      next_rows > 0 ? (next_rows * static_cast<int64_t>(w.row_bytes()) / 64 + steps - 1) / steps
+                    : 0;
   TERN_TILE_ZERO(0);
   TERN_TILE_ZERO(1);
   TERN_TILE_ZERO(2);
@@ -781,6 +787,12 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     // The next step's weights after this step's tile loads: a tile load waits for the stores
     // before it to reach the cache, so these have the unit's whole step to get there.
     if (s + 1 < steps) unpack(s + 1);
+    // The next group's weight rows (a contiguous block), a share per step: this group reads its
+    // 32 rows side by side, 32 bytes of each per step, which the hardware prefetchers do not
+    // run ahead of.
+    for (int64_t line = s * lines_per_step; line < (s + 1) * lines_per_step; ++line) {
+      _mm_prefetch(reinterpret_cast<const char*>(next) + 64 * line, _MM_HINT_T0);
+    }
   }
   const int64_t xrows0 = kX > 1 ? kAmxB : xrows_last;
   TERN_TILE_STORE(0, c[0]);
