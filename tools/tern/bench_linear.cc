@@ -147,23 +147,6 @@ struct Shape {
   int64_t n = 0, k = 0, m = 0;
 };
 
-// What runs an int8 / int4 layer without an XNNPACK operator (ops::Linear).
-const char* IntegerLoopsName(vec::Qd8Isa isa) {
-  switch (isa) {
-    case vec::Qd8Isa::kAmx:
-      return "integer loops (vectorized/linear_qd8.h, AMX; below 8 rows AVX-512 VNNI)";
-    case vec::Qd8Isa::kAvx512Vnni:
-      return "integer loops (vectorized/linear_qd8.h, AVX-512 VNNI)";
-    case vec::Qd8Isa::kAvx512:
-      return "integer loops (vectorized/linear_qd8.h, AVX-512)";
-    case vec::Qd8Isa::kAvx2:
-      return "integer loops (vectorized/linear_qd8.h, AVX2)";
-    case vec::Qd8Isa::kPortable:
-      break;
-  }
-  return "integer loops (vectorized/linear_qd8.h, portable)";
-}
-
 // One timed pass: every copy called once; microseconds per call. A layer XNNPACK has no path
 // for (an int4 block that does not divide the row, int4 blocks on AVX512-VNNI) runs the
 // vectorizable loops, as in a session (integer ones for int8 / int4: vectorized/linear_qd8.h).
@@ -428,7 +411,7 @@ int BenchLinear(const LinearBenchSettings& s) {
   for (const auto& shape : s.shapes) {
     // copies[v]: variant v's layers, enough of them to stream from memory.
     std::vector<std::vector<Layer>> copies(kVariants);
-    const char* paths[kVariants] = {};
+    std::string paths[kVariants];
     for (int v = 0; v < kVariants; ++v) {
       Layer probe;
       // As a session builds it: with a pool, cut into one operator per thread when it is.
@@ -442,10 +425,12 @@ int BenchLinear(const LinearBenchSettings& s) {
       }
       const xnn::LinearPath path = copies[static_cast<size_t>(v)][0].kernel.path;
       paths[v] =
-          path != xnn::LinearPath::kReference ? xnn::LinearPathName(path)
+          path != xnn::LinearPath::kReference ? std::string(xnn::LinearPathName(path))
           : !vec::LinearQd8Takes(copies[static_cast<size_t>(v)][0].view())
               ? "vectorized loops"
-              : IntegerLoopsName(vec::LinearQd8Best(copies[static_cast<size_t>(v)][0].view()));
+              : std::string("integer loops (vectorized/linear_qd8.h, ") +
+                    vec::Qd8IsaName(vec::LinearQd8Best(copies[static_cast<size_t>(v)][0].view())) +
+                    ")";
     }
     for (int64_t m : s.rows) {
       const Shape sh{shape.first, shape.second, m};
@@ -488,7 +473,7 @@ int BenchLinear(const LinearBenchSettings& s) {
     if (!s.json && &shape == &s.shapes.back()) {
       std::printf("paths: ");
       for (int v = 0; v < kVariants; ++v) {
-        std::printf("%s%s = %s", v ? ", " : "", variants[v].label, paths[v]);
+        std::printf("%s%s = %s", v ? ", " : "", variants[v].label, paths[v].c_str());
       }
       std::printf("\n");
     }

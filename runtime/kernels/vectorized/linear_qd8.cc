@@ -929,6 +929,22 @@ Qd8Isa LinearQd8Best(const WeightView& w) {
   return Qd8Isa::kPortable;
 }
 
+const char* Qd8IsaName(Qd8Isa isa) {
+  switch (isa) {
+    case Qd8Isa::kAmx:
+      return "AMX (below 8 rows AVX-512 VNNI)";
+    case Qd8Isa::kAvx512Vnni:
+      return "AVX-512 VNNI";
+    case Qd8Isa::kAvx512:
+      return "AVX-512";
+    case Qd8Isa::kAvx2:
+      return "AVX2";
+    case Qd8Isa::kPortable:
+      break;
+  }
+  return "portable";
+}
+
 void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,
                  const float* bias, float* y, int64_t ldy) {
   if (!LinearQd8Runs(isa, w)) isa = Qd8Isa::kPortable;  // a CPU or a weight it does not take

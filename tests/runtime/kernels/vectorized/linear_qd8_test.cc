@@ -60,22 +60,6 @@ bool CpuHas(vec::Qd8Isa isa) {
 constexpr vec::Qd8Isa kIsas[] = {vec::Qd8Isa::kPortable, vec::Qd8Isa::kAvx2, vec::Qd8Isa::kAvx512,
                                  vec::Qd8Isa::kAvx512Vnni, vec::Qd8Isa::kAmx};
 
-const char* IsaName(vec::Qd8Isa isa) {
-  switch (isa) {
-    case vec::Qd8Isa::kAmx:
-      return "AMX";
-    case vec::Qd8Isa::kAvx512Vnni:
-      return "AVX-512 VNNI";
-    case vec::Qd8Isa::kAvx512:
-      return "AVX-512";
-    case vec::Qd8Isa::kAvx2:
-      return "AVX2";
-    case vec::Qd8Isa::kPortable:
-      break;
-  }
-  return "portable";
-}
-
 // Checks y (m rows of stride ldy; -7 between rows) against the exact model and the reference.
 int CountBad(const std::vector<float>& x, int64_t m, int64_t ldx, const WeightView& w,
              const float* bias, const std::vector<float>& y, int64_t ldy) {
@@ -184,7 +168,7 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
         for (vec::Qd8Isa isa : isas) {
           for (bool with_bias : {true, false}) {
             INFO(l.name << ", k " << k << ", m " << m << (with_bias ? ", bias" : ", no bias")
-                        << ", " << IsaName(isa));
+                        << ", " << vec::Qd8IsaName(isa));
             const float* b = with_bias ? bias.data() : nullptr;
             std::vector<float> got(static_cast<size_t>(m * ldy), -7.0f);
             vec::LinearQd8On(isa, x.data(), m, ldx, w.view, b, got.data(), ldy);
@@ -224,7 +208,7 @@ TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits
       for (vec::Qd8Isa isa : kIsas) {
         if (!vec::LinearQd8Runs(isa, w.view)) continue;
         for (bool with_bias : {true, false}) {
-          INFO(DTypeName(dtype) << ", k " << k << ", " << IsaName(isa)
+          INFO(DTypeName(dtype) << ", k " << k << ", " << vec::Qd8IsaName(isa)
                                 << (with_bias ? ", bias" : ", no bias"));
           const float* b = with_bias ? bias.data() : nullptr;
           std::vector<float> got(static_cast<size_t>(m * n));
