@@ -249,7 +249,6 @@ bool AmxPermitted() {
 #endif
 }
 
-
 __attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m, int64_t ldx,
                                                        const WeightView& w, const float* bias,
                                                        float* y, int64_t ldy) {

@@ -214,7 +214,6 @@ void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1,
   }
 }
 
-
 }  // namespace
 
 // The tile's sums over [c0, c1) for weight rows [r, rows), four weight rows at a time.
@@ -234,44 +233,44 @@ void VnniChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t (*xq)[k
   }
 }
 
-
-  __attribute__((target(TERN_VNNI_TARGET))) Qd8Row VnniRowsOps::params(const float* x, int64_t k) const {
-    // Lane-wise x < lo ? x : lo is vminps(x, lo) (lo when x is NaN or both are zeros); the lanes
-    // hold 0 or values below it (above, for hi), so the order they are combined in is exact.
-    __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-    for (int64_t c = 0; c < k; c += 16) {
-      const __m512 v = _mm512_loadu_ps(x + c);
-      lo = _mm512_maskz_min_ps(0xFFFF, v, lo);
-      hi = _mm512_maskz_max_ps(0xFFFF, v, hi);
-    }
-    alignas(64) float lanes_lo[16], lanes_hi[16];
-    _mm512_store_ps(lanes_lo, lo);
-    _mm512_store_ps(lanes_hi, hi);
-    float l = 0.0f, h = 0.0f;
-    for (int i = 0; i < 16; ++i) {
-      l = lanes_lo[i] < l ? lanes_lo[i] : l;
-      h = lanes_hi[i] > h ? lanes_hi[i] : h;
-    }
-    return Qd8ParamsOfRange(l, h);
+__attribute__((target(TERN_VNNI_TARGET))) Qd8Row VnniRowsOps::params(const float* x,
+                                                                     int64_t k) const {
+  // Lane-wise x < lo ? x : lo is vminps(x, lo) (lo when x is NaN or both are zeros); the lanes
+  // hold 0 or values below it (above, for hi), so the order they are combined in is exact.
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  for (int64_t c = 0; c < k; c += 16) {
+    const __m512 v = _mm512_loadu_ps(x + c);
+    lo = _mm512_maskz_min_ps(0xFFFF, v, lo);
+    hi = _mm512_maskz_max_ps(0xFFFF, v, hi);
   }
-  __attribute__((target(TERN_VNNI_TARGET))) void VnniRowsOps::epilogue(const WeightView& w, float* yi,
-                                                          float inv_scale,
-                                                          const float* bias) const {
-    // Qd8Output with the fused epilogue (every AVX-512 CPU has FMA): float(sum) * inv_scale,
-    // then one fma with the row's scale and the bias.
-    const __m512 inv = _mm512_set1_ps(inv_scale);
-    for (int64_t r = 0; r < w.rows; r += 16) {
-      const __mmask16 k =
-          w.rows - r >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (w.rows - r)) - 1);
-      const __m512 scaled =
-          _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(k, _mm512_maskz_loadu_epi32(k, yi + r)), inv);
-      const __m512 scales = _mm512_maskz_loadu_ps(k, w.scales + r);
-      const __m512 out = bias != nullptr
-                             ? _mm512_fmadd_ps(scaled, scales, _mm512_maskz_loadu_ps(k, bias + r))
-                             : _mm512_mul_ps(scaled, scales);
-      _mm512_mask_storeu_ps(yi + r, k, out);
-    }
+  alignas(64) float lanes_lo[16], lanes_hi[16];
+  _mm512_store_ps(lanes_lo, lo);
+  _mm512_store_ps(lanes_hi, hi);
+  float l = 0.0f, h = 0.0f;
+  for (int i = 0; i < 16; ++i) {
+    l = lanes_lo[i] < l ? lanes_lo[i] : l;
+    h = lanes_hi[i] > h ? lanes_hi[i] : h;
   }
+  return Qd8ParamsOfRange(l, h);
+}
+__attribute__((target(TERN_VNNI_TARGET))) void VnniRowsOps::epilogue(const WeightView& w, float* yi,
+                                                                     float inv_scale,
+                                                                     const float* bias) const {
+  // Qd8Output with the fused epilogue (every AVX-512 CPU has FMA): float(sum) * inv_scale,
+  // then one fma with the row's scale and the bias.
+  const __m512 inv = _mm512_set1_ps(inv_scale);
+  for (int64_t r = 0; r < w.rows; r += 16) {
+    const __mmask16 k =
+        w.rows - r >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (w.rows - r)) - 1);
+    const __m512 scaled =
+        _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(k, _mm512_maskz_loadu_epi32(k, yi + r)), inv);
+    const __m512 scales = _mm512_maskz_loadu_ps(k, w.scales + r);
+    const __m512 out = bias != nullptr
+                           ? _mm512_fmadd_ps(scaled, scales, _mm512_maskz_loadu_ps(k, bias + r))
+                           : _mm512_mul_ps(scaled, scales);
+    _mm512_mask_storeu_ps(yi + r, k, out);
+  }
+}
 
 // count values of a row (a whole number of steps) quantized as QuantizeQd8 quantizes them, as q
 // (int8) in VNNI's order; returns their sum.

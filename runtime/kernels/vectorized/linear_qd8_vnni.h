@@ -19,8 +19,7 @@ constexpr int64_t kVnniStep = 64;  // columns per vpdpbusd
 struct VnniRowsOps {
   __attribute__((target(TERN_VNNI_TARGET))) Qd8Row params(const float* x, int64_t k) const;
   __attribute__((target(TERN_VNNI_TARGET))) void epilogue(const WeightView& w, float* yi,
-                                                          float inv_scale,
-                                                          const float* bias) const;
+                                                          float inv_scale, const float* bias) const;
 };
 
 // count values of a row (a whole number of steps) quantized as QuantizeQd8 quantizes them, as q
