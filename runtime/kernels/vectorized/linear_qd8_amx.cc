@@ -146,11 +146,13 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     AmxUnpack(w, r, count0, off, a[s & 1][0][0]);
     if (kW > 1) AmxUnpack(w, r + 16, count1, off, a[s & 1][kW - 1][0]);
   };
+  // The next group's rows from this chunk's first column on (up to the weight's end).
   const int64_t next_rows = std::min<int64_t>(32, w.rows - (r + count));
-  const uint8_t* next = w.row(r + count) + c0 / 2;  // (not read when next_rows is 0)
-  const int64_t lines_per_step =
-      next_rows > 0 ? (next_rows * static_cast<int64_t>(w.row_bytes()) / 64 + steps - 1) / steps
-                    : 0;
+  const uint8_t* next = next_rows > 0 ? w.row(r + count) + c0 / 2 : w.row(r);
+  const int64_t next_bytes =
+      next_rows > 0
+          ? std::min<int64_t>(next_rows * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - next)
+          : 0;
   TERN_TILE_ZERO(0);
   TERN_TILE_ZERO(1);
   TERN_TILE_ZERO(2);
@@ -171,11 +173,8 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     // before it to reach the cache, so these have the unit's whole step to get there.
     if (s + 1 < steps) unpack(s + 1);
     // The next group's weight rows (a contiguous block), a share per step: this group reads its
-    // 32 rows side by side, 32 bytes of each per step, which the hardware prefetchers do not
-    // run ahead of.
-    for (int64_t line = s * lines_per_step; line < (s + 1) * lines_per_step; ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(next) + 64 * line, _MM_HINT_T0);
-    }
+    // 32 rows side by side, 32 bytes of each per step.
+    PrefetchShare(next, next_bytes, s, steps);
   }
   const int64_t xrows0 = kX > 1 ? kAmxB : xrows_last;
   TERN_TILE_STORE(0, c[0]);

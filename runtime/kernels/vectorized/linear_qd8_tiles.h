@@ -23,6 +23,14 @@ inline int64_t BlockOf(const WeightView& w) { return w.group_size > 0 ? w.group_
 // and the shortlist's row kernel (LinearRowsQd8) gives its candidates the same logits.
 inline bool PerRow(const WeightView& w) { return w.groups_per_row() == 1; }
 
+// The bytes [p, p + n) prefetched a share per step: the 64-byte lines of step s of `steps`.
+// (For weights a loop reads several rows of side by side, which the hardware prefetchers do
+// not run ahead of.)
+inline void PrefetchShare(const uint8_t* p, int64_t n, int64_t s, int64_t steps) {
+  const int64_t lines = (n + 63) / 64, per = (lines + steps - 1) / steps;
+  for (int64_t l = s * per; l < std::min(lines, (s + 1) * per); ++l) __builtin_prefetch(p + 64 * l);
+}
+
 // Adds a chunk's int32 sum to the one y holds (c0 == 0: stores it).
 inline void AddSum(float* out, int64_t c0, int32_t sum) {
   if (c0 != 0) {

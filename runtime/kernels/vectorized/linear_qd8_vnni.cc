@@ -132,12 +132,12 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
   // a share per step, as the AMX loops do (four rows side by side, 32 bytes of each per step).
   const int64_t ahead = kSums ? std::min<int64_t>(kR, w.rows - (r + 16)) : 0;
   const uint8_t* next = ahead > 0 ? w.row(r + 16) + c0 / 2 : row0;
-  const int64_t lines_per_step =
-      ahead > 0 ? (ahead * static_cast<int64_t>(w.row_bytes()) / 64 + steps - 1) / steps : 0;
+  const int64_t next_bytes =
+      ahead > 0
+          ? std::min<int64_t>(ahead * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - next)
+          : 0;
   for (int64_t s = 0; s < steps; ++s) {
-    for (int64_t line = s * lines_per_step; line < (s + 1) * lines_per_step; ++line) {
-      _mm_prefetch(reinterpret_cast<const char*>(next) + 64 * line, _MM_HINT_T0);
-    }
+    PrefetchShare(next, next_bytes, s, steps);
     const __m512i w0 = Nibbles(row0 + s * 32, mask, flip);
     const __m512i w1 = kR > 1 ? Nibbles(row1 + s * 32, mask, flip) : z;
     const __m512i w2 = kR > 2 ? Nibbles(row2 + s * 32, mask, flip) : z;
