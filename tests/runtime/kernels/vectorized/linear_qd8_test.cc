@@ -12,6 +12,11 @@
 #include <random>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "runtime/kernels/reference/linear.h"
 #include "runtime/kernels/vectorized/linear_rows.h"
 #include "runtime/kernels/vectorized/qd8.h"
@@ -39,18 +44,20 @@ bool CpuHas(vec::Qd8Isa isa) {
   if (isa == vec::Qd8Isa::kAvx512) return avx512;
   const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
   if (isa == vec::Qd8Isa::kAvx512Vnni) return vnni;
-  // AMX also needs the OS's grant, which only the kernel asks for: LinearQd8Runs says, on a
-  // weight it takes.
+  // AMX also needs the OS's grant of the tile state, asked here on our own (Linux's
+  // arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), so that a dispatch that never takes AMX
+  // where it could fails the LinearQd8Runs checks below.
   if (isa == vec::Qd8Isa::kAmx) {
-    static uint8_t bytes[32] = {};
-    static float scale = 1.0f;
-    WeightView w;
-    w.dtype = DType::kI4;
-    w.data = bytes;
-    w.rows = 1;
-    w.cols = 64;
-    w.scales = &scale;
-    return vnni && __builtin_cpu_supports("amx-int8") && vec::LinearQd8Runs(isa, w);
+    if (!vnni || !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("amx-tile") ||
+        !__builtin_cpu_supports("amx-int8")) {
+      return false;
+    }
+#if defined(__linux__)
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
   }
 #endif
   return isa == vec::Qd8Isa::kPortable;
