@@ -160,6 +160,9 @@ void PlanBackendScratch(const BackendPlan& plan, int prepare, int first_run, int
     ids->f16_input = p->Add("f16_input", plan.needs.f16_input_bytes, first_run, last);
     ids->f16_output = p->Add("f16_output", plan.needs.f16_output_bytes, first_run, last);
   }
+  if (plan.needs.qd8_rows_bytes > 0) {
+    ids->qd8_rows = p->Add("qd8_rows", plan.needs.qd8_rows_bytes, first_run, last);
+  }
 #else
   (void)plan, (void)prepare, (void)first_run, (void)last, (void)p, (void)ids;
 #endif
@@ -312,6 +315,8 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
   context->f16_input_bytes = ids.f16_input >= 0 ? plan->needs.f16_input_bytes : 0;
   context->f16_output = reinterpret_cast<uint16_t*>(at(ids.f16_output));
   context->f16_output_bytes = ids.f16_output >= 0 ? plan->needs.f16_output_bytes : 0;
+  context->qd8_rows = at(ids.qd8_rows);
+  context->qd8_rows_bytes = ids.qd8_rows >= 0 ? plan->needs.qd8_rows_bytes : 0;
   if (plan->threads > 1) {
     // pthreadpool allocates its workers and their state on the heap: here, never later.
     pool_ = pthreadpool_create(static_cast<size_t>(plan->threads));

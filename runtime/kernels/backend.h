@@ -107,7 +107,7 @@ bool ChooseBackend(const Limits& limits, BackendPlan* plan);
 // Buffer ids of the backend's memory in a model's arena plan (-1: not planned).
 struct BackendBuffers {
   int region = -1, context = -1, kernels = -1, scratch = -1;
-  int qd8_input = -1, qd8_params = -1, f16_input = -1, f16_output = -1;
+  int qd8_input = -1, qd8_params = -1, f16_input = -1, f16_output = -1, qd8_rows = -1;
   int attention = -1, att_gather = -1, att_scores = -1, att_qk_workspace = -1,
       att_av_workspace = -1, att_loop_scores = -1;
 };

@@ -83,8 +83,11 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
   if (kernel != nullptr) {
     if (kernel->op == nullptr) {  // no XNNPACK operator for this weight: the vectorizable
       // loops, integer ones for int8 / int4 (as XNNPACK's qd8 paths: linear_qd8.h)
-      xnn::RunLinearLoops(*kernel, vec::LinearQd8Takes(w) ? vec::LinearQd8 : vec::Linear, x, m, ldx,
-                          w, bias, y, ldy);
+      if (vec::LinearQd8Takes(w)) {
+        xnn::RunQd8Loops(*kernel, x, m, ldx, w, bias, y, ldy);
+      } else {
+        xnn::RunLinearLoops(*kernel, vec::Linear, x, m, ldx, w, bias, y, ldy);
+      }
       return;
     }
     if (xnn::RunLinear(*kernel, x, m, ldx, y, ldy)) return;

@@ -201,6 +201,12 @@ TEST_CASE("translate allocates nothing after prepare", "[allocation]") {
       {"xnnpack i4 per row -> f32 activations", Backend::kXnnpack, false, DType::kI4, 0,
        PathBit(LinearPath::kQd8Qc4w), 1, 1,
        xnn::PathTrusted(LinearPath::kQd8Qc4w) ? "fully_connected_nc_f32_qc4w" : kQc4wExpect},
+      // Rows of 64 columns and 36 rows of sources: on an AMX CPU the encoder's int4 layers
+      // quantize their rows once into the context's scratch (vec::QuantizedRows), with 2 threads
+      // a share each.
+      {"xnnpack i4 per row, wide", Backend::kXnnpack, true, DType::kI4, 0, 0, 1, 1, kQc4wExpect},
+      {"xnnpack i4 per row, wide, 2 threads", Backend::kXnnpack, true, DType::kI4, 0, 0, 2, 1,
+       "2 threads"},
       {"xnnpack i4 blocks of 32", Backend::kXnnpack, true, DType::kI4, 32, 0, 1, 1,
        xnn::PathTrusted(LinearPath::kQd8Qb4w) ? "fully_connected_nc_qd8_f32_qb4w"
                                               : "vectorized loops: XNNPACK has no operator"},

@@ -59,7 +59,8 @@ struct Variant {
 struct Layer {
   convert::EncodedTensor encoded;
   std::vector<float> bias;
-  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  Aligned region{0}, scratch{0}, qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0},
+      qd8_rows{0};
   xnn::Context context;
   xnn::LinearKernel kernel;
   xnn::LinearChoice choice;
@@ -123,6 +124,7 @@ void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int parts) {
   layer->qd8_params = Aligned(needs.qd8_params_bytes);
   layer->f16_input = Aligned(needs.f16_input_bytes);
   layer->f16_output = Aligned(needs.f16_output_bytes);
+  layer->qd8_rows = Aligned(needs.qd8_rows_bytes);
   xnn::Context& c = layer->context;
   c.pool = pool;
   c.qd8_input = reinterpret_cast<int8_t*>(layer->qd8_input.data());
@@ -133,6 +135,8 @@ void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int parts) {
   c.f16_input_bytes = needs.f16_input_bytes;
   c.f16_output = reinterpret_cast<uint16_t*>(layer->f16_output.data());
   c.f16_output_bytes = needs.f16_output_bytes;
+  c.qd8_rows = layer->qd8_rows.data();
+  c.qd8_rows_bytes = needs.qd8_rows_bytes;
   xnn::ArenaScope scope(layer->region.data(), region_bytes);
   bench::Check(xnn::CreateContext(needs, &c), "creating the context");
   bench::Check(xnn::CreateLinear(spec, layer->choice, &c, layer->scratch.data(), &layer->kernel),

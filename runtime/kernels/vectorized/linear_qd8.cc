@@ -8,6 +8,7 @@
 #endif
 
 #include "runtime/kernels/vectorized/linear_qd8_amx.h"
+#include "runtime/kernels/vectorized/linear_qd8_amx_rows.h"
 #include "runtime/kernels/vectorized/linear_qd8_tiles.h"
 #include "runtime/kernels/vectorized/linear_qd8_vnni.h"
 #include "runtime/kernels/vectorized/qd8.h"
@@ -309,6 +310,72 @@ void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const Weigh
 void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
                float* y, int64_t ldy) {
   LinearQd8On(LinearQd8Best(w), x, m, ldx, w, bias, y, ldy);
+}
+
+namespace {
+
+constexpr size_t kRowsAlign = 64;
+
+// Rows of a pass padded to whole pairs of the tile unit's 16-row tiles.
+int64_t PaddedRows(int64_t m) { return (std::min(m, kQd8PassRows) + 31) / 32 * 32; }
+
+}  // namespace
+
+size_t LinearQd8ScratchBytes(const WeightView& w, int64_t max_rows) {
+  if (max_rows < kQd8RowsMin || !LinearQd8Runs(Qd8Isa::kAmx, w) || w.cols == 0) return 0;
+  const size_t rows = static_cast<size_t>(PaddedRows(max_rows));
+  // q, then the zero points and inverse scales, each 64-byte aligned (the scratch too).
+  return rows * static_cast<size_t>(w.cols) +
+         2 * ((rows * 4 + kRowsAlign - 1) / kRowsAlign * kRowsAlign);
+}
+
+bool LinearQd8TakesRows(const WeightView& w, int64_t m, size_t scratch_bytes) {
+  const size_t need = LinearQd8ScratchBytes(w, m);
+  return need > 0 && need <= scratch_bytes;
+}
+
+QuantizedRows QuantizedRowsIn(void* scratch, int64_t m, int64_t k) {
+  QuantizedRows rows;
+  const size_t padded = static_cast<size_t>(PaddedRows(m));
+  auto* bytes = static_cast<uint8_t*>(scratch);
+  rows.q = reinterpret_cast<int8_t*>(bytes);
+  bytes += padded * static_cast<size_t>(k);
+  rows.zero_point = reinterpret_cast<int32_t*>(bytes);
+  bytes += (padded * 4 + kRowsAlign - 1) / kRowsAlign * kRowsAlign;
+  rows.inv_scale = reinterpret_cast<float*>(bytes);
+  rows.m = std::min(m, kQd8PassRows);
+  rows.k = k;
+  rows.ld = k;
+  return rows;
+}
+
+void QuantizeQd8Rows(const float* x, int64_t ldx, int64_t i0, int64_t i1,
+                     const QuantizedRows& rows) {
+#if defined(__x86_64__)
+  AmxQuantizeRows(x, ldx, i0, i1, rows);
+#else
+  (void)x, (void)ldx, (void)i0, (void)i1, (void)rows;
+#endif
+}
+
+void LinearQd8Rows(const QuantizedRows& x, const WeightView& w, const float* bias, float* y,
+                   int64_t ldy) {
+#if defined(__x86_64__)
+  AmxRows(x, w, bias, y, ldy);
+#else
+  (void)x, (void)w, (void)bias, (void)y, (void)ldy;
+#endif
+}
+
+void LinearQd8WithScratch(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                          const float* bias, float* y, int64_t ldy, void* scratch,
+                          size_t scratch_bytes) {
+  if (!LinearQd8TakesRows(w, m, scratch_bytes)) return LinearQd8(x, m, ldx, w, bias, y, ldy);
+  for (int64_t i0 = 0; i0 < m; i0 += kQd8PassRows) {
+    const QuantizedRows rows = QuantizedRowsIn(scratch, m - i0, w.cols);
+    QuantizeQd8Rows(x + i0 * ldx, ldx, 0, rows.m, rows);
+    LinearQd8Rows(rows, w, bias, y + i0 * ldy, ldy);
+  }
 }
 
 }  // namespace tern::vec

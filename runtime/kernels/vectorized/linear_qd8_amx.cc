@@ -11,6 +11,7 @@
 #include <unistd.h>
 #endif
 
+#include "runtime/kernels/vectorized/linear_qd8_amx_tile.h"
 #include "runtime/kernels/vectorized/linear_qd8_tiles.h"
 #include "runtime/kernels/vectorized/linear_qd8_vnni.h"
 
@@ -35,56 +36,6 @@ constexpr int64_t kAmxB = 15;            // rows of x per B tile; its 16th colum
 constexpr int64_t kAmxRows = 2 * kAmxB;  // rows of x per tile
 constexpr int64_t kAmxMinRows = 8;       // fewer: the VNNI loops
 constexpr int64_t kAmxSteps = kChunk / kVnniStep;
-
-#define TERN_AMX_TARGET TERN_VNNI_TARGET ",amx-tile,amx-int8"
-
-// The tile configuration: palette 1, tiles 0-7 all 16 rows of 64 bytes (0-3: the sums of weight
-// tile g times x tile b at 2 g + b; 4, 5: the weight tiles; 6, 7: the x tiles).
-struct alignas(64) AmxConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
-// The tile instructions, with the memory they read or write made known to the compiler
-// (GCC 12's _tile_loadd / tdpbusd macros declare none, so it could move the buffers' stores past
-// them).
-#define TERN_TILE_LOAD(t, base) \
-  asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(int64_t{64}) : "memory")
-#define TERN_TILE_STORE(t, base) \
-  asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"(int64_t{64}) : "memory")
-#define TERN_TILE_ZERO(t) asm volatile("tilezero %%tmm" #t ::)
-#define TERN_TILE_DPBUSD(c, a, b) asm volatile("tdpbusd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
-
-// The 16 x 16 matrix of 4-byte groups at rows[i] (64 bytes each), transposed: out[j] holds
-// group j of every row (lane i: rows[i]'s). Unpacks of 32 and 64 bits within 128-bit lanes,
-// then two shuffles of lanes.
-__attribute__((target(TERN_VNNI_TARGET))) void Transpose16(const void* const* rows, __m512i* out) {
-  __m512i a[16], b[16];
-  for (int i = 0; i < 16; i += 2) {
-    const __m512i r0 = _mm512_loadu_si512(rows[i]), r1 = _mm512_loadu_si512(rows[i + 1]);
-    a[i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r0, r1);
-    a[i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r0, r1);
-  }
-  for (int g = 0; g < 16; g += 4) {  // b[g + q], 128-bit lane L: rows g..g+3 at group 4 L + q
-    b[g] = _mm512_maskz_unpacklo_epi64(0xFF, a[g], a[g + 2]);
-    b[g + 1] = _mm512_maskz_unpackhi_epi64(0xFF, a[g], a[g + 2]);
-    b[g + 2] = _mm512_maskz_unpacklo_epi64(0xFF, a[g + 1], a[g + 3]);
-    b[g + 3] = _mm512_maskz_unpackhi_epi64(0xFF, a[g + 1], a[g + 3]);
-  }
-  for (int q = 0; q < 4; ++q) {
-    const __m512i x = _mm512_maskz_shuffle_i32x4(0xFFFF, b[q], b[4 + q], 0x88);
-    const __m512i y = _mm512_maskz_shuffle_i32x4(0xFFFF, b[q], b[4 + q], 0xDD);
-    const __m512i x2 = _mm512_maskz_shuffle_i32x4(0xFFFF, b[8 + q], b[12 + q], 0x88);
-    const __m512i y2 = _mm512_maskz_shuffle_i32x4(0xFFFF, b[8 + q], b[12 + q], 0xDD);
-    out[q] = _mm512_maskz_shuffle_i32x4(0xFFFF, x, x2, 0x88);
-    out[8 + q] = _mm512_maskz_shuffle_i32x4(0xFFFF, x, x2, 0xDD);
-    out[4 + q] = _mm512_maskz_shuffle_i32x4(0xFFFF, y, y2, 0x88);
-    out[12 + q] = _mm512_maskz_shuffle_i32x4(0xFFFF, y, y2, 0xDD);
-  }
-}
 
 // Weight rows [r, r + count) (count <= 16; the rest of the tile zeros) at byte offset `off`:
 // their 64 nibbles as w + 8, row after row.

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/core/fp16.h"
+#include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear_paths.h"
@@ -358,6 +359,9 @@ void ContextNeeds::Add(const LinearSpec& spec, LinearPath path) {
     f16 = true;
     grow(&f16_input_bytes, F16Bytes(rows, k));
     grow(&f16_output_bytes, F16Bytes(rows, n));
+  }
+  if (path == LinearPath::kReference && spec.max_rows > 0) {
+    grow(&qd8_rows_bytes, vec::LinearQd8ScratchBytes(spec.weight, spec.max_rows));
   }
 }
 

@@ -146,6 +146,9 @@ struct ContextNeeds {
   size_t qd8_params_bytes = 0;  // per-row quantization params (+ XNNPACK's extra entries)
   size_t f16_input_bytes = 0;   // f16 activations in: max rows * k
   size_t f16_output_bytes = 0;  // f16 activations out: max rows * n
+  // Rows of x quantized once for the integer loops of layers without an operator that take
+  // them (vec::LinearQd8ScratchBytes).
+  size_t qd8_rows_bytes = 0;
   void Add(const LinearSpec& spec, LinearPath path);
 };
 
@@ -164,6 +167,8 @@ struct Context {
   size_t f16_input_bytes = 0;
   uint16_t* f16_output = nullptr;
   size_t f16_output_bytes = 0;
+  void* qd8_rows = nullptr;  // vec::QuantizedRows' scratch (64-byte aligned)
+  size_t qd8_rows_bytes = 0;
   // What each conversion operator was last reshaped for (rows, channels, in/out stride, and
   // whether for the pool: XNNPACK tiles it for the thread count it is reshaped with).
   int64_t qd8_shape[5] = {-1, -1, -1, -1, -1};
@@ -242,6 +247,11 @@ using LinearLoops = void (*)(const float* x, int64_t m, int64_t ldx, const Weigh
                              const float* bias, float* y, int64_t ldy);
 void RunLinearLoops(LinearKernel& kernel, LinearLoops loops, const float* x, int64_t m, int64_t ldx,
                     const WeightView& w, const float* bias, float* y, int64_t ldy);
+// RunLinearLoops with the integer loops (vec::LinearQd8), on rows of x quantized once into the
+// context's qd8_rows where the loops take them (vec::LinearQd8TakesRows): with a pool, the rows
+// are quantized by every thread, a share each, and then each part of the layer reads them all.
+void RunQd8Loops(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                 const float* bias, float* y, int64_t ldy);
 
 // y_i = x W_i^T + b_i for 2 to kMaxGroup layers that read the same x (Q, K and V of one
 // attention; a gated FFN's W1 and W3), with the bits of one RunLinear per layer: x is converted

@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #include "runtime/kernels/xnnpack/linear_paths.h"
 
@@ -275,6 +276,38 @@ void RunLoopPart(void* context, size_t p) {
            t->ldy);
 }
 
+// A pass of quantized rows on a pool: task p quantizes its share of the rows, or runs the
+// layer's output rows [begin[p], begin[p + 1]) on all of them.
+struct RowsParts {
+  const float* x;
+  int64_t ldx;
+  const vec::QuantizedRows* rows;
+  const WeightView* w;
+  const float* bias;
+  float* y;
+  int64_t ldy;
+  int parts;
+  int64_t begin[kMaxParts + 1];
+};
+
+void QuantizeRowsPart(void* context, size_t p) {
+  const auto* t = static_cast<const RowsParts*>(context);
+  const int part = static_cast<int>(p);
+  vec::QuantizeQd8Rows(t->x, t->ldx, PartBegin(t->rows->m, t->parts, part),
+                       PartBegin(t->rows->m, t->parts, part + 1), *t->rows);
+}
+
+void RowsPart(void* context, size_t p) {
+  const auto* t = static_cast<const RowsParts*>(context);
+  const int64_t begin = t->begin[p], end = t->begin[p + 1];
+  WeightView part = *t->w;
+  part.data = t->w->row(begin);
+  part.rows = end - begin;
+  part.scales += begin * t->w->groups_per_row();
+  vec::LinearQd8Rows(*t->rows, part, t->bias != nullptr ? t->bias + begin : nullptr, t->y + begin,
+                     t->ldy);
+}
+
 }  // namespace
 
 bool RunLinear(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy) {
@@ -331,6 +364,38 @@ void RunLinearLoops(LinearKernel& kn, LinearLoops loops, const float* x, int64_t
                 }
                 return true;
               });
+}
+
+void RunQd8Loops(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                 const float* bias, float* y, int64_t ldy) {
+  Context* c = kn.context;
+  if (c == nullptr || m < 1 || !vec::LinearQd8TakesRows(w, m, c->qd8_rows_bytes)) {
+    RunLinearLoops(kn, vec::LinearQd8, x, m, ldx, w, bias, y, ldy);
+    return;
+  }
+  pthreadpool_t pool = c->pool;
+  const int parts =
+      pool != nullptr ? CutParts(static_cast<int>(pthreadpool_get_threads_count(pool)), w.rows) : 1;
+  auto run = [&](bool pooled) {
+    for (int64_t i0 = 0; i0 < m; i0 += vec::kQd8PassRows) {
+      const vec::QuantizedRows rows = vec::QuantizedRowsIn(c->qd8_rows, m - i0, w.cols);
+      if (!pooled) {
+        vec::QuantizeQd8Rows(x + i0 * ldx, ldx, 0, rows.m, rows);
+        vec::LinearQd8Rows(rows, w, bias, y + i0 * ldy, ldy);
+        continue;
+      }
+      RowsParts t{x + i0 * ldx, ldx, &rows, &w, bias, y + i0 * ldy, ldy, parts, {}};
+      for (int p = 0; p <= parts; ++p) t.begin[p] = PartBegin(w.rows, parts, p);
+      pthreadpool_parallelize_1d(pool, QuantizeRowsPart, &t, static_cast<size_t>(parts), 0);
+      pthreadpool_parallelize_1d(pool, RowsPart, &t, static_cast<size_t>(parts), 0);
+    }
+    return true;
+  };
+  if (parts < 2) {
+    run(false);
+    return;
+  }
+  RunGoverned(kn.governors().For(m), static_cast<float>(m), &c->pool_budget, pool, run);
 }
 
 }  // namespace tern::xnn

@@ -235,6 +235,79 @@ TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits
   CHECK(compared >= 28);
 }
 
+// The loops on rows quantized once (AMX's, with a scratch): the bits of the loops on tiles of x,
+// for widths of one chunk and more (the sums carried across chunks), weight rows of a pair of
+// tiles, one tile and a few, rows of x in one pass and two, a pair's tail, strides; the rows
+// quantized in shares and the weight's rows run in parts (threads) give the same bits again.
+TEST_CASE("vec::LinearQd8 on rows quantized once gives the tile loops' bits",
+          "[vectorized][linear]") {
+  std::mt19937 rng(31);
+  Weights small = RandomWeights({"per row", DType::kI4, 0}, 37, 128, &rng);
+  const bool amx = CpuHas(vec::Qd8Isa::kAmx);
+  // Where the loops exist, and what they need.
+  CHECK((vec::LinearQd8ScratchBytes(small.view, vec::kQd8RowsMin) > 0) == amx);
+  CHECK(vec::LinearQd8ScratchBytes(small.view, vec::kQd8RowsMin - 1) == 0);
+  Weights int8 = RandomWeights({"int8 per row", DType::kI8, 0}, 37, 128, &rng);
+  Weights blocks = RandomWeights({"int4 blocks of 32", DType::kI4, 32}, 37, 128, &rng);
+  CHECK(vec::LinearQd8ScratchBytes(int8.view, 256) == 0);
+  CHECK(vec::LinearQd8ScratchBytes(blocks.view, 256) == 0);
+  if (!amx) {
+    SUCCEED("no AMX on this CPU: the loops on quantized rows do not run");
+    return;
+  }
+  // A pass's rows padded to 32, and the pass never more than kQd8PassRows rows.
+  CHECK(vec::LinearQd8ScratchBytes(small.view, 33) == vec::LinearQd8ScratchBytes(small.view, 64));
+  CHECK(vec::LinearQd8ScratchBytes(small.view, 10000) ==
+        vec::LinearQd8ScratchBytes(small.view, vec::kQd8PassRows));
+  const size_t need = vec::LinearQd8ScratchBytes(small.view, 100);
+  CHECK(vec::LinearQd8TakesRows(small.view, 100, need));
+  CHECK_FALSE(vec::LinearQd8TakesRows(small.view, 100, need - 1));
+  CHECK_FALSE(vec::LinearQd8TakesRows(small.view, vec::kQd8RowsMin - 1, need));
+  int compared = 0;
+  for (int64_t k : {64, 1088, 2048}) {
+    for (int64_t n : {37, 16, 64}) {
+      Weights w = RandomWeights({"per row", DType::kI4, 0}, n, k, &rng);
+      const std::vector<float> bias = vec_test::RandomValues(n, &rng);
+      for (int64_t m : {int64_t{32}, int64_t{47}, int64_t{100}, vec::kQd8PassRows + 37}) {
+        INFO("k " << k << ", n " << n << ", m " << m);
+        const int64_t ldx = k + 3, ldy = n + 2;
+        std::vector<float> x = vec_test::RandomValues(m * ldx, &rng);
+        for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(ldx + c)] = 50.0f + c;  // positive
+        const size_t bytes = vec::LinearQd8ScratchBytes(w.view, m);
+        REQUIRE(bytes > 0);
+        std::vector<uint8_t> held(bytes + 64);
+        void* scratch = held.data() + (64 - reinterpret_cast<uintptr_t>(held.data()) % 64) % 64;
+        std::vector<float> tiles(static_cast<size_t>(m * ldy), -7.0f), rows = tiles, parts = tiles;
+        vec::LinearQd8On(vec::Qd8Isa::kAmx, x.data(), m, ldx, w.view, bias.data(), tiles.data(),
+                         ldy);
+        vec::LinearQd8WithScratch(x.data(), m, ldx, w.view, bias.data(), rows.data(), ldy, scratch,
+                                  bytes);
+        CHECK(std::memcmp(tiles.data(), rows.data(), tiles.size() * sizeof(float)) == 0);
+        CHECK(CountBad(x, m, ldx, w.view, bias.data(), rows, ldy) == 0);
+        // As a session's threads run it: each pass quantized in two shares, the weight's rows in
+        // two parts (the second from row 32, or 16 for a weight of 37).
+        const int64_t cut = n > 32 ? 32 : 16;
+        for (int64_t i0 = 0; i0 < m; i0 += vec::kQd8PassRows) {
+          const vec::QuantizedRows q = vec::QuantizedRowsIn(scratch, m - i0, k);
+          const float* xp = x.data() + i0 * ldx;
+          vec::QuantizeQd8Rows(xp, ldx, q.m / 2, q.m, q);
+          vec::QuantizeQd8Rows(xp, ldx, 0, q.m / 2, q);
+          for (int64_t r0 : {cut, int64_t{0}}) {
+            WeightView part = w.view;
+            part.data = w.view.row(r0);
+            part.rows = r0 == 0 ? cut : n - cut;
+            part.scales += r0;
+            vec::LinearQd8Rows(q, part, bias.data() + r0, parts.data() + i0 * ldy + r0, ldy);
+          }
+        }
+        CHECK(std::memcmp(tiles.data(), parts.data(), tiles.size() * sizeof(float)) == 0);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 36);
+}
+
 TEST_CASE(
     "vec::LinearQd8 takes int8 and int4 only; no rows write nothing; no columns give the bias",
     "[vectorized][linear]") {

@@ -57,7 +57,7 @@ class Aligned {
 // A session context's activation buffers, sized for `needs`, with the context pointed at them
 // (what Prepare does in the arena).
 struct ActivationBuffers {
-  Aligned qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0};
+  Aligned qd8_input{0}, qd8_params{0}, f16_input{0}, f16_output{0}, qd8_rows{0};
   void Bind(const xnn::ContextNeeds& needs, pthreadpool* pool, xnn::Context* c) {
     qd8_input = Aligned(needs.qd8_input_bytes);
     qd8_params = Aligned(needs.qd8_params_bytes);
@@ -72,6 +72,9 @@ struct ActivationBuffers {
     c->f16_input_bytes = needs.f16_input_bytes;
     c->f16_output = reinterpret_cast<uint16_t*>(f16_output.data());
     c->f16_output_bytes = needs.f16_output_bytes;
+    qd8_rows = Aligned(needs.qd8_rows_bytes);
+    c->qd8_rows = qd8_rows.data();
+    c->qd8_rows_bytes = needs.qd8_rows_bytes;
   }
 };
 

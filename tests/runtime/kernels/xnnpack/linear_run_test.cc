@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/kernels/ops.h"
+#include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #include "tests/runtime/kernels/xnnpack/linear_fixtures.h"
@@ -263,6 +264,57 @@ TEST_CASE("a layer without an operator runs its loops on a pool with the bits of
       CHECK(governor.single_ns() > 0.0f);
       CHECK(governor.pooled_ns() > 0.0f);
       CHECK(pooled.context.fallback_calls == 0);
+    }
+  }
+  pthreadpool_destroy(pool);
+}
+
+TEST_CASE("an int4 layer without an operator quantizes its rows once, on a pool too",
+          "[xnnpack][linear]") {
+  // int4 per row with XNNPACK's qc4w paths off: tern's integer loops, which on a CPU with AMX
+  // take 32 rows of x or more quantized once into the context's scratch (vec::QuantizedRows;
+  // planned by ContextNeeds), with a pool each thread quantizing a share of the rows and then
+  // computing its part of the output rows from all of them. 300 rows: two passes of rows.
+  // The bits of vec::LinearQd8 on the same call, alone and pooled; elsewhere no scratch is
+  // planned and the same loops run as before.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const int64_t n = 200, k = 256, ldx = k + 5;
+  const PathCase pc{DType::kI4, 0, LinearPath::kReference,
+                    xnn::PathBit(LinearPath::kQd8Qc4w) | xnn::PathBit(LinearPath::kF32Qc4w)};
+  for (int64_t m : {int64_t{40}, int64_t{300}}) {
+    INFO("m " << m);
+    const std::vector<float> x = Input(m, ldx, 1600);
+    Group g = MakeGroup({n}, k, m, ldx, pc, 1, 1601);
+    Layers alone, pooled;
+    xnn::SetUnsupportedPathsForTesting(pc.unsupported);
+    const Status made_alone = Make(g.specs, &alone, nullptr);
+    const Status made_pooled = Make(g.specs, &pooled, pool);
+    xnn::SetUnsupportedPathsForTesting(0);
+    REQUIRE(made_alone.ok());
+    REQUIRE(made_pooled.ok());
+    REQUIRE(pooled.kernels[0].op == nullptr);
+    const WeightView& w = g.specs[0].weight;
+    const size_t rows_bytes = vec::LinearQd8ScratchBytes(w, m);
+    CHECK(alone.context.qd8_rows_bytes == rows_bytes);
+    CHECK(vec::LinearQd8TakesRows(w, m, pooled.context.qd8_rows_bytes) == (rows_bytes > 0));
+    const int64_t ldy = g.ldys[0];
+    std::vector<float> want(static_cast<size_t>(m * ldy) + kPad, -7.0f);
+    vec::LinearQd8(x.data(), m, ldx, w, g.specs[0].bias, want.data(), ldy);
+    std::vector<float> got(want.size(), -7.0f);
+    ops::Linear(x.data(), m, ldx, w, g.specs[0].bias, &alone.kernels[0], got.data(), ldy);
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    for (int call = 0; call < 8; ++call) {
+      pooled.context.pool_budget = xnn::PoolBudget();
+      std::fill(got.begin(), got.end(), -7.0f);
+      ops::Linear(x.data(), m, ldx, w, g.specs[0].bias, &pooled.kernels[0], got.data(), ldy);
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+    // 300 rows are over the governor's threshold: both ways measured, so pooled calls ran.
+    if (m == 300) {
+      const xnn::PoolGovernor& governor = pooled.kernels[0].governors().For(m);
+      CHECK(governor.single_ns() > 0.0f);
+      CHECK(governor.pooled_ns() > 0.0f);
     }
   }
   pthreadpool_destroy(pool);
