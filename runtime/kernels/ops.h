@@ -128,6 +128,15 @@ inline void Linears(const float* x, int64_t m, int64_t ldx, const LinearTarget* 
       ldys[i] = targets[i].ldy;
     }
     if (all && xnn::RunLinears(kernels, count, x, m, ldx, ys, ldys)) return;
+    if (all) {  // layers without an operator: int4 per row on tern's loops, x quantized once
+      const WeightView* weights[kMaxLinearGroup];
+      const float* biases[kMaxLinearGroup];
+      for (int i = 0; i < count; ++i) {
+        weights[i] = targets[i].weight;
+        biases[i] = targets[i].bias;
+      }
+      if (xnn::RunQd8LoopsGroup(kernels, weights, biases, count, x, m, ldx, ys, ldys)) return;
+    }
   }
 #endif
   for (int i = 0; i < count; ++i) {

@@ -11,11 +11,11 @@
 // The weights are read as the file has them (no packed copy). Rows of x are quantized 8 at a
 // time, 1024 columns at a time, on the stack (16 KiB; AMX's tiles: 30 rows, 62 KiB), or with a
 // caller's scratch (LinearQd8WithScratch: a session's arena) all at once (QuantizedRows, below):
-// nothing is allocated and any width is taken. (A block that a chunk boundary splits, or a per-row weight
-// wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in float: the
-// same as one sum up to float rounding; with one scale per row the int32 sums are carried across
-// chunks, exactly.) A row's outputs depend only on that row and the weight (never on which rows
-// share its tile, nor on which loops ran it where they give the same bits: per-row int4 on the
+// nothing is allocated and any width is taken. (A block that a chunk boundary splits, or a per-row
+// weight wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in float:
+// the same as one sum up to float rounding; with one scale per row the int32 sums are carried
+// across chunks, exactly.) A row's outputs depend only on that row and the weight (never on which
+// rows share its tile, nor on which loops ran it where they give the same bits: per-row int4 on the
 // VNNI and AMX loops), so a sentence gives the same alone or in a batch.
 #pragma once
 

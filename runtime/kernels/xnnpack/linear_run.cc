@@ -3,6 +3,8 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <algorithm>
+
 #include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #include "runtime/kernels/xnnpack/linear_paths.h"
@@ -276,36 +278,82 @@ void RunLoopPart(void* context, size_t p) {
            t->ldy);
 }
 
-// A pass of quantized rows on a pool: task p quantizes its share of the rows, or runs the
-// layer's output rows [begin[p], begin[p + 1]) on all of them.
+// One or more layers (kMaxGroup at most) on one pass of quantized rows, on a pool: task p of
+// the first fork-join quantizes its share of the rows (`shares` of them), task p of the second
+// runs output rows [begin[p], begin[p + 1]) of layer layer[p] on all of them.
 struct RowsParts {
   const float* x;
   int64_t ldx;
   const vec::QuantizedRows* rows;
-  const WeightView* w;
-  const float* bias;
-  float* y;
-  int64_t ldy;
-  int parts;
-  int64_t begin[kMaxParts + 1];
+  int shares;
+  const WeightView* w[kMaxGroup];
+  const float* bias[kMaxGroup];
+  float* y[kMaxGroup];
+  int64_t ldy[kMaxGroup];
+  int tasks;
+  int layer[kMaxGroup * kMaxParts];
+  int64_t begin[kMaxGroup * kMaxParts + 1];
+  int64_t end[kMaxGroup * kMaxParts];
 };
 
 void QuantizeRowsPart(void* context, size_t p) {
   const auto* t = static_cast<const RowsParts*>(context);
-  const int part = static_cast<int>(p);
-  vec::QuantizeQd8Rows(t->x, t->ldx, PartBegin(t->rows->m, t->parts, part),
-                       PartBegin(t->rows->m, t->parts, part + 1), *t->rows);
+  const int share = static_cast<int>(p);
+  vec::QuantizeQd8Rows(t->x, t->ldx, PartBegin(t->rows->m, t->shares, share),
+                       PartBegin(t->rows->m, t->shares, share + 1), *t->rows);
 }
 
 void RowsPart(void* context, size_t p) {
   const auto* t = static_cast<const RowsParts*>(context);
-  const int64_t begin = t->begin[p], end = t->begin[p + 1];
-  WeightView part = *t->w;
-  part.data = t->w->row(begin);
-  part.rows = end - begin;
-  part.scales += begin * t->w->groups_per_row();
-  vec::LinearQd8Rows(*t->rows, part, t->bias != nullptr ? t->bias + begin : nullptr, t->y + begin,
-                     t->ldy);
+  const int l = t->layer[p];
+  const WeightView& w = *t->w[l];
+  const int64_t begin = t->begin[p];
+  WeightView part = w;
+  part.data = w.row(begin);
+  part.rows = t->end[p] - begin;
+  part.scales += begin * w.groups_per_row();
+  vec::LinearQd8Rows(*t->rows, part, t->bias[l] != nullptr ? t->bias[l] + begin : nullptr,
+                     t->y[l] + begin, t->ldy[l]);
+}
+
+// Layers [0, count) on rows of x quantized once per pass (vec::QuantizedRows in the context's
+// scratch), with a pool in two fork-joins per pass: the rows quantized a share per thread, then
+// every layer's parts (CutParts of its rows; a layer too small to cut is one task).
+void RunRows(Context& c, const WeightView* const* ws, const float* const* biases, int count,
+             pthreadpool_t pool, const float* x, int64_t m, int64_t ldx, float* const* ys,
+             const int64_t* ldys) {
+  const int64_t k = ws[0]->cols;
+  const int threads = pool != nullptr ? static_cast<int>(pthreadpool_get_threads_count(pool)) : 1;
+  for (int64_t i0 = 0; i0 < m; i0 += vec::kQd8PassRows) {
+    const vec::QuantizedRows rows = vec::QuantizedRowsIn(c.qd8_rows, m - i0, k);
+    if (pool == nullptr) {
+      vec::QuantizeQd8Rows(x + i0 * ldx, ldx, 0, rows.m, rows);
+      for (int l = 0; l < count; ++l) {
+        vec::LinearQd8Rows(rows, *ws[l], biases[l], ys[l] + i0 * ldys[l], ldys[l]);
+      }
+      continue;
+    }
+    RowsParts t{};
+    t.x = x + i0 * ldx;
+    t.ldx = ldx;
+    t.rows = &rows;
+    t.shares = std::min(threads, kMaxParts);
+    for (int l = 0; l < count; ++l) {
+      t.w[l] = ws[l];
+      t.bias[l] = biases[l];
+      t.y[l] = ys[l] + i0 * ldys[l];
+      t.ldy[l] = ldys[l];
+      const int parts = CutParts(threads, ws[l]->rows);
+      for (int p = 0; p < parts; ++p) {
+        t.layer[t.tasks] = l;
+        t.begin[t.tasks] = PartBegin(ws[l]->rows, parts, p);
+        t.end[t.tasks] = PartBegin(ws[l]->rows, parts, p + 1);
+        ++t.tasks;
+      }
+    }
+    pthreadpool_parallelize_1d(pool, QuantizeRowsPart, &t, static_cast<size_t>(t.shares), 0);
+    pthreadpool_parallelize_1d(pool, RowsPart, &t, static_cast<size_t>(t.tasks), 0);
+  }
 }
 
 }  // namespace
@@ -374,28 +422,48 @@ void RunQd8Loops(LinearKernel& kn, const float* x, int64_t m, int64_t ldx, const
     return;
   }
   pthreadpool_t pool = c->pool;
+  const WeightView* ws[1] = {&w};
+  const float* biases[1] = {bias};
+  float* ys[1] = {y};
+  const int64_t ldys[1] = {ldy};
   const int parts =
       pool != nullptr ? CutParts(static_cast<int>(pthreadpool_get_threads_count(pool)), w.rows) : 1;
-  auto run = [&](bool pooled) {
-    for (int64_t i0 = 0; i0 < m; i0 += vec::kQd8PassRows) {
-      const vec::QuantizedRows rows = vec::QuantizedRowsIn(c->qd8_rows, m - i0, w.cols);
-      if (!pooled) {
-        vec::QuantizeQd8Rows(x + i0 * ldx, ldx, 0, rows.m, rows);
-        vec::LinearQd8Rows(rows, w, bias, y + i0 * ldy, ldy);
-        continue;
-      }
-      RowsParts t{x + i0 * ldx, ldx, &rows, &w, bias, y + i0 * ldy, ldy, parts, {}};
-      for (int p = 0; p <= parts; ++p) t.begin[p] = PartBegin(w.rows, parts, p);
-      pthreadpool_parallelize_1d(pool, QuantizeRowsPart, &t, static_cast<size_t>(parts), 0);
-      pthreadpool_parallelize_1d(pool, RowsPart, &t, static_cast<size_t>(parts), 0);
-    }
-    return true;
-  };
   if (parts < 2) {
-    run(false);
+    RunRows(*c, ws, biases, 1, nullptr, x, m, ldx, ys, ldys);
     return;
   }
-  RunGoverned(kn.governors().For(m), static_cast<float>(m), &c->pool_budget, pool, run);
+  RunGoverned(kn.governors().For(m), static_cast<float>(m), &c->pool_budget, pool,
+              [&](bool pooled) {
+                RunRows(*c, ws, biases, 1, pooled ? pool : nullptr, x, m, ldx, ys, ldys);
+                return true;
+              });
+}
+
+bool RunQd8LoopsGroup(LinearKernel* const* kernels, const WeightView* const* weights,
+                      const float* const* biases, int count, const float* x, int64_t m, int64_t ldx,
+                      float* const* ys, const int64_t* ldys) {
+  if (count < 2 || count > kMaxGroup || m < 1) return false;
+  Context* c = kernels[0]->context;
+  for (int i = 0; i < count; ++i) {
+    if (kernels[i]->op != nullptr || kernels[i]->context != c || c == nullptr ||
+        weights[i]->cols != weights[0]->cols ||
+        !vec::LinearQd8TakesRows(*weights[i], m, c->qd8_rows_bytes)) {
+      return false;
+    }
+  }
+  pthreadpool_t pool = c->pool;
+  if (pool == nullptr) {
+    RunRows(*c, weights, biases, count, nullptr, x, m, ldx, ys, ldys);
+  } else {
+    // The group's own governors, in rows times layers (as RunLinears').
+    RunGoverned(kernels[0]->group_governors().For(m), static_cast<float>(m * count),
+                &c->pool_budget, pool, [&](bool pooled) {
+                  RunRows(*c, weights, biases, count, pooled ? pool : nullptr, x, m, ldx, ys, ldys);
+                  return true;
+                });
+  }
+  ++c->group_calls;
+  return true;
 }
 
 }  // namespace tern::xnn

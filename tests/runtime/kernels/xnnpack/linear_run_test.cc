@@ -320,6 +320,54 @@ TEST_CASE("an int4 layer without an operator quantizes its rows once, on a pool 
   pthreadpool_destroy(pool);
 }
 
+TEST_CASE("int4 layers without an operator that read one input quantize it once, as a group",
+          "[xnnpack][linear]") {
+  // Three int4 layers of 200, 64 and 96 rows (the 64 and 96 too small to cut over 2 threads: one
+  // task each) through ops::Linears, as an attention's Q, K and V: on a CPU with AMX one group
+  // (xnn::RunQd8LoopsGroup: x quantized once per pass), the bits of vec::LinearQd8 per layer,
+  // alone and pooled; elsewhere each layer alone, the same bits.
+  pthreadpool* pool = pthreadpool_create(2);
+  REQUIRE(pool != nullptr);
+  const int64_t k = 128, ldx = k + 1;
+  const PathCase pc{DType::kI4, 0, LinearPath::kReference,
+                    xnn::PathBit(LinearPath::kQd8Qc4w) | xnn::PathBit(LinearPath::kF32Qc4w)};
+  for (int64_t m : {int64_t{33}, int64_t{300}}) {
+    INFO("m " << m);
+    const std::vector<float> x = Input(m, ldx, 1700);
+    const Group g = MakeGroup({200, 64, 96}, k, m, ldx, pc, 1, 1701);
+    Layers alone, pooled;
+    xnn::SetUnsupportedPathsForTesting(pc.unsupported);
+    const Status made_alone = Make(g.specs, &alone, nullptr);
+    const Status made_pooled = Make(g.specs, &pooled, pool);
+    xnn::SetUnsupportedPathsForTesting(0);
+    REQUIRE(made_alone.ok());
+    REQUIRE(made_pooled.ok());
+    const bool rows = vec::LinearQd8ScratchBytes(g.specs[0].weight, m) > 0;
+    std::vector<std::vector<float>> want(3);
+    for (size_t i = 0; i < 3; ++i) {
+      want[i].assign(static_cast<size_t>(m * g.ldys[i]) + kPad, -7.0f);
+      vec::LinearQd8(x.data(), m, ldx, g.specs[i].weight, g.specs[i].bias, want[i].data(),
+                     g.ldys[i]);
+    }
+    for (Layers* layers : {&alone, &pooled}) {
+      for (int call = 0; call < 6; ++call) {
+        layers->context.pool_budget = xnn::PoolBudget();
+        std::vector<std::vector<float>> got(3);
+        std::vector<ops::LinearTarget> targets;
+        for (size_t i = 0; i < 3; ++i) {
+          got[i].assign(want[i].size(), -7.0f);
+          targets.push_back(
+              {&g.specs[i].weight, g.specs[i].bias, &layers->kernels[i], got[i].data(), g.ldys[i]});
+        }
+        ops::Linears(x.data(), m, ldx, targets.data(), 3);
+        CHECK(SameBits(got, want));
+      }
+      CHECK(layers->context.group_calls == (rows ? 6u : 0u));
+    }
+  }
+  pthreadpool_destroy(pool);
+}
+
 TEST_CASE("layers that cannot run as one group run one by one", "[xnnpack][linear]") {
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
