@@ -98,12 +98,7 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     if (kW > 1) AmxUnpack(w, r + 16, count1, off, a[s & 1][kW - 1][0]);
   };
   // The next group's rows from this chunk's first column on (up to the weight's end).
-  const int64_t next_rows = std::min<int64_t>(32, w.rows - (r + count));
-  const uint8_t* next = next_rows > 0 ? w.row(r + count) + c0 / 2 : w.row(r);
-  const int64_t next_bytes =
-      next_rows > 0
-          ? std::min<int64_t>(next_rows * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - next)
-          : 0;
+  const RowsAhead next = RowsAheadOf(w, r + count, std::min<int64_t>(32, w.rows - (r + count)), c0);
   TERN_TILE_ZERO(0);
   TERN_TILE_ZERO(1);
   TERN_TILE_ZERO(2);
@@ -125,7 +120,7 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxGroup(const WeightView& w, int6
     if (s + 1 < steps) unpack(s + 1);
     // The next group's weight rows (a contiguous block), a share per step: this group reads its
     // 32 rows side by side, 32 bytes of each per step.
-    PrefetchShare(next, next_bytes, s, steps);
+    PrefetchShare(next.p, next.bytes, s, steps);
   }
   const int64_t xrows0 = kX > 1 ? kAmxB : xrows_last;
   TERN_TILE_STORE(0, c[0]);

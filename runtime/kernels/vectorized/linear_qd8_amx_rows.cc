@@ -105,12 +105,7 @@ __attribute__((target(TERN_AMX_TARGET))) void Group(const QuantizedRows& x, cons
   if (kW > 1) WeightsB(w, r + 16, count1, c0, steps, b, 1, &wsum[1]);
   const bool last = c1 == x.k;
   // The next group's rows of this chunk, a share per pair of x tiles (up to the weight's end).
-  const int64_t next_rows = std::min<int64_t>(32, w.rows - (r + count));
-  const uint8_t* next = next_rows > 0 ? w.row(r + count) + c0 / 2 : w.row(r);
-  const int64_t next_bytes =
-      next_rows > 0
-          ? std::min<int64_t>(next_rows * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - next)
-          : 0;
+  const RowsAhead next = RowsAheadOf(w, r + count, std::min<int64_t>(32, w.rows - (r + count)), c0);
   const int64_t pairs = (x.m + 31) / 32;
   // Pair p's sums, as stored from the tile unit, are scaled into y after pair p + 1's tile
   // instructions are issued: the tile unit works through those while the vector units do this
@@ -146,7 +141,7 @@ __attribute__((target(TERN_AMX_TARGET))) void Group(const QuantizedRows& x, cons
         TERN_TILE_DPBSSD(3, 7, 5);
       }
     }
-    PrefetchShare(next, next_bytes, p, pairs);
+    PrefetchShare(next.p, next.bytes, p, pairs);
     if (p > 0) store(p - 1);
     int32_t(*cp)[16][16] = c[p & 1];
     TERN_TILE_STORE(0, cp[0][0]);

@@ -31,6 +31,18 @@ inline void PrefetchShare(const uint8_t* p, int64_t n, int64_t s, int64_t steps)
   for (int64_t l = s * per; l < std::min(lines, (s + 1) * per); ++l) __builtin_prefetch(p + 64 * l);
 }
 
+// The bytes of int4 weight rows [r, r + rows) from column c0 on, up to the weight's end: what a
+// loop prefetches ahead of the rows it reads (PrefetchShare); none when rows <= 0.
+struct RowsAhead {
+  const uint8_t* p = nullptr;
+  int64_t bytes = 0;
+};
+inline RowsAhead RowsAheadOf(const WeightView& w, int64_t r, int64_t rows, int64_t c0) {
+  if (rows <= 0) return {w.row(0), 0};
+  const uint8_t* p = w.row(r) + c0 / 2;
+  return {p, std::min<int64_t>(rows * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - p)};
+}
+
 // Adds a chunk's int32 sum to the one y holds (c0 == 0: stores it).
 inline void AddSum(float* out, int64_t c0, int32_t sum) {
   if (c0 != 0) {

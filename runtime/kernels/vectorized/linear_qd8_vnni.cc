@@ -130,14 +130,10 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
   const int64_t steps = (c1 - c0) / kVnniStep;
   // kSums (a tile of at most four rows: these weights are read once): the rows 16 on prefetched,
   // a share per step, as the AMX loops do (four rows side by side, 32 bytes of each per step).
-  const int64_t ahead = kSums ? std::min<int64_t>(kR, w.rows - (r + 16)) : 0;
-  const uint8_t* next = ahead > 0 ? w.row(r + 16) + c0 / 2 : row0;
-  const int64_t next_bytes =
-      ahead > 0
-          ? std::min<int64_t>(ahead * static_cast<int64_t>(w.row_bytes()), w.row(w.rows) - next)
-          : 0;
+  const RowsAhead next =
+      RowsAheadOf(w, r + 16, kSums ? std::min<int64_t>(kR, w.rows - (r + 16)) : 0, c0);
   for (int64_t s = 0; s < steps; ++s) {
-    PrefetchShare(next, next_bytes, s, steps);
+    PrefetchShare(next.p, next.bytes, s, steps);
     const __m512i w0 = Nibbles(row0 + s * 32, mask, flip);
     const __m512i w1 = kR > 1 ? Nibbles(row1 + s * 32, mask, flip) : z;
     const __m512i w2 = kR > 2 ? Nibbles(row2 + s * 32, mask, flip) : z;

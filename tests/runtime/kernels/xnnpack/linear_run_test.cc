@@ -269,6 +269,17 @@ TEST_CASE("a layer without an operator runs its loops on a pool with the bits of
   pthreadpool_destroy(pool);
 }
 
+// int4 per row on tern's integer loops on every CPU: XNNPACK's qc4w paths switched off.
+const PathCase kInt4Loops{DType::kI4, 0, LinearPath::kReference,
+                          xnn::PathBit(LinearPath::kQd8Qc4w) | xnn::PathBit(LinearPath::kF32Qc4w)};
+
+Status MakeInt4Loops(const std::vector<xnn::LinearSpec>& specs, Layers* out, pthreadpool* pool) {
+  xnn::SetUnsupportedPathsForTesting(kInt4Loops.unsupported);
+  const Status made = Make(specs, out, pool);
+  xnn::SetUnsupportedPathsForTesting(0);
+  return made;
+}
+
 TEST_CASE("an int4 layer without an operator quantizes its rows once, on a pool too",
           "[xnnpack][linear]") {
   // int4 per row with XNNPACK's qc4w paths off: tern's integer loops, which on a CPU with AMX
@@ -280,19 +291,14 @@ TEST_CASE("an int4 layer without an operator quantizes its rows once, on a pool 
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
   const int64_t n = 200, k = 256, ldx = k + 5;
-  const PathCase pc{DType::kI4, 0, LinearPath::kReference,
-                    xnn::PathBit(LinearPath::kQd8Qc4w) | xnn::PathBit(LinearPath::kF32Qc4w)};
+  const PathCase pc = kInt4Loops;
   for (int64_t m : {int64_t{40}, int64_t{300}}) {
     INFO("m " << m);
     const std::vector<float> x = Input(m, ldx, 1600);
     Group g = MakeGroup({n}, k, m, ldx, pc, 1, 1601);
     Layers alone, pooled;
-    xnn::SetUnsupportedPathsForTesting(pc.unsupported);
-    const Status made_alone = Make(g.specs, &alone, nullptr);
-    const Status made_pooled = Make(g.specs, &pooled, pool);
-    xnn::SetUnsupportedPathsForTesting(0);
-    REQUIRE(made_alone.ok());
-    REQUIRE(made_pooled.ok());
+    REQUIRE(MakeInt4Loops(g.specs, &alone, nullptr).ok());
+    REQUIRE(MakeInt4Loops(g.specs, &pooled, pool).ok());
     REQUIRE(pooled.kernels[0].op == nullptr);
     const WeightView& w = g.specs[0].weight;
     const size_t rows_bytes = vec::LinearQd8ScratchBytes(w, m);
@@ -329,19 +335,14 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
   const int64_t k = 128, ldx = k + 1;
-  const PathCase pc{DType::kI4, 0, LinearPath::kReference,
-                    xnn::PathBit(LinearPath::kQd8Qc4w) | xnn::PathBit(LinearPath::kF32Qc4w)};
+  const PathCase pc = kInt4Loops;
   for (int64_t m : {int64_t{33}, int64_t{300}}) {
     INFO("m " << m);
     const std::vector<float> x = Input(m, ldx, 1700);
     const Group g = MakeGroup({200, 64, 96}, k, m, ldx, pc, 1, 1701);
     Layers alone, pooled;
-    xnn::SetUnsupportedPathsForTesting(pc.unsupported);
-    const Status made_alone = Make(g.specs, &alone, nullptr);
-    const Status made_pooled = Make(g.specs, &pooled, pool);
-    xnn::SetUnsupportedPathsForTesting(0);
-    REQUIRE(made_alone.ok());
-    REQUIRE(made_pooled.ok());
+    REQUIRE(MakeInt4Loops(g.specs, &alone, nullptr).ok());
+    REQUIRE(MakeInt4Loops(g.specs, &pooled, pool).ok());
     const bool rows = vec::LinearQd8ScratchBytes(g.specs[0].weight, m) > 0;
     std::vector<std::vector<float>> want(3);
     for (size_t i = 0; i < 3; ++i) {
