@@ -280,7 +280,7 @@ Qd8Isa LinearQd8Best(const WeightView& w) {
 const char* Qd8IsaName(Qd8Isa isa) {
   switch (isa) {
     case Qd8Isa::kAmx:
-      return "AMX (below 8 rows AVX-512 VNNI)";
+      return "AMX (below 8 rows AVX-512 VNNI; from 32 with scratch on rows quantized once)";
     case Qd8Isa::kAvx512Vnni:
       return "AVX-512 VNNI";
     case Qd8Isa::kAvx512:

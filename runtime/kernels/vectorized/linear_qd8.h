@@ -44,7 +44,8 @@ enum class Qd8Isa { kPortable, kAvx2, kAvx512, kAvx512Vnni, kAmx };
 // Whether this CPU has `isa` and its loops take w.
 bool LinearQd8Runs(Qd8Isa isa, const WeightView& w);
 Qd8Isa LinearQd8Best(const WeightView& w);
-// "portable", "AVX2", "AVX-512", "AVX-512 VNNI", "AMX (below 8 rows AVX-512 VNNI)".
+// "portable", "AVX2", "AVX-512", "AVX-512 VNNI", "AMX (below 8 rows AVX-512 VNNI; from 32 with
+// scratch on rows quantized once)".
 const char* Qd8IsaName(Qd8Isa isa);
 // LinearQd8 on `isa`'s loops where LinearQd8Runs(isa, w), else on the portable ones.
 void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,

@@ -267,13 +267,19 @@ struct LoopParts {
   int64_t begin[kMaxParts + 1];
 };
 
+// Rows [begin, end) of w as a weight of their own (a thread's part of a layer).
+WeightView RowsOf(const WeightView& w, int64_t begin, int64_t end) {
+  WeightView part = w;
+  part.data = w.row(begin);
+  part.rows = end - begin;
+  if (part.scales != nullptr) part.scales += begin * w.groups_per_row();
+  return part;
+}
+
 void RunLoopPart(void* context, size_t p) {
   const auto* t = static_cast<const LoopParts*>(context);
-  const int64_t begin = t->begin[p], end = t->begin[p + 1];
-  WeightView part = *t->w;
-  part.data = t->w->row(begin);
-  part.rows = end - begin;
-  if (part.scales != nullptr) part.scales += begin * t->w->groups_per_row();
+  const int64_t begin = t->begin[p];
+  const WeightView part = RowsOf(*t->w, begin, t->begin[p + 1]);
   t->loops(t->x, t->m, t->ldx, part, t->bias != nullptr ? t->bias + begin : nullptr, t->y + begin,
            t->ldy);
 }
@@ -306,14 +312,10 @@ void QuantizeRowsPart(void* context, size_t p) {
 void RowsPart(void* context, size_t p) {
   const auto* t = static_cast<const RowsParts*>(context);
   const int l = t->layer[p];
-  const WeightView& w = *t->w[l];
   const int64_t begin = t->begin[p];
-  WeightView part = w;
-  part.data = w.row(begin);
-  part.rows = t->end[p] - begin;
-  part.scales += begin * w.groups_per_row();
-  vec::LinearQd8Rows(*t->rows, part, t->bias[l] != nullptr ? t->bias[l] + begin : nullptr,
-                     t->y[l] + begin, t->ldy[l]);
+  vec::LinearQd8Rows(*t->rows, RowsOf(*t->w[l], begin, t->end[p]),
+                     t->bias[l] != nullptr ? t->bias[l] + begin : nullptr, t->y[l] + begin,
+                     t->ldy[l]);
 }
 
 // Layers [0, count) on rows of x quantized once per pass (vec::QuantizedRows in the context's
