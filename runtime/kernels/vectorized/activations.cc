@@ -1,5 +1,6 @@
 #include "runtime/kernels/vectorized/activations.h"
 
+#include "runtime/kernels/vectorized/denormals.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
 namespace tern::vec {
@@ -30,6 +31,7 @@ void Swish(float* x, int64_t n) {
 }  // namespace
 
 void Activate(ref::Activation act, float* x, int64_t n) {
+  const FlushDenormals flushed;  // Swish and the tanh GELU: see denormals.h
   switch (act) {
     case ref::Activation::kReLU:
       ref::Relu(x, n);

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "runtime/kernels/vectorized/denormals.h"
 #include "runtime/kernels/vectorized/half.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
@@ -73,6 +74,7 @@ void MultiHeadAttention(const float* q, int64_t ldq, const float* k, int64_t ldk
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel, int64_t kv_heads) {
+  const FlushDenormals flushed;  // the weighted sums' tiny weights: see denormals.h
   Attend(q, ldq, k, ldk, v, ldv, tq, tk, heads, d_head, mask, scores, out, ldo, rel, kv_heads);
 }
 
@@ -80,6 +82,7 @@ void MultiHeadAttention(const float* q, int64_t ldq, const Half* k, int64_t ldk,
                         int64_t ldv, int64_t tq, int64_t tk, int64_t heads, int64_t d_head,
                         const ref::AttentionMask& mask, float* scores, float* out, int64_t ldo,
                         const ref::RelativePositions* rel, int64_t kv_heads) {
+  const FlushDenormals flushed;
 #ifdef TERN_HAVE_F16C_LOOPS
   // The CPUs whose float loops run the x86-64-v3 clone (the same level, so that both compile
   // alike and halves give floats' bits).

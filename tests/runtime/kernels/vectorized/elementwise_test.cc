@@ -6,9 +6,15 @@
 #include <random>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 #include "runtime/kernels/reference/activations.h"
 #include "runtime/kernels/reference/layer_norm.h"
 #include "runtime/kernels/vectorized/activations.h"
+#include "runtime/kernels/vectorized/attention.h"
+#include "runtime/kernels/vectorized/denormals.h"
 #include "runtime/kernels/vectorized/layer_norm.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
@@ -85,6 +91,44 @@ TEST_CASE("xnnpack activations match the reference", "[xnnpack][activations]") {
     }
   }
 }
+
+#if defined(__x86_64__)
+// denormals.h: the activations and attention loops run with MXCSR's flush-to-zero and
+// denormals-are-zero bits set (a denormal input reads as 0, so its Swish is exactly 0, not half
+// of it), and leave the caller's control bits as they found them, set or not (the exception
+// flags are sticky: the float arithmetic inside may raise some).
+TEST_CASE("vectorized activations and attention flush denormals inside, not after",
+          "[xnnpack][activations][attention]") {
+  const unsigned entry = _mm_getcsr();
+  const float tiny = 1e-39f;  // denormal
+  REQUIRE(std::fpclassify(tiny) == FP_SUBNORMAL);
+  for (unsigned caller :
+       {entry & ~vec::FlushDenormals::kBits, entry | vec::FlushDenormals::kBits}) {
+    INFO("caller's MXCSR " << caller);
+    _mm_setcsr(caller);
+    float x[2] = {tiny, 2.0f};
+    vec::Activate(ref::Activation::kSwish, x, 2);
+    const unsigned control = ~vec::FlushDenormals::kFlags;
+    const unsigned after_activate = _mm_getcsr() & control;
+    CHECK(x[0] == 0.0f);
+    CHECK(std::fabs(x[1] - 2.0f / (1.0f + std::exp(-2.0f))) < 1e-6f);
+    // One head, one key: the output is the value row itself, a denormal one included.
+    const float q[4] = {1, 0, 0, 0}, k[4] = {1, 0, 0, 0}, v[4] = {tiny, 1, -1, 0.5f};
+    float scores[1], out[4];
+    ref::AttentionMask mask;
+    mask.key_length = 1;
+    vec::MultiHeadAttention(q, 4, k, 4, v, 4, 1, 1, 1, 4, mask, scores, out, 4);
+    const unsigned after_attention = _mm_getcsr() & control;
+    _mm_setcsr(entry);
+    CHECK(after_activate == (caller & control));
+    CHECK(after_attention == (caller & control));
+    CHECK(out[0] == 0.0f);
+    CHECK(out[1] == 1.0f);
+    CHECK(out[3] == 0.5f);
+  }
+  CHECK(_mm_getcsr() == entry);
+}
+#endif
 
 }  // namespace
 }  // namespace tern
