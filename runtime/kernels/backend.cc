@@ -35,6 +35,7 @@ xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCa
   spec.input_stride = call.ldx;
   spec.output_stride = call.ldy;
   spec.parts = xnn::CutParts(threads, weight.rows);
+  spec.copy_weight = true;  // a layer without an operator reads an arena copy (LinearSpec)
   return spec;
 }
 
@@ -366,12 +367,13 @@ Status BackendSession::Begin(BackendPlan* plan, const BackendBuffers& ids,
 #endif
 }
 
-Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
+Status BackendSession::CreateLinear(WeightView* weight_view, const float* bias,
                                     const LinearCall& call, LinearKernel** kernel,
-                                    const Model* source) {
+                                    const Model* source, bool source_rows_read) {
   *kernel = nullptr;
   if (backend_ != Backend::kXnnpack) return Status::Ok();
 #if TERN_XNNPACK_BUILD
+  const WeightView weight = *weight_view;
   const xnn::LinearSpec spec = Spec(weight, bias, call, plan_->threads);
   xnn::LinearChoice choice;
   TERN_RETURN_IF_ERROR(plan_->planner.Choose(spec, &choice));
@@ -402,8 +404,12 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
       break;
     }
   }
-  if (choice.path != xnn::LinearPath::kReference) {
-    // The operator holds its own packed copy; the model's bytes are read again only by a
+  // A layer without an operator reads the arena's copy from now on: every reader of this view
+  // (its loops, a shortlist's rows) does.
+  if (record->weight_copy != nullptr) weight_view->data = record->weight_copy;
+  if (record->weight_copy != nullptr ||
+      (choice.path != xnn::LinearPath::kReference && !source_rows_read)) {
+    // The operator (or the arena) holds its own copy; the model's bytes are read again only by a
     // fallback call and, for a tied output projection, by the embedding lookup (its rows load
     // back from the file as they are used, a page at a time, if the pages were dropped).
     if (source != nullptr) {
@@ -413,7 +419,7 @@ Status BackendSession::CreateLinear(const WeightView& weight, const float* bias,
   }
   return Status::Ok();
 #else
-  (void)weight, (void)bias, (void)call, (void)source;
+  (void)weight_view, (void)bias, (void)call, (void)source, (void)source_rows_read;
   return Status::Ok();
 #endif
 }

@@ -166,10 +166,14 @@ class BackendSession {
                uint8_t* base, SharedPackedWeights* shared = nullptr,
                const void* identity = nullptr);
   // The next linear layer's operator, in the order they were measured; *kernel = null: the
-  // reference kernel runs it.
-  // source (optional): told that the weight's bytes were packed (Model::Consumed).
-  Status CreateLinear(const WeightView& weight, const float* bias, const LinearCall& call,
-                      LinearKernel** kernel, const Model* source = nullptr);
+  // reference kernel runs it. A layer without an operator (tern's loops) gets a copy of its
+  // bytes in the arena (xnn::LinearSpec::copy_weight), and *weight then points at it.
+  // source (optional): told that the weight's bytes were packed or copied (Model::Consumed);
+  // source_rows_read: something reads the model's rows of a packed layer after Prepare (a
+  // vocabulary shortlist's output projection), so they are kept.
+  Status CreateLinear(WeightView* weight, const float* bias, const LinearCall& call,
+                      LinearKernel** kernel, const Model* source = nullptr,
+                      bool source_rows_read = false);
   // Ends creation: checks that XNNPACK took exactly the measured bytes (the arena never grows
   // silently) and writes the report (which kernels run, every fallback taken).
   Status End(const Limits& limits, char* report, size_t size);

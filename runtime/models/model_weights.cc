@@ -205,11 +205,11 @@ Status ModelResolver::Linear(const char* prefix, int64_t out, int64_t in, const 
   if (measure_ != nullptr) return measure_->MeasureLinear(w->weight, w->bias, call);
   if (create_ != nullptr) {
     // With a vocabulary shortlist every decoder step reads output projection rows from the
-    // model (kernels/vectorized/linear_rows.h): its pages stay resident.
+    // weight's view (kernels/vectorized/linear_rows.h): the model's, unless the layer's bytes
+    // were copied into the arena; those pages stay resident.
     const bool rows_read =
         model_.shortlist().present() && std::strcmp(prefix, "output_projection") == 0;
-    return create_->CreateLinear(w->weight, w->bias, call, &w->kernel,
-                                 rows_read ? nullptr : &model_);
+    return create_->CreateLinear(&w->weight, w->bias, call, &w->kernel, &model_, rows_read);
   }
   return Status::Ok();
 }

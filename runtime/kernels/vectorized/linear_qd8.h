@@ -8,8 +8,9 @@
 // integer arithmetic: the float loops before (vectorized/linear.h, which converted every weight
 // to a float) ran int4 blocks 7-15x slower than XNNPACK's int8 on an AVX-512 VNNI CPU.
 //
-// The weights are read as the file has them (no packed copy). Rows of x are quantized 8 at a
-// time, 1024 columns at a time, on the stack (16 KiB; AMX's tiles: 30 rows, 62 KiB), or with a
+// The weights are read in the file's layout (not repacked; a session gives the loops a copy in its
+// arena, xnn::LinearSpec::copy_weight, on huge pages where the arena is). Rows of x are quantized 8
+// at a time, 1024 columns at a time, on the stack (16 KiB; AMX's tiles: 30 rows, 62 KiB), or with a
 // caller's scratch (LinearQd8WithScratch: a session's arena) all at once (QuantizedRows, below):
 // nothing is allocated and any width is taken. (A block that a chunk boundary splits, or a per-row
 // weight wider than 1024 columns, is summed as one exact int32 sum per chunk, each scaled in float:

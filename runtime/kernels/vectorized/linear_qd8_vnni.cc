@@ -12,7 +12,7 @@ namespace {
 
 // AVX-512 VNNI's vpdpbusd for int4 with one scale per row: 64 products of unsigned by signed
 // bytes per instruction, added into 16 int32 lanes (exact), where vpmaddwd above takes 32
-// 16-bit ones and an add. The weight bytes stay as the file has them (no packed copy): 32 bytes
+// 16-bit ones and an add. The weight bytes stay in the file's layout (not repacked): 32 bytes
 // of a row, broadcast to both halves of a register, masked to their low nibbles (the even
 // columns) in the lower half and to their high nibbles in the upper (the odd columns, times 16:
 // no shift), with the nibble's top bit flipped, which makes it w + 8 in 0..15 (times 16 above).

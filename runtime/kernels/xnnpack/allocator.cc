@@ -160,6 +160,10 @@ void* ArenaScope::Allocate(size_t size, size_t alignment) {
   return block;
 }
 
+void* AllocateInArenaScope(size_t size, size_t alignment) {
+  return t_current.mode == Mode::kArena ? t_current.arena->Allocate(size, alignment) : nullptr;
+}
+
 MeasureScope::MeasureScope(size_t refuse_above) : refuse_above_(refuse_above) {
   std::memcpy(saved_, &t_current, sizeof(Current));
   t_current.mode = Mode::kMeasure;

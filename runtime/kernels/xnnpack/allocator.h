@@ -57,6 +57,10 @@ class ArenaScope {
   bool overflowed_ = false;
 };
 
+// Memory for tern's own use from the calling thread's innermost ArenaScope (a block like
+// XNNPACK's: Footprint(size, alignment) of the region); null outside one or when it does not fit.
+void* AllocateInArenaScope(size_t size, size_t alignment);
+
 // Records the calling thread's XNNPACK requests while alive (see the top of this file).
 class MeasureScope {
  public:

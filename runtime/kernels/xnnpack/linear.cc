@@ -253,6 +253,50 @@ StatusCode PrepareError(xnn_status s) {
   return s == xnn_status_out_of_memory ? StatusCode::kArenaTooSmall : StatusCode::kInternal;
 }
 
+Status NotInSharedWeights(const char* what, const WeightView& w) {
+  return Status::Error(StatusCode::kFailedPrecondition,
+                       "%s [%lld, %lld]: the shared weights hold no packed layer like this one "
+                       "(they were packed for another model, for other kernels, or for sessions "
+                       "of another thread count)",
+                       what, static_cast<long long>(w.rows), static_cast<long long>(w.cols));
+}
+
+// The shared weights' key of a copied layer (SharedEntry::seed; XNNPACK's packed layers carry its
+// hash of shape and micro-kernel): FNV-1a of the weight's dtype, shape and block size.
+uint32_t CopySeed(const WeightView& w) {
+  uint32_t h = 2166136261u;
+  const int64_t fields[4] = {static_cast<int64_t>(w.dtype), w.rows, w.cols, w.group_size};
+  for (int64_t f : fields) {
+    for (int b = 0; b < 8; ++b) h = (h ^ static_cast<uint8_t>(f >> (8 * b))) * 16777619u;
+  }
+  return h;
+}
+
+// A layer without an operator: its weight's bytes copied into the arena (or the shared weights),
+// where the choice planned them (LinearSpec::copy_weight).
+Status CopyWeight(const LinearSpec& spec, const LinearChoice& choice, WeightsCache* cache,
+                  int32_t first_packed, LinearKernel* out) {
+  if (choice.copy_bytes == 0) return Status::Ok();
+  const void* copy = nullptr;
+  if (cache != nullptr) {
+    copy = cache->Copy(first_packed, spec.weight.data, choice.copy_bytes, CopySeed(spec.weight));
+    if (copy == nullptr && cache->mismatch())
+      return NotInSharedWeights("vectorized loops", spec.weight);
+  } else if (void* at = AllocateInArenaScope(choice.copy_bytes, kBlockAlignment)) {
+    std::memcpy(at, spec.weight.data, choice.copy_bytes);
+    copy = at;
+  }
+  if (copy == nullptr) {
+    return Status::Error(StatusCode::kArenaTooSmall,
+                         "vectorized loops [%lld, %lld]: no room for the weight's copy (the dry "
+                         "run planned it)",
+                         static_cast<long long>(spec.weight.rows),
+                         static_cast<long long>(spec.weight.cols));
+  }
+  out->weight_copy = copy;
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* LinearPathName(LinearPath path) {
@@ -297,7 +341,7 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   for (int i = 0; i < count_; ++i) {
     const Entry& e = entries_[i];
     if (e.dtype == w.dtype && e.n == w.rows && e.k == w.cols && e.group == w.group_size &&
-        e.bias == (spec.bias != nullptr) && e.parts == spec.parts) {
+        e.bias == (spec.bias != nullptr) && e.parts == spec.parts && e.copy == spec.copy_weight) {
       *out = e.choice;
       return Status::Ok();
     }
@@ -337,9 +381,18 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
       break;
     }
   }
+  if (choice.path == LinearPath::kReference && spec.copy_weight) {
+    // The copy is the layer's packed weight: in the arena, or one entry of shared weights.
+    choice.copy_bytes = w.row_bytes() * static_cast<size_t>(w.rows);
+    choice.xnn_bytes = Footprint(choice.copy_bytes, kBlockAlignment);
+    choice.shareable = true;
+    choice.operator_bytes = 0;
+    choice.packed_bytes = Align64(choice.copy_bytes);
+  }
   if (count_ < kMaxEntries) {
     entries_[count_++] =
-        Entry{w.dtype, w.rows, w.cols, w.group_size, spec.bias != nullptr, spec.parts, choice};
+        Entry{w.dtype,    w.rows,           w.cols, w.group_size, spec.bias != nullptr,
+              spec.parts, spec.copy_weight, choice};
   }
   *out = choice;
   return Status::Ok();
@@ -427,7 +480,8 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->input_stride = spec.input_stride;
   out->output_stride = spec.output_stride;
   out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;
-  if (choice.path == LinearPath::kReference) return Status::Ok();
+  if (choice.path == LinearPath::kReference)
+    return CopyWeight(spec, choice, cache, first_packed, out);
   if (choice.parts != spec.parts) {
     return Status::Error(StatusCode::kInternal, "linear layer: %d parts planned, %d asked for",
                          choice.parts, spec.parts);
@@ -447,12 +501,7 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
     xnn_operator_t op = nullptr;
     const xnn_status s = CreateOperator(choice.path, o, &op);
     if (s != xnn_status_success && cache != nullptr && cache->mismatch()) {
-      return Status::Error(StatusCode::kFailedPrecondition,
-                           "%s [%lld, %lld]: the shared weights hold no packed layer like this "
-                           "one (they were packed for another model, for other kernels, or for "
-                           "sessions of another thread count)",
-                           LinearPathName(choice.path), static_cast<long long>(spec.weight.rows),
-                           static_cast<long long>(spec.weight.cols));
+      return NotInSharedWeights(LinearPathName(choice.path), spec.weight);
     }
     if (s != xnn_status_success) {
       return Status::Error(

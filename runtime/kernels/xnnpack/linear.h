@@ -99,6 +99,14 @@ struct LinearSpec {
   int64_t input_stride = 0;     // row stride of x in the calls (elements)
   int64_t output_stride = 0;    // row stride of y in the calls
   int32_t parts = 1;            // operators the output rows are cut into (CutParts)
+  // A layer no operator takes (kReference: tern's own loops) gets a copy of its weight's bytes
+  // in the arena, as an operator packs its own: a session's arena is on huge pages where the
+  // caller can give it them (the tools do), a file mapping is not, and streaming int4 rows from
+  // 4 KiB pages took a TLB walk per page (one row of x through SmolLM-shaped layers: 8.4-10
+  // GB/s from 4 KiB pages, 12.2-12.7 from 2 MiB ones). The model's bytes are then given back
+  // like packed ones (Model::Consumed). Sessions set it; kernel tests that run loops on their
+  // own weights do not.
+  bool copy_weight = false;
 };
 
 // Bytes are those of all the layer's parts together.
@@ -113,6 +121,7 @@ struct LinearChoice {
   bool shareable = false;
   size_t operator_bytes = 0;
   size_t packed_bytes = 0;
+  size_t copy_bytes = 0;  // kReference with spec.copy_weight: the weight's bytes, copied
 };
 
 // Chooses each layer's path and measures its arena bytes by a dry run (allocator.h's
@@ -130,6 +139,7 @@ class LinearPlanner {
     int64_t n, k, group;
     bool bias;
     int32_t parts;
+    bool copy;
     LinearChoice choice;
   };
   static constexpr int kMaxEntries = 32;
@@ -206,6 +216,9 @@ struct LinearKernel {
   int64_t group_size = 0;     // of one shape share governors only if their loops are the same
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
+  // Without an operator: the arena's copy of the weight's bytes (LinearSpec::copy_weight), which
+  // the session's WeightView then points at; null: the loops read the model's bytes.
+  const void* weight_copy = nullptr;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
   // With a thread pool: whether this layer uses it (pool_governor.h). Layers of one shape and
   // path share the first one's governors (`shared`, set by the session): they take the same

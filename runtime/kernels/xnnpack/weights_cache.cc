@@ -81,6 +81,24 @@ size_t SharedRegion::LookUp(int32_t index, uint32_t seed) const {
   return static_cast<size_t>(entries_[index].offset);
 }
 
+const void* WeightsCache::Copy(int32_t index, const void* data, size_t bytes, uint32_t seed) {
+  if (mode_ == Mode::kPack) {
+    void* at = region_->Reserve(bytes);
+    if (at == nullptr || region_->layers() != index) return nullptr;
+    std::memcpy(at, data, bytes);
+    return region_->Insert(seed, at, bytes) == SIZE_MAX ? nullptr : at;
+  }
+  if (mode_ == Mode::kReuse) {
+    const size_t offset = region_->LookUp(index, seed);
+    if (offset == SIZE_MAX) {
+      mismatch_ = true;
+      return nullptr;
+    }
+    return region_->Address(offset);
+  }
+  return nullptr;
+}
+
 WeightsCache::WeightsCache() {
   provider_.context = this;
   provider_.look_up = LookUpFn;

@@ -110,10 +110,9 @@ TEST_CASE("sessions sharing packed weights translate as sessions with their own"
       REQUIRE(PrepareSession(model, limits, nullptr, &own).ok());
       const Output expected = Translate(own.session, 3);
 
-      // XNNPACK packs every layer, except int4 where its kernel is not trusted (then every
-      // layer runs the integer loops and nothing is shared: 0 bytes).
-      const bool packs =
-          backend == Backend::kXnnpack && (c.dtype != DType::kI4 || XnnpackTakesInt4(c.group));
+      // XNNPACK packs every layer, except int4 where its kernel is not trusted: those layers run
+      // the integer loops on a copy of their bytes, which is shared the same way.
+      const bool packs = backend == Backend::kXnnpack;
       auto shared_bytes = SharedWeights::RequiredBytes(model, limits);
       REQUIRE(shared_bytes.ok());
       CHECK((shared_bytes.value() > 0) == packs);
