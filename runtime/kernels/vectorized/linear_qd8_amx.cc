@@ -197,6 +197,7 @@ bool AmxPermitted() {
 __attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m, int64_t ldx,
                                                        const WeightView& w, const float* bias,
                                                        float* y, int64_t ldy) {
+  if (VnniOneRow(x, m, w, bias, y)) return;  // no tiles (nor their configuration) for one row
   alignas(64) int8_t xq[kAmxRows][kChunk];
   alignas(64) int8_t xb[kAmxSteps][2][16][64];  // per step: the x tiles as the tile unit's B
   int32_t qsum[kAmxRows], zp[kAmxRows];
@@ -209,7 +210,9 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m
         zp[t] = p.zero_point;
       },
       [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
-        if (tile < kAmxMinRows) return VnniChunk(w, c0, c1, xq, qsum, zp, tile, yt, ldy);
+        if (tile < kAmxMinRows) {
+          return VnniChunk(w, c0, c1, &xq[0][0], kChunk, qsum, zp, tile, yt, ldy);
+        }
         const int64_t xtiles = tile > kAmxB ? 2 : 1;
         const int64_t xrows_last = tile - kAmxB * (xtiles - 1);
         AmxTransposeX(xq, tile, xtiles, (c1 - c0) / kVnniStep, xb);

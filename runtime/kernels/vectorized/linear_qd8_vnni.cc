@@ -112,7 +112,7 @@ __attribute__((target(TERN_VNNI_TARGET))) __m128i VnniWeightSums(const WeightVie
 template <int kT, int kR, bool kSums>
 __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, int64_t r, int64_t c0,
                                                          int64_t c1, __m128i wsums,
-                                                         const int8_t (*xq)[kChunk],
+                                                         const int8_t* xq, int64_t ldxq,
                                                          const int32_t* qsum, const int32_t* zp,
                                                          int64_t t, float* y, int64_t ldy) {
   const __m512i mask =
@@ -144,13 +144,13 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
       if constexpr (kR > 2) s2 = _mm512_add_epi64(s2, _mm512_sad_epu8(w2, z));
       if constexpr (kR > 3) s3 = _mm512_add_epi64(s3, _mm512_sad_epu8(w3, z));
     }
-#define TERN_VNNI_ROW(i)                                             \
-  if constexpr (kT > i) {                                            \
-    const __m512i xv = _mm512_load_si512(xq[t + i] + s * kVnniStep); \
-    Dpbusd(a##i##0, w0, xv);                                         \
-    if constexpr (kR > 1) Dpbusd(a##i##1, w1, xv);                   \
-    if constexpr (kR > 2) Dpbusd(a##i##2, w2, xv);                   \
-    if constexpr (kR > 3) Dpbusd(a##i##3, w3, xv);                   \
+#define TERN_VNNI_ROW(i)                                                       \
+  if constexpr (kT > i) {                                                      \
+    const __m512i xv = _mm512_load_si512(xq + (t + i) * ldxq + s * kVnniStep); \
+    Dpbusd(a##i##0, w0, xv);                                                   \
+    if constexpr (kR > 1) Dpbusd(a##i##1, w1, xv);                             \
+    if constexpr (kR > 2) Dpbusd(a##i##2, w2, xv);                             \
+    if constexpr (kR > 3) Dpbusd(a##i##3, w3, xv);                             \
   }
     TERN_VNNI_ROW(0)
     TERN_VNNI_ROW(1)
@@ -177,34 +177,34 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
 // Weight rows [r, r + kR) times every row of the tile, four rows of x at a time (the weight rows'
 // bytes read from memory once, then from the cache).
 template <int kR>
-void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1,
-                    const int8_t (*xq)[kChunk], const int32_t* qsum, const int32_t* zp,
-                    int64_t tile, float* y, int64_t ldy) {
+void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1, const int8_t* xq,
+                    int64_t ldxq, const int32_t* qsum, const int32_t* zp, int64_t tile, float* y,
+                    int64_t ldy) {
   const __m128i none = _mm_setzero_si128();
   switch (tile) {  // one group of x rows: the weights' sums in its loop
     case 4:
-      return VnniBlock<4, kR, true>(w, r, c0, c1, none, xq, qsum, zp, 0, y, ldy);
+      return VnniBlock<4, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
     case 3:
-      return VnniBlock<3, kR, true>(w, r, c0, c1, none, xq, qsum, zp, 0, y, ldy);
+      return VnniBlock<3, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
     case 2:
-      return VnniBlock<2, kR, true>(w, r, c0, c1, none, xq, qsum, zp, 0, y, ldy);
+      return VnniBlock<2, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
     case 1:
-      return VnniBlock<1, kR, true>(w, r, c0, c1, none, xq, qsum, zp, 0, y, ldy);
+      return VnniBlock<1, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
     default:
       break;
   }
   const __m128i wsums = VnniWeightSums<kR>(w, r, c0, c1);
   int64_t t = 0;
   for (; t + 4 <= tile; t += 4) {
-    VnniBlock<4, kR, false>(w, r, c0, c1, wsums, xq, qsum, zp, t, y, ldy);
+    VnniBlock<4, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
   }
   switch (tile - t) {
     case 3:
-      return VnniBlock<3, kR, false>(w, r, c0, c1, wsums, xq, qsum, zp, t, y, ldy);
+      return VnniBlock<3, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
     case 2:
-      return VnniBlock<2, kR, false>(w, r, c0, c1, wsums, xq, qsum, zp, t, y, ldy);
+      return VnniBlock<2, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
     case 1:
-      return VnniBlock<1, kR, false>(w, r, c0, c1, wsums, xq, qsum, zp, t, y, ldy);
+      return VnniBlock<1, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
     default:
       return;
   }
@@ -213,17 +213,17 @@ void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1,
 }  // namespace
 
 // The tile's sums over [c0, c1) for weight rows [r, rows), four weight rows at a time.
-void VnniChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t (*xq)[kChunk],
+void VnniChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t* xq, int64_t ldxq,
                const int32_t* qsum, const int32_t* zp, int64_t tile, float* y, int64_t ldy,
                int64_t r) {
-  for (; r + 4 <= w.rows; r += 4) VnniWeightRows<4>(w, r, c0, c1, xq, qsum, zp, tile, y, ldy);
+  for (; r + 4 <= w.rows; r += 4) VnniWeightRows<4>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
   switch (w.rows - r) {
     case 3:
-      return VnniWeightRows<3>(w, r, c0, c1, xq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<3>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
     case 2:
-      return VnniWeightRows<2>(w, r, c0, c1, xq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<2>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
     case 1:
-      return VnniWeightRows<1>(w, r, c0, c1, xq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<1>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
     default:
       return;
   }
@@ -322,8 +322,21 @@ __attribute__((target(TERN_VNNI_TARGET))) int32_t QuantizeVnni(const float* x, Q
   return total;
 }
 
+bool VnniOneRow(const float* x, int64_t m, const WeightView& w, const float* bias, float* y) {
+  if (m != 1 || w.cols < 1 || w.cols > kTile * kChunk) return false;
+  alignas(64) int8_t xq[kTile * kChunk];
+  const VnniRowsOps ops;
+  const Qd8Row p = ops.params(x, w.cols);
+  const int32_t qsum = QuantizeVnni(x, p, w.cols, xq);
+  const int32_t zp = p.zero_point;
+  VnniChunk(w, 0, w.cols, xq, w.cols, &qsum, &zp, 1, y, w.rows);
+  ops.epilogue(w, y, p.inv_scale, bias);
+  return true;
+}
+
 void VnniLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, const float* bias,
                float* y, int64_t ldy) {
+  if (VnniOneRow(x, m, w, bias, y)) return;
   alignas(64) int8_t xq[kTile][kChunk];
   int32_t qsum[kTile], zp[kTile];
   Tiles(
@@ -333,7 +346,7 @@ void VnniLoops(const float* x, int64_t m, int64_t ldx, const WeightView& w, cons
         zp[t] = p.zero_point;
       },
       [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
-        VnniChunk(w, c0, c1, xq, qsum, zp, tile, yt, ldy);
+        VnniChunk(w, c0, c1, &xq[0][0], kChunk, qsum, zp, tile, yt, ldy);
       },
       VnniRowsOps());
 }

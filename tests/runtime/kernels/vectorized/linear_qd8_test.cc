@@ -199,40 +199,46 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
 // With one scale per row the loops keep each output's exact int32 sum and scale it as XNNPACK's
 // qd8 GEMMs do (vec::Qd8Output): the bits of the shortlist's row kernel (vec::LinearRowsQd8, which
 // matches XNNPACK's, tests/runtime/kernels/xnnpack/linear_test.cc), on every loops, at widths of
-// one and several chunks (the sums carried across chunks as int32), AMX's tiles among them.
+// one and several chunks (the sums carried across chunks as int32), AMX's tiles among them, and
+// one row of x (VNNI's whole-width row, vec::qd8_loops::VnniOneRow, up to 8192 columns; wider
+// ones in chunks).
 TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits, every loops",
           "[vectorized][linear]") {
   std::mt19937 rng(23);
   int compared = 0;
   for (DType dtype : {DType::kI8, DType::kI4}) {
-    for (int64_t k : {5, 64, 96, 512, 1024, 2048, 3072}) {
+    for (int64_t k : {5, 64, 96, 512, 1024, 2048, 3072, 8192, 8256}) {
       // m 16: a tile of 15 rows (AMX's) and one; n 37: 32 weight rows on AMX, 5 on VNNI's loops.
-      const int64_t n = 37, m = 16;
+      const int64_t n = 37, m = k > 3072 ? 1 : 16;
       Weights w = RandomWeights({"per row", dtype, 0}, n, k, &rng);
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       std::vector<float> x = vec_test::RandomValues(m * k, &rng);
-      for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(k + c)] = 50.0f + c;  // all positive
+      if (m > 1) {
+        for (int64_t c = 0; c < k; ++c) x[static_cast<size_t>(k + c)] = 50.0f + c;  // all > 0
+      }
       for (vec::Qd8Isa isa : kIsas) {
         if (!vec::LinearQd8Runs(isa, w.view)) continue;
-        for (bool with_bias : {true, false}) {
-          INFO(DTypeName(dtype) << ", k " << k << ", " << vec::Qd8IsaName(isa)
-                                << (with_bias ? ", bias" : ", no bias"));
-          const float* b = with_bias ? bias.data() : nullptr;
-          std::vector<float> got(static_cast<size_t>(m * n));
-          vec::LinearQd8On(isa, x.data(), m, k, w.view, b, got.data(), n);
-          std::vector<int16_t> xq(static_cast<size_t>(k));
-          std::vector<float> rows(static_cast<size_t>(n));
-          for (int64_t i = 0; i < m; ++i) {
-            const vec::Qd8Row p = vec::QuantizeQd8(x.data() + i * k, k, xq.data());
-            vec::LinearRowsQd8(xq.data(), p, w.view, b, nullptr, n, rows.data());
-            CHECK(std::memcmp(rows.data(), got.data() + i * n, rows.size() * sizeof(float)) == 0);
+        for (int64_t rows_of_x : {m, int64_t{1}}) {
+          for (bool with_bias : {true, false}) {
+            INFO(DTypeName(dtype) << ", k " << k << ", " << vec::Qd8IsaName(isa) << ", m "
+                                  << rows_of_x << (with_bias ? ", bias" : ", no bias"));
+            const float* b = with_bias ? bias.data() : nullptr;
+            std::vector<float> got(static_cast<size_t>(rows_of_x * n));
+            vec::LinearQd8On(isa, x.data(), rows_of_x, k, w.view, b, got.data(), n);
+            std::vector<int16_t> xq(static_cast<size_t>(k));
+            std::vector<float> rows(static_cast<size_t>(n));
+            for (int64_t i = 0; i < rows_of_x; ++i) {
+              const vec::Qd8Row p = vec::QuantizeQd8(x.data() + i * k, k, xq.data());
+              vec::LinearRowsQd8(xq.data(), p, w.view, b, nullptr, n, rows.data());
+              CHECK(std::memcmp(rows.data(), got.data() + i * n, rows.size() * sizeof(float)) == 0);
+            }
+            ++compared;
           }
-          ++compared;
         }
       }
     }
   }
-  CHECK(compared >= 28);
+  CHECK(compared >= 56);
 }
 
 // The loops on rows quantized once (AMX's, with a scratch): the bits of the loops on tiles of x,
