@@ -268,9 +268,11 @@ void RunQd8Loops(LinearKernel& kernel, const float* x, int64_t m, int64_t ldx, c
 // 2 to kMaxGroup layers without an operator that read the same x (Q, K and V), each taking
 // quantized rows: x quantized once for all of them (RunQd8Loops would quantize it per layer: a
 // fifth of their time at 512 rows), with a pool in one fork-join for the rows and one for
-// every layer's parts. The bits of one RunQd8Loops per layer. Returns false, having run nothing,
-// when a layer has an operator or does not take quantized rows (another session, width, or
-// too few rows): the caller then runs each layer alone.
+// every layer's parts. Where they do not take quantized rows (too few rows, another CPU), with a
+// pool: every layer's parts in one fork-join, each quantizing x itself (governed as a group).
+// The bits of one RunQd8Loops per layer. Returns false, having run nothing, when a layer has an
+// operator or other loops, the layers are of other sessions or widths, or (without quantized
+// rows) there is no pool: the caller then runs each layer alone.
 bool RunQd8LoopsGroup(LinearKernel* const* kernels, const WeightView* const* weights,
                       const float* const* biases, int count, const float* x, int64_t m, int64_t ldx,
                       float* const* ys, const int64_t* ldys);

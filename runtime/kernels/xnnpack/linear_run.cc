@@ -276,6 +276,29 @@ WeightView RowsOf(const WeightView& w, int64_t begin, int64_t end) {
   return part;
 }
 
+// Layers of a group on tern's loops (vec::LinearQd8), each cut into parts: task p runs output
+// rows [begin[p], end[p]) of layer layer[p] (quantizing x itself: a few rows).
+struct GroupLoopParts {
+  const float* x;
+  int64_t m, ldx;
+  const WeightView* const* w;
+  const float* const* bias;
+  float* const* y;
+  const int64_t* ldy;
+  int tasks = 0;
+  int layer[kMaxGroup * kMaxParts];
+  int64_t begin[kMaxGroup * kMaxParts];
+  int64_t end[kMaxGroup * kMaxParts];
+};
+
+void GroupLoopPart(void* context, size_t p) {
+  const auto* t = static_cast<const GroupLoopParts*>(context);
+  const int l = t->layer[p];
+  const int64_t begin = t->begin[p];
+  vec::LinearQd8(t->x, t->m, t->ldx, RowsOf(*t->w[l], begin, t->end[p]),
+                 t->bias[l] != nullptr ? t->bias[l] + begin : nullptr, t->y[l] + begin, t->ldy[l]);
+}
+
 void RunLoopPart(void* context, size_t p) {
   const auto* t = static_cast<const LoopParts*>(context);
   const int64_t begin = t->begin[p];
@@ -446,14 +469,47 @@ bool RunQd8LoopsGroup(LinearKernel* const* kernels, const WeightView* const* wei
                       float* const* ys, const int64_t* ldys) {
   if (count < 2 || count > kMaxGroup || m < 1) return false;
   Context* c = kernels[0]->context;
+  bool rows = true;
   for (int i = 0; i < count; ++i) {
     if (kernels[i]->op != nullptr || kernels[i]->context != c || c == nullptr ||
-        weights[i]->cols != weights[0]->cols ||
-        !vec::LinearQd8TakesRows(*weights[i], m, c->qd8_rows_bytes)) {
+        weights[i]->cols != weights[0]->cols || !vec::LinearQd8Takes(*weights[i])) {
       return false;
     }
+    rows = rows && vec::LinearQd8TakesRows(*weights[i], m, c->qd8_rows_bytes);
   }
   pthreadpool_t pool = c->pool;
+  if (!rows) {
+    // Rows the loops quantize themselves (fewer than the rows path takes: a decode step), on a
+    // pool: every layer's parts in one fork-join. Alone, a 512 x 512 int4 layer at one row takes
+    // about as long as a fork-join (13.7 us on the AMX machine), so its governor keeps it on one
+    // thread, and two threads did nothing for Q, K and V; together they are worth splitting.
+    if (pool == nullptr) return false;
+    const int threads = static_cast<int>(pthreadpool_get_threads_count(pool));
+    GroupLoopParts t{x, m, ldx, weights, biases, ys, ldys, 0, {}, {}, {}};
+    for (int l = 0; l < count; ++l) {
+      const int parts = CutParts(threads, weights[l]->rows);
+      for (int p = 0; p < parts; ++p) {
+        t.layer[t.tasks] = l;
+        t.begin[t.tasks] = PartBegin(weights[l]->rows, parts, p);
+        t.end[t.tasks] = PartBegin(weights[l]->rows, parts, p + 1);
+        ++t.tasks;
+      }
+    }
+    RunGoverned(kernels[0]->group_governors().For(m), static_cast<float>(m * count),
+                &c->pool_budget, pool, [&](bool pooled) {
+                  if (pooled) {
+                    pthreadpool_parallelize_1d(pool, GroupLoopPart, &t,
+                                               static_cast<size_t>(t.tasks), 0);
+                  } else {
+                    for (int l = 0; l < count; ++l) {
+                      vec::LinearQd8(x, m, ldx, *weights[l], biases[l], ys[l], ldys[l]);
+                    }
+                  }
+                  return true;
+                });
+    ++c->group_calls;
+    return true;
+  }
   if (pool == nullptr) {
     RunRows(*c, weights, biases, count, nullptr, x, m, ldx, ys, ldys);
   } else {

@@ -331,12 +331,13 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
   // Three int4 layers of 200, 64 and 96 rows (the 64 and 96 too small to cut over 2 threads: one
   // task each) through ops::Linears, as an attention's Q, K and V: on a CPU with AMX one group
   // (xnn::RunQd8LoopsGroup: x quantized once per pass), the bits of vec::LinearQd8 per layer,
-  // alone and pooled; elsewhere each layer alone, the same bits.
+  // alone and pooled; elsewhere, and at 1 and 4 rows (a decode step), one group on a pool (every
+  // layer's parts in one fork-join) and each layer alone without one: the same bits.
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
   const int64_t k = 128, ldx = k + 1;
   const PathCase pc = kInt4Loops;
-  for (int64_t m : {int64_t{33}, int64_t{300}}) {
+  for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{33}, int64_t{300}}) {
     INFO("m " << m);
     const std::vector<float> x = Input(m, ldx, 1700);
     const Group g = MakeGroup({200, 64, 96}, k, m, ldx, pc, 1, 1701);
@@ -350,6 +351,8 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
       vec::LinearQd8(x.data(), m, ldx, g.specs[i].weight, g.specs[i].bias, want[i].data(),
                      g.ldys[i]);
     }
+    // Calls this small stay on one thread under the governors' threshold (20 us): none here.
+    pooled.kernels[0].own_group = xnn::RowClassGovernors(0.0f);
     for (Layers* layers : {&alone, &pooled}) {
       for (int call = 0; call < 6; ++call) {
         layers->context.pool_budget = xnn::PoolBudget();
@@ -363,7 +366,10 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
         ops::Linears(x.data(), m, ldx, targets.data(), 3);
         CHECK(SameBits(got, want));
       }
-      CHECK(layers->context.group_calls == (rows ? 6u : 0u));
+      CHECK(layers->context.group_calls == (rows || layers == &pooled ? 6u : 0u));
+      if (layers == &pooled) {  // the group's pool was tried (so its parts' bits were checked)
+        CHECK(layers->kernels[0].group_governors().For(m).pooled_ns() > 0.0f);
+      }
     }
   }
   pthreadpool_destroy(pool);
