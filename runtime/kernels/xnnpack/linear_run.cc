@@ -276,8 +276,26 @@ WeightView RowsOf(const WeightView& w, int64_t begin, int64_t end) {
   return part;
 }
 
-// Layers of a group on tern's loops (vec::LinearQd8), each cut into parts: task p runs output
-// rows [begin[p], end[p]) of layer layer[p] (quantizing x itself: a few rows).
+// The pool tasks of a group's layers, each cut into CutParts parts: task p is output rows
+// [begin[p], end[p]) of layer layer[p].
+struct GroupTasks {
+  int tasks = 0;
+  int layer[kMaxGroup * kMaxParts] = {};
+  int64_t begin[kMaxGroup * kMaxParts] = {};
+  int64_t end[kMaxGroup * kMaxParts] = {};
+
+  void Add(int l, int64_t rows, int threads) {
+    const int parts = CutParts(threads, rows);
+    for (int p = 0; p < parts; ++p) {
+      layer[tasks] = l;
+      begin[tasks] = PartBegin(rows, parts, p);
+      end[tasks] = PartBegin(rows, parts, p + 1);
+      ++tasks;
+    }
+  }
+};
+
+// Layers of a group on tern's loops (vec::LinearQd8), each task quantizing x itself (a few rows).
 struct GroupLoopParts {
   const float* x;
   int64_t m, ldx;
@@ -285,18 +303,15 @@ struct GroupLoopParts {
   const float* const* bias;
   float* const* y;
   const int64_t* ldy;
-  int tasks = 0;
-  int layer[kMaxGroup * kMaxParts];
-  int64_t begin[kMaxGroup * kMaxParts];
-  int64_t end[kMaxGroup * kMaxParts];
+  GroupTasks t;
 };
 
 void GroupLoopPart(void* context, size_t p) {
-  const auto* t = static_cast<const GroupLoopParts*>(context);
-  const int l = t->layer[p];
-  const int64_t begin = t->begin[p];
-  vec::LinearQd8(t->x, t->m, t->ldx, RowsOf(*t->w[l], begin, t->end[p]),
-                 t->bias[l] != nullptr ? t->bias[l] + begin : nullptr, t->y[l] + begin, t->ldy[l]);
+  const auto* g = static_cast<const GroupLoopParts*>(context);
+  const int l = g->t.layer[p];
+  const int64_t begin = g->t.begin[p];
+  vec::LinearQd8(g->x, g->m, g->ldx, RowsOf(*g->w[l], begin, g->t.end[p]),
+                 g->bias[l] != nullptr ? g->bias[l] + begin : nullptr, g->y[l] + begin, g->ldy[l]);
 }
 
 void RunLoopPart(void* context, size_t p) {
@@ -309,7 +324,7 @@ void RunLoopPart(void* context, size_t p) {
 
 // One or more layers (kMaxGroup at most) on one pass of quantized rows, on a pool: task p of
 // the first fork-join quantizes its share of the rows (`shares` of them), task p of the second
-// runs output rows [begin[p], begin[p + 1]) of layer layer[p] on all of them.
+// is the group's task p (GroupTasks) on all of them.
 struct RowsParts {
   const float* x;
   int64_t ldx;
@@ -319,10 +334,7 @@ struct RowsParts {
   const float* bias[kMaxGroup];
   float* y[kMaxGroup];
   int64_t ldy[kMaxGroup];
-  int tasks;
-  int layer[kMaxGroup * kMaxParts];
-  int64_t begin[kMaxGroup * kMaxParts + 1];
-  int64_t end[kMaxGroup * kMaxParts];
+  GroupTasks t;
 };
 
 void QuantizeRowsPart(void* context, size_t p) {
@@ -334,9 +346,9 @@ void QuantizeRowsPart(void* context, size_t p) {
 
 void RowsPart(void* context, size_t p) {
   const auto* t = static_cast<const RowsParts*>(context);
-  const int l = t->layer[p];
-  const int64_t begin = t->begin[p];
-  vec::LinearQd8Rows(*t->rows, RowsOf(*t->w[l], begin, t->end[p]),
+  const int l = t->t.layer[p];
+  const int64_t begin = t->t.begin[p];
+  vec::LinearQd8Rows(*t->rows, RowsOf(*t->w[l], begin, t->t.end[p]),
                      t->bias[l] != nullptr ? t->bias[l] + begin : nullptr, t->y[l] + begin,
                      t->ldy[l]);
 }
@@ -368,16 +380,10 @@ void RunRows(Context& c, const WeightView* const* ws, const float* const* biases
       t.bias[l] = biases[l];
       t.y[l] = ys[l] + i0 * ldys[l];
       t.ldy[l] = ldys[l];
-      const int parts = CutParts(threads, ws[l]->rows);
-      for (int p = 0; p < parts; ++p) {
-        t.layer[t.tasks] = l;
-        t.begin[t.tasks] = PartBegin(ws[l]->rows, parts, p);
-        t.end[t.tasks] = PartBegin(ws[l]->rows, parts, p + 1);
-        ++t.tasks;
-      }
+      t.t.Add(l, ws[l]->rows, threads);
     }
     pthreadpool_parallelize_1d(pool, QuantizeRowsPart, &t, static_cast<size_t>(t.shares), 0);
-    pthreadpool_parallelize_1d(pool, RowsPart, &t, static_cast<size_t>(t.tasks), 0);
+    pthreadpool_parallelize_1d(pool, RowsPart, &t, static_cast<size_t>(t.t.tasks), 0);
   }
 }
 
@@ -485,21 +491,13 @@ bool RunQd8LoopsGroup(LinearKernel* const* kernels, const WeightView* const* wei
     // thread, and two threads did nothing for Q, K and V; together they are worth splitting.
     if (pool == nullptr) return false;
     const int threads = static_cast<int>(pthreadpool_get_threads_count(pool));
-    GroupLoopParts t{x, m, ldx, weights, biases, ys, ldys, 0, {}, {}, {}};
-    for (int l = 0; l < count; ++l) {
-      const int parts = CutParts(threads, weights[l]->rows);
-      for (int p = 0; p < parts; ++p) {
-        t.layer[t.tasks] = l;
-        t.begin[t.tasks] = PartBegin(weights[l]->rows, parts, p);
-        t.end[t.tasks] = PartBegin(weights[l]->rows, parts, p + 1);
-        ++t.tasks;
-      }
-    }
+    GroupLoopParts g{x, m, ldx, weights, biases, ys, ldys, GroupTasks()};
+    for (int l = 0; l < count; ++l) g.t.Add(l, weights[l]->rows, threads);
     RunGoverned(kernels[0]->group_governors().For(m), static_cast<float>(m * count),
                 &c->pool_budget, pool, [&](bool pooled) {
                   if (pooled) {
-                    pthreadpool_parallelize_1d(pool, GroupLoopPart, &t,
-                                               static_cast<size_t>(t.tasks), 0);
+                    pthreadpool_parallelize_1d(pool, GroupLoopPart, &g,
+                                               static_cast<size_t>(g.t.tasks), 0);
                   } else {
                     for (int l = 0; l < count; ++l) {
                       vec::LinearQd8(x, m, ldx, *weights[l], biases[l], ys[l], ldys[l]);
