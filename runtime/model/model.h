@@ -60,10 +60,11 @@ class Model {
   static Result<Model> Load(const void* data, size_t size);
 
   // Told, during a session's Prepare, of a tensor the session will not read again: the XNNPACK
-  // backend packed a copy of it into the arena (or copied it as it is, for tern's own loops). Whoever provided the bytes may give their
-  // memory back: a read-only file mapping drops those pages (they load again from the file if
-  // anything does read them, e.g. a second session's Prepare), so the weights are not resident
-  // twice. Not set (caller memory: flash, a heap copy): nothing happens.
+  // backend packed a copy of it into the arena (or copied it as it is, for tern's own loops).
+  // Whoever provided the bytes may give their memory back: a read-only file mapping drops those
+  // pages (they load again from the file if anything does read them, e.g. a second session's
+  // Prepare), so the weights are not resident twice. Not set (caller memory: flash, a heap copy):
+  // nothing happens.
   using ConsumedHook = void (*)(void* user, const void* data, size_t bytes);
   void set_consumed_hook(ConsumedHook hook, void* user) {
     consumed_ = hook;

@@ -36,7 +36,8 @@ class FlushDenormals {
  private:
   unsigned saved_;
 #else
-  FlushDenormals() = default;
+  FlushDenormals() {}  // user-provided, so that a scope's guard is not an unused variable
+  ~FlushDenormals() {}
 #endif
   FlushDenormals(const FlushDenormals&) = delete;
   FlushDenormals& operator=(const FlushDenormals&) = delete;

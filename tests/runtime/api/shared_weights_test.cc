@@ -74,16 +74,13 @@ Status PrepareSession(const Model& model, const Limits& limits, SharedWeights* s
   return p->session.Prepare(model, limits, p->arena.data(), p->arena.size(), shared);
 }
 
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 // Whether XNNPACK runs (and packs) int4 layers per row or in blocks of 32: not on CPUs where
 // its kernel is wrong (kernel_check.h), whose int4 layers run tern's integer loops.
 bool XnnpackTakesInt4(int64_t group) {
-#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   return xnn::PathTrusted(group == 0 ? xnn::LinearPath::kQd8Qc4w : xnn::LinearPath::kQd8Qb4w);
-#else
-  (void)group;
-  return false;
-#endif
 }
+#endif
 
 struct Case {
   const char* name;
