@@ -25,6 +25,7 @@
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear.h"
+#include "runtime/kernels/xnnpack/weights_cache.h"
 #include "tests/runtime/kernels/xnnpack/linear_fixtures.h"
 
 namespace tern {
@@ -334,6 +335,75 @@ TEST_CASE("layers XNNPACK cannot run take the vectorizable loops", "[xnnpack][li
   spec.input_stride = 80;
   REQUIRE(planner.Choose(spec, &choice).ok());
   CHECK(choice.path == LinearPath::kReference);
+}
+
+// xnn::LinearSpec::copy_weight (what sessions set): a layer without an operator gets its weight's
+// bytes copied where the choice planned them, in the arena scope (exactly its footprint) or as
+// one entry of shared weights, which a later session finds again, and whose entry for another
+// layer it refuses by name.
+TEST_CASE("a layer without an operator reads a copy of its weight, arena or shared",
+          "[xnnpack][linear]") {
+  const Weight w = MakeWeight(37, 64, DType::kI4, 16, 7, false);  // blocks of 16: no operator
+  xnn::LinearSpec spec = DenseSpec(w.view(), nullptr, 2);
+  spec.copy_weight = true;
+  const size_t bytes = w.encoded.data.size();
+  OneLinear one;
+  REQUIRE(Make(spec, &one).ok());
+  REQUIRE(one.choice.path == LinearPath::kReference);
+  CHECK(one.choice.copy_bytes == bytes);
+  CHECK(one.region_used == one.region_bytes);  // the copy's footprint, as measured
+  const uint8_t* copy = static_cast<const uint8_t*>(one.kernel.weight_copy);
+  REQUIRE(copy != nullptr);
+  CHECK(copy >= one.region.data());
+  CHECK(copy + bytes <= one.region.data() + one.region_bytes);
+  CHECK(std::memcmp(copy, w.encoded.data.data(), bytes) == 0);
+
+  // No arena scope to copy into (the dry run planned one): refused, nothing half made.
+  xnn::LinearKernel stray;
+  Status s = xnn::CreateLinear(spec, one.choice, &one.context, nullptr, &stray);
+  CHECK(s.code() == StatusCode::kArenaTooSmall);
+  CHECK(std::string(s.message()) ==
+        "vectorized loops [37, 64]: no room for the weight's copy (the dry run planned it)");
+  CHECK(stray.weight_copy == nullptr);
+
+  // Shared: the first session's cache copies it in, a later one's finds the same bytes.
+  std::vector<uint8_t> memory(xnn::SharedRegion::RequiredBytes(1, one.choice.packed_bytes));
+  xnn::SharedRegion region;
+  REQUIRE(region.Bind(memory.data(), memory.size()).ok());
+  REQUIRE(region.Claim(w.encoded.data.data(), 1));
+  xnn::WeightsCache pack;
+  pack.Start(xnn::WeightsCache::Mode::kPack, &region);
+  xnn::LinearKernel packed;
+  REQUIRE(xnn::CreateLinear(spec, one.choice, &one.context, nullptr, &packed, &pack, 0).ok());
+  region.Finish();
+  const uint8_t* shared = static_cast<const uint8_t*>(packed.weight_copy);
+  REQUIRE(shared != nullptr);
+  CHECK(shared >= memory.data());
+  CHECK(shared + bytes <= memory.data() + memory.size());
+  CHECK(std::memcmp(shared, w.encoded.data.data(), bytes) == 0);
+  xnn::WeightsCache reuse;
+  reuse.Start(xnn::WeightsCache::Mode::kReuse, &region);
+  xnn::LinearKernel again;
+  REQUIRE(xnn::CreateLinear(spec, one.choice, &one.context, nullptr, &again, &reuse, 0).ok());
+  CHECK(again.weight_copy == packed.weight_copy);
+
+  // Another layer where the region holds this one: refused by name.
+  const Weight other = MakeWeight(36, 64, DType::kI4, 16, 8, false);
+  xnn::LinearSpec other_spec = DenseSpec(other.view(), nullptr, 2);
+  other_spec.copy_weight = true;
+  xnn::LinearPlanner planner;
+  xnn::LinearChoice other_choice;
+  REQUIRE(planner.Choose(other_spec, &other_choice).ok());
+  xnn::WeightsCache mismatched;
+  mismatched.Start(xnn::WeightsCache::Mode::kReuse, &region);
+  xnn::LinearKernel refused;
+  s = xnn::CreateLinear(other_spec, other_choice, &one.context, nullptr, &refused, &mismatched, 0);
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(std::string(s.message()) ==
+        "vectorized loops [36, 64]: the shared weights hold no packed layer like this one (they "
+        "were packed for another model, for other kernels, or for sessions of another thread "
+        "count)");
+  CHECK(refused.weight_copy == nullptr);
 }
 
 TEST_CASE("calls outside what prepare planned are answered by the reference kernel",
