@@ -80,6 +80,17 @@ __attribute__((target(TERN_VNNI_TARGET), always_inline)) inline __m512i Nibbles(
   return _mm512_ternarylogic_epi32(b, mask, flip, 0x6A);  // (b & mask) ^ flip
 }
 
+// How far ahead (in weight rows, a multiple of the blocks' four) a block that reads its weights
+// once prefetches: the rows about kAheadBytes on. Measured with one row of x, weights from memory
+// (`tern bench --linear --rows 1`, this AMX VM): 16 rows on (4 KiB of 512-column rows, 64 KiB of
+// 8192-column ones) streamed 9.5-10.6 GB/s; about 2 KiB on, 11.5-13.7 (512 x 2048 level); none,
+// 8.2-10.1. Farther prefetches seemed to sit in the line fill buffers the block's own loads need.
+constexpr int64_t kAheadBytes = 2048;
+inline int64_t RowsAheadForOneRead(const WeightView& w) {
+  const int64_t rows = kAheadBytes / std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes()));
+  return std::max<int64_t>(4, (rows + 3) / 4 * 4);
+}
+
 // The sums of w over [c0, c1) of weight rows [r, r + kR), from their nibbles as vpdpbusd sees
 // them (Nibbles: sums of w + 8, the upper half's times 16), in lanes 0..kR-1.
 template <int kR>
@@ -128,10 +139,12 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
   __m512i a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
   __m512i s0 = z, s1 = z, s2 = z, s3 = z;  // kSums: sums of w + 8 (vpsadbw: 8 bytes per lane)
   const int64_t steps = (c1 - c0) / kVnniStep;
-  // kSums (a tile of at most four rows: these weights are read once): the rows 16 on prefetched,
-  // a share per step, as the AMX loops do (four rows side by side, 32 bytes of each per step).
+  // kSums (a tile of at most four rows: these weights are read once): the four rows about
+  // kAheadBytes on prefetched, a share per step, as the AMX loops do (four rows side by side,
+  // 32 bytes of each per step).
+  const int64_t ahead = RowsAheadForOneRead(w);
   const RowsAhead next =
-      RowsAheadOf(w, r + 16, kSums ? std::min<int64_t>(kR, w.rows - (r + 16)) : 0, c0);
+      RowsAheadOf(w, r + ahead, kSums ? std::min<int64_t>(kR, w.rows - (r + ahead)) : 0, c0);
   for (int64_t s = 0; s < steps; ++s) {
     PrefetchShare(next.p, next.bytes, s, steps);
     const __m512i w0 = Nibbles(row0 + s * 32, mask, flip);
