@@ -81,14 +81,18 @@ __attribute__((target(TERN_VNNI_TARGET), always_inline)) inline __m512i Nibbles(
 }
 
 // How far ahead (in weight rows, a multiple of the blocks' four) a block that reads its weights
-// once prefetches: the rows about kAheadBytes on. Measured with one row of x, weights from memory
-// (`tern bench --linear --rows 1`, this AMX VM): 16 rows on (4 KiB of 512-column rows, 64 KiB of
-// 8192-column ones) streamed 9.5-10.6 GB/s; about 2 KiB on, 11.5-13.7 (512 x 2048 level); none,
-// 8.2-10.1. Farther prefetches seemed to sit in the line fill buffers the block's own loads need.
+// once prefetches. Measured on this AMX VM (one row of x; `tern bench --linear --rows 1`, weights
+// from memory): for rows under 1 KiB (the paper-base model's 512 columns) about 2 KiB on streamed
+// 11.7-14.1 GB/s against 9.3-10.6 at 16 rows (4 KiB) on, though whole decode steps moved within
+// noise (beam 4: 1.00-1.05x). Rows of 1 KiB and more (LLaMA 3.2 1B's 2048 and 8192 columns) keep
+// 16 rows on (16-64 KiB): alone their layers also streamed faster at 4 rows on, but the whole
+// decode step was 2-5% slower. No prefetch: 8.2-10.1 GB/s.
 constexpr int64_t kAheadBytes = 2048;
+constexpr int64_t kAheadRowsLong = 16;
 inline int64_t RowsAheadForOneRead(const WeightView& w) {
-  const int64_t rows = kAheadBytes / std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes()));
-  return std::max<int64_t>(4, (rows + 3) / 4 * 4);
+  const int64_t bytes = static_cast<int64_t>(w.row_bytes());
+  if (bytes >= 1024) return kAheadRowsLong;
+  return std::max<int64_t>(4, (kAheadBytes / std::max<int64_t>(1, bytes) + 3) / 4 * 4);
 }
 
 // The sums of w over [c0, c1) of weight rows [r, r + kR), from their nibbles as vpdpbusd sees
