@@ -129,7 +129,8 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
                                                          int64_t c1, __m128i wsums,
                                                          const int8_t* xq, int64_t ldxq,
                                                          const int32_t* qsum, const int32_t* zp,
-                                                         int64_t t, float* y, int64_t ldy) {
+                                                         int64_t t, float* y, int64_t ldy,
+                                                         int64_t ahead) {
   const __m512i mask =
       _mm512_maskz_inserti64x4(0xFF, _mm512_set1_epi8(0x0F), _mm256_set1_epi8(-16), 1);
   const __m512i flip =
@@ -143,10 +144,9 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
   __m512i a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
   __m512i s0 = z, s1 = z, s2 = z, s3 = z;  // kSums: sums of w + 8 (vpsadbw: 8 bytes per lane)
   const int64_t steps = (c1 - c0) / kVnniStep;
-  // kSums (a tile of at most four rows: these weights are read once): the four rows about
-  // kAheadBytes on prefetched, a share per step, as the AMX loops do (four rows side by side,
-  // 32 bytes of each per step).
-  const int64_t ahead = RowsAheadForOneRead(w);
+  // kSums (a tile of at most four rows: these weights are read once): the four rows `ahead` on
+  // (RowsAheadForOneRead) prefetched, a share per step, as the AMX loops do (four rows side by
+  // side, 32 bytes of each per step).
   const RowsAhead next =
       RowsAheadOf(w, r + ahead, kSums ? std::min<int64_t>(kR, w.rows - (r + ahead)) : 0, c0);
   for (int64_t s = 0; s < steps; ++s) {
@@ -196,32 +196,32 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
 template <int kR>
 void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1, const int8_t* xq,
                     int64_t ldxq, const int32_t* qsum, const int32_t* zp, int64_t tile, float* y,
-                    int64_t ldy) {
+                    int64_t ldy, int64_t ahead) {
   const __m128i none = _mm_setzero_si128();
   switch (tile) {  // one group of x rows: the weights' sums in its loop
     case 4:
-      return VnniBlock<4, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
+      return VnniBlock<4, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy, ahead);
     case 3:
-      return VnniBlock<3, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
+      return VnniBlock<3, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy, ahead);
     case 2:
-      return VnniBlock<2, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
+      return VnniBlock<2, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy, ahead);
     case 1:
-      return VnniBlock<1, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy);
+      return VnniBlock<1, kR, true>(w, r, c0, c1, none, xq, ldxq, qsum, zp, 0, y, ldy, ahead);
     default:
       break;
   }
   const __m128i wsums = VnniWeightSums<kR>(w, r, c0, c1);
   int64_t t = 0;
   for (; t + 4 <= tile; t += 4) {
-    VnniBlock<4, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
+    VnniBlock<4, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy, 0);
   }
   switch (tile - t) {
     case 3:
-      return VnniBlock<3, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
+      return VnniBlock<3, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy, 0);
     case 2:
-      return VnniBlock<2, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
+      return VnniBlock<2, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy, 0);
     case 1:
-      return VnniBlock<1, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy);
+      return VnniBlock<1, kR, false>(w, r, c0, c1, wsums, xq, ldxq, qsum, zp, t, y, ldy, 0);
     default:
       return;
   }
@@ -233,14 +233,16 @@ void VnniWeightRows(const WeightView& w, int64_t r, int64_t c0, int64_t c1, cons
 void VnniChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t* xq, int64_t ldxq,
                const int32_t* qsum, const int32_t* zp, int64_t tile, float* y, int64_t ldy,
                int64_t r) {
-  for (; r + 4 <= w.rows; r += 4) VnniWeightRows<4>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
+  const int64_t ahead = RowsAheadForOneRead(w);  // once per chunk, not per block
+  for (; r + 4 <= w.rows; r += 4)
+    VnniWeightRows<4>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy, ahead);
   switch (w.rows - r) {
     case 3:
-      return VnniWeightRows<3>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<3>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy, ahead);
     case 2:
-      return VnniWeightRows<2>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<2>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy, ahead);
     case 1:
-      return VnniWeightRows<1>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy);
+      return VnniWeightRows<1>(w, r, c0, c1, xq, ldxq, qsum, zp, tile, y, ldy, ahead);
     default:
       return;
   }
