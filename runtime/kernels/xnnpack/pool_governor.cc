@@ -27,14 +27,19 @@ PoolGovernor::Run PoolGovernor::Choose(float units, const PoolBudget& budget) co
   if (!next_pooled_) return Run::kSingle;
   // A probe of a pool that is not (yet) winning: only within the session's budget. (Run
   // single instead; the probe stays due and comes once the budget allows.)
-  if (!prefer_pool_ && budget.lost_ns * kProbeBudget > budget.measured_ns) return Run::kSingle;
+  // A retry of a stalled probe (see Update) runs whatever the budget: it may refund the stall.
+  if (!prefer_pool_ && !retry_ && budget.lost_ns > kProbeAllowanceNs &&
+      budget.lost_ns * kProbeBudget > budget.measured_ns) {
+    return Run::kSingle;
+  }
   return Run::kPooled;
 }
 
 bool PoolGovernor::Record(Run run, float ns, float units, PoolBudget* budget) {
   Update(run, ns, units, budget);
   const float single = single_ns_ * units;
-  return run == Run::kPooled && !prefer_pool_ && ns > kParkAfter * single &&
+  // Not while a stalled probe is retried: the retry would pay the workers' wake-up.
+  return run == Run::kPooled && !prefer_pool_ && !retry_ && ns > kParkAfter * single &&
          ns - single > kParkMinLossNs;
 }
 
@@ -47,8 +52,30 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   const bool remeasure = !pooled && unmeasured_ >= kRemeasureAfter;
   unmeasured_ = 0;
   budget->measured_ns += ns;
-  if (pooled && !prefer_pool_ && per_unit > single_ns_) {
-    budget->lost_ns += static_cast<double>(per_unit - single_ns_) * units;
+  const float lost =
+      pooled && !prefer_pool_ && per_unit > single_ns_ ? (per_unit - single_ns_) * units : 0.0f;
+  budget->lost_ns += lost;
+  // A probe of the pool that stalled (over kParkAfter times the calling thread's time: a worker
+  // that waited for a core, a page fault, the VM's host) is run again at once, unless the
+  // probe before it stalled too. On a quiet machine such a stall is rare, and one of them, early
+  // in a session, used to keep a layer on the calling thread for thousands of calls (the wait
+  // below grows with the loss) and, through the shared budget, every layer whose pool was not
+  // yet measured: 2 threads then ran a paper-base translation at one thread's speed in 6 of 8
+  // runs. A retry that does not stall takes the stall's loss back from the budget and decides
+  // alone; a busy machine stalls again, and pays one more probe.
+  if (cap_outliers_ && pooled) {
+    const bool stalled = single_ns_ > 0.0f && per_unit > kParkAfter * single_ns_;
+    if (retry_) {
+      retry_ = false;
+      if (!stalled) budget->lost_ns -= stalled_loss_;
+    } else if (stalled && !prefer_pool_ && !stalled_before_) {
+      retry_ = true;
+      stalled_loss_ = lost;
+      stalled_before_ = true;
+      next_pooled_ = true;
+      return;
+    }
+    stalled_before_ = stalled;
   }
   if (single_ns_ == 0.0f) {  // the first measurement; the pool is probed next or after the wait
     single_ns_ = per_unit;
@@ -77,8 +104,9 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   if (pool_wins != prefer_pool_ || probe) {
     prefer_pool_ = pool_wins;
     if (pool_wins) {  // probe the calling thread soon after a switch, then ever more rarely
-      interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : 2 * interval_)
-                                   : kFirstInterval;
+      const uint32_t doubled = interval_ == 0 ? 1 : 2 * interval_;
+      interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : doubled)
+                                   : first_interval_;
     } else {  // the pool loses: wait in proportion to what a probe of it costs
       const float by_loss = kProbeBudget * pooled_ns_ / single_ns_;
       const float twice = 2.0f * static_cast<float>(interval_);

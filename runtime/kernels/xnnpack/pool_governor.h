@@ -19,11 +19,14 @@
 //     against a 5 us layer at load 9), so the next probe waits kProbeBudget times the loss
 //     ratio in runs (and at least twice the last wait): the probes then cost about
 //     1 / kProbeBudget of the time, however badly the pool loses.
+//   - A probe of the pool that stalls (over kParkAfter times one thread's time) is retried at
+//     once, unless the pool's run before it stalled too: one stall on a quiet machine (a VM's
+//     idle core waking up) is not taken for the pool's speed.
 //   - A pool must win by kMargin to be used.
 //   - Across the session's operators (PoolBudget): a probe of a pool that is not winning runs
 //     only while the time such probes lost stays under 1 / kProbeBudget of the time measured,
 //     so on a busy machine a hundred layers do not each pay a time slice to learn what the
-//     first few learned.
+//     first few learned. The first kProbeAllowanceNs of such losses in a session are free.
 //
 // Results do not depend on the choice: XNNPACK computes every output the same way with or
 // without the pool (the pool only splits the output tiles), so outputs stay bit-identical.
@@ -66,6 +69,12 @@ class PoolGovernor {
   static constexpr uint32_t kMaxInterval = 1024;           // between probes while the pool wins
   static constexpr uint32_t kMaxLosingInterval = 1 << 20;  // while it loses
   static constexpr float kProbeBudget = 64.0f;
+  // What probes may lose in a session before kProbeBudget applies: early in a session little
+  // time has been measured, and one stalled probe (a VM's idle core waking up took 2-5 ms on the
+  // AMX VM, against 30-170 us for the call) would otherwise keep every layer whose pool was not
+  // yet measured on the calling thread until 64 times that had run. About three time slices of
+  // a busy machine, once per session.
+  static constexpr double kProbeAllowanceNs = 16e6;
   static constexpr float kMargin = 0.9f;  // pooled time must be below 0.9 x single-thread time
 
   enum class Run : uint8_t { kSingle, kPooled, kUnmeasured };
@@ -76,11 +85,15 @@ class PoolGovernor {
   // preferred way counts at most twice its average (one operator's call; not for whole passes,
   // whose windows' means are already averages and whose slow windows are the busy machine's
   // signal).
+  // first_interval: runs of the pool, after it first wins, before the calling thread is probed
+  // again (0: at once; the waits then double from 1).
   explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0,
-                        float min_pooled_ns = kMinPooledNs, bool cap_outliers = true)
+                        float min_pooled_ns = kMinPooledNs, bool cap_outliers = true,
+                        uint32_t first_interval = kFirstInterval)
       : margin_(margin),
         min_pooled_ns_(min_pooled_ns),
         cap_outliers_(cap_outliers),
+        first_interval_(first_interval),
         until_probe_(first_wait) {}
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
@@ -112,6 +125,7 @@ class PoolGovernor {
   float margin_;
   float min_pooled_ns_;
   bool cap_outliers_;
+  uint32_t first_interval_;
   uint32_t unmeasured_ = 0;  // calls run unmeasured since the last measured one
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
@@ -119,6 +133,9 @@ class PoolGovernor {
   uint32_t until_probe_;
   bool prefer_pool_ = false;
   bool next_pooled_ = false;
+  bool retry_ = false;           // the next call retries a probe of the pool that stalled
+  bool stalled_before_ = false;  // the last pooled run stalled (no retry for the next stall)
+  float stalled_loss_ = 0.0f;    // what the stalled probe added to the budget's lost_ns
 };
 
 // The steady clock in nanoseconds: the governors' time base.
@@ -191,6 +208,12 @@ class PassGovernor {
   static constexpr float kPassMargin = 0.95f;
   static constexpr uint32_t kWindow = 8;
   static constexpr uint32_t kFirstWait = 1;
+  // Windows without the pool, after they first win, before the pool is tried again. The pass
+  // with the pool is first measured while the operators' governors still learn (and, on a VM,
+  // while its idle core's first wake-ups stall): a window without the pool can win against
+  // that once, and 8 windows on one thread (64 passes) were then a short session's whole run
+  // (`tern bench --threads 2`, 4 translations: one thread's speed in 2 of 8 runs).
+  static constexpr uint32_t kFirstOnProbe = 0;  // the next window
 
   // Before a pass of `rows` rows (tokens in an encoder pass, rows of a decoder step): chooses
   // whether it runs with the pool (sets budget->pool_off), parking the workers when it does
@@ -211,7 +234,7 @@ class PassGovernor {
  private:
   struct Windows {  // of one kind of pass and row class
     PoolGovernor governor{kPassMargin, kFirstWait, PoolGovernor::kMinPooledNs,
-                          /*cap_outliers=*/false};
+                          /*cap_outliers=*/false, kFirstOnProbe};
     PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;  // this window's way
     uint32_t left = 0;                                       // passes left in this window
     bool warm = false;                                       // the first window has run
