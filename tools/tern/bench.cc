@@ -92,8 +92,8 @@ const char kHelp[] =
     "of at least 32 x N output rows are cut into one operator per thread.\n"
     "--linear --split (with --threads 2 to 8): int8 layers on N threads two ways, XNNPACK's\n"
     "own tiling of one operator on the pool against the output rows cut into N operators run\n"
-    "as one pool task each (what sessions do); us per call and speed-up over one thread\n"
-    "(outputs checked identical).\n";
+    "as one pool task each, or from 256 rows of x each tiled over the pool in turn (what\n"
+    "sessions do); us per call and speed-up over one thread (outputs checked identical).\n";
 
 using bench::Check;
 using bench::Clock;

@@ -329,11 +329,13 @@ int BenchSplit(const LinearBenchSettings& s) {
   if (!s.json) {
     std::printf(
         "int8 (qd8_f32_qc8w), us per call, calls cycling through %.0f MiB of layers: one thread; "
-        "%d threads through XNNPACK's tiling of one operator; output rows cut into %d operators, "
-        "one pool task each (as sessions run layers of at least %lld rows). Both governed as in "
-        "a session; outputs checked identical.\n",
+        "%d threads through XNNPACK's tiling of one operator; output rows cut into %d operators "
+        "(as sessions run layers of at least %lld rows), one pool task each below %lld rows of "
+        "x, from there each tiled over the pool in turn. Both governed as in a session; outputs "
+        "checked identical.\n",
         s.working_set_bytes / (1024 * 1024), s.threads, s.threads,
-        static_cast<long long>(s.threads * xnn::kPartAlign));
+        static_cast<long long>(s.threads * xnn::kPartAlign),
+        static_cast<long long>(xnn::kTiledPartsRows));
     std::printf("%-12s %4s %12s %12s %8s %12s %8s\n", "n x k", "M", "1 thread", "tiled", "speedup",
                 "cut", "speedup");
   }
@@ -353,16 +355,22 @@ int BenchSplit(const LinearBenchSettings& s) {
     }
     for (int64_t m : s.rows) {
       const Shape sh{n, k, m};
-      std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
-      std::vector<float> y_cut(y.size());
+      // 64-byte aligned, as a session's activations are: each part writes its columns of every
+      // output row, and a cache line split between two parts would be written by both threads.
+      const size_t x_count = static_cast<size_t>(m * k), y_count = static_cast<size_t>(m * n);
+      Aligned x_bytes(x_count * sizeof(float)), y_bytes(y_count * sizeof(float)),
+          y_cut_bytes(y_count * sizeof(float));
+      float* x = reinterpret_cast<float*>(x_bytes.data());
+      float* y = reinterpret_cast<float*>(y_bytes.data());
+      float* y_cut = reinterpret_cast<float*>(y_cut_bytes.data());
       std::mt19937 rng(7);
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-      for (auto& e : x) e = dist(rng);
+      for (size_t i = 0; i < x_count; ++i) x[i] = dist(rng);
       std::vector<double> t_single, t_tiled, t_cut;
       for (int r = 0; r < s.warmup + s.repeat; ++r) {
-        const double a = Pass(single, sh, x.data(), y.data());
-        const double b = Pass(tiled, sh, x.data(), y.data());
-        const double c = Pass(cut, sh, x.data(), y_cut.data());
+        const double a = Pass(single, sh, x, y);
+        const double b = Pass(tiled, sh, x, y);
+        const double c = Pass(cut, sh, x, y_cut);
         if (r >= s.warmup) {
           t_single.push_back(a);
           t_tiled.push_back(b);
@@ -371,8 +379,8 @@ int BenchSplit(const LinearBenchSettings& s) {
       }
       // Every output column is computed by the same kernel from the same quantized row either
       // way: the cut layer must give the whole layer's bits.
-      Pass(single, sh, x.data(), y.data());
-      if (std::memcmp(y.data(), y_cut.data(), y.size() * sizeof(float)) != 0) {
+      Pass(single, sh, x, y);
+      if (std::memcmp(y, y_cut, y_count * sizeof(float)) != 0) {
         throw std::runtime_error("the cut layer's outputs differ from the whole layer's");
       }
       const double a = Median(t_single), b = Median(t_tiled), c = Median(t_cut);

@@ -21,7 +21,8 @@
 // loops then compute the qd8 path's math.
 //
 // With a thread pool of 2 to kMaxParts threads, a layer's output rows (n) are cut into one
-// operator per thread (LinearSpec::parts, CutParts), each run as one pool task on its own thread,
+// operator per thread (LinearSpec::parts, CutParts), each run as one pool task on its own thread
+// (below kTiledPartsRows rows of x; from there each part is tiled over the pool in turn),
 // instead of one operator whose tiles XNNPACK spreads over the pool. XNNPACK's tiling makes about
 // five tiles per thread and hands them out by work stealing: at 16 rows on an AVX-512 VNNI VM its
 // pooled qd8 GEMM was 0.97-1.08x one thread on the paper-base layers, the cut 1.15-1.64x
@@ -80,6 +81,13 @@ inline constexpr int kMaxParts = 8;
 // XNNPACK 2024-11 does for parts of 32 rows or more (its alternative kernel is taken only when
 // nr exceeds the output channels); linear_test checks cut == whole on every path.
 inline constexpr int64_t kPartAlign = 32;
+// Rows of x from which a cut layer's parts run one after another, each tiled by XNNPACK over the
+// pool, instead of one part per thread. With many rows a part's tiles are many, and a layer cut
+// into one task per thread scaled worse than XNNPACK's tiling on the AMX VM: paper-base shapes
+// at 512 rows and 2 threads 1.05-1.95x one thread as tasks, 1.50-2.09x tiled part by part
+// (`tern bench --linear --split`); at 64 rows the tasks won (1.47-1.78x against 1.17-1.59x).
+// An encoder pass of 16 x 128 tokens at 2 threads: 60-69 ms against 71-93 as tasks.
+inline constexpr int64_t kTiledPartsRows = 256;
 // Most layers one RunLinears call runs (Q, K and V).
 inline constexpr int kMaxGroup = 3;
 
@@ -216,6 +224,7 @@ struct LinearKernel {
   int64_t group_size = 0;     // of one shape share governors only if their loops are the same
   int64_t input_stride = 0, output_stride = 0;
   int64_t reshaped_rows = -1;
+  bool reshaped_tiled = false;  // parts reshaped for the pool (TiledParts)
   // Without an operator: the arena's copy of the weight's bytes (LinearSpec::copy_weight), which
   // the session's WeightView then points at; null: the loops read the model's bytes.
   const void* weight_copy = nullptr;

@@ -45,21 +45,29 @@ bool ReshapeConvert(xnn_status (*reshape)(xnn_operator_t, size_t, size_t, size_t
   return false;
 }
 
+// Whether a cut layer's parts run one after another, each tiled by XNNPACK over `pool`, rather
+// than as one pool task each (kTiledPartsRows).
+bool TiledParts(const LinearKernel& kn, int64_t m, pthreadpool_t pool) {
+  return kn.parts > 1 && pool != nullptr && m >= kTiledPartsRows;
+}
+
 // A whole operator is reshaped for the session's pool (XNNPACK tiles it for that many threads;
 // run without the pool it walks the same tiles on the calling thread); the parts of a cut
-// layer for one thread each.
-bool ReshapeFc(LinearKernel& kn, int64_t m) {
-  if (kn.reshaped_rows == m) return true;
+// layer for one thread each, or for the pool where they run tiled (TiledParts).
+bool ReshapeFc(LinearKernel& kn, int64_t m, bool tiled) {
+  if (kn.reshaped_rows == m && kn.reshaped_tiled == tiled) return true;
   kn.reshaped_rows = -1;
   const PathTraits& t = Traits(kn.path);
   if (kn.parts == 1) {
     if (!Check(t.reshape(kn.op, static_cast<size_t>(m), kn.context->pool))) return false;
   } else {
+    pthreadpool_t pool = tiled ? kn.context->pool : nullptr;
     for (int p = 0; p < kn.parts; ++p) {
-      if (!Check(t.reshape(kn.part_ops[p], static_cast<size_t>(m), nullptr))) return false;
+      if (!Check(t.reshape(kn.part_ops[p], static_cast<size_t>(m), pool))) return false;
     }
   }
   kn.reshaped_rows = m;
+  kn.reshaped_tiled = tiled;
   return true;
 }
 
@@ -76,11 +84,12 @@ void RunTask(void* context, size_t i) {
   tasks->status[i] = xnn_run_operator(tasks->ops[i], nullptr);
 }
 
-// One pool task per operator, or (pool null) one after another on the calling thread.
-bool RunTasks(Tasks& tasks, pthreadpool_t pool) {
-  if (pool == nullptr) {
+// One pool task per operator, or one after another on the calling thread: alone (pool null) or
+// each tiled over the pool (tiled).
+bool RunTasks(Tasks& tasks, pthreadpool_t pool, bool tiled) {
+  if (pool == nullptr || tiled) {
     for (int i = 0; i < tasks.count; ++i) {
-      if (!Check(xnn_run_operator(tasks.ops[i], nullptr))) return false;
+      if (!Check(xnn_run_operator(tasks.ops[i], pool))) return false;
     }
     return true;
   }
@@ -94,8 +103,8 @@ bool RunTasks(Tasks& tasks, pthreadpool_t pool) {
 // Reshapes the layer for m rows, points each of its operators at its inputs and at output row
 // `first` (setup(op, first)), and adds them to `tasks`.
 template <typename Setup>
-bool SetUp(LinearKernel& kn, int64_t m, Setup&& setup, Tasks* tasks) {
-  if (!ReshapeFc(kn, m)) return false;
+bool SetUp(LinearKernel& kn, int64_t m, bool tiled, Setup&& setup, Tasks* tasks) {
+  if (!ReshapeFc(kn, m, tiled)) return false;
   for (int p = 0; p < kn.parts; ++p) {
     if (!Check(setup(kn.part_ops[p], kn.begin[p]))) return false;
     tasks->ops[tasks->count++] = kn.part_ops[p];
@@ -108,9 +117,10 @@ bool SetUp(LinearKernel& kn, int64_t m, Setup&& setup, Tasks* tasks) {
 template <typename Setup>
 bool RunOperators(LinearKernel& kn, pthreadpool_t pool, int64_t m, Setup&& setup) {
   Tasks tasks;
-  if (!SetUp(kn, m, setup, &tasks)) return false;
+  const bool tiled = TiledParts(kn, m, pool);
+  if (!SetUp(kn, m, tiled, setup, &tasks)) return false;
   if (kn.parts == 1) return Check(xnn_run_operator(kn.op, pool));
-  return RunTasks(tasks, pool);
+  return RunTasks(tasks, pool, tiled);
 }
 
 // The pool for the activation conversions: those of a cut layer run on the calling thread
@@ -234,23 +244,24 @@ bool RunGroupOnce(LinearKernel* const* kernels, int count, pthreadpool_t pool, c
     return false;
   }
   Tasks tasks;
+  const bool tiled = TiledParts(lead, m, pool);
   for (int i = 0; i < count; ++i) {
     const PathTraits& t = Traits(kernels[i]->path);
     float* y = ys[i];
     const bool ok =
         qd8 ? SetUp(
-                  *kernels[i], m,
+                  *kernels[i], m, tiled,
                   [&](xnn_operator_t op, int64_t first) {
                     return t.setup_qd8(op, c.qd8_input, y + first, params);
                   },
                   &tasks)
             : SetUp(
-                  *kernels[i], m,
+                  *kernels[i], m, tiled,
                   [&](xnn_operator_t op, int64_t first) { return t.setup_f32(op, x, y + first); },
                   &tasks);
     if (!ok) return false;
   }
-  if (!RunTasks(tasks, pool)) return false;
+  if (!RunTasks(tasks, pool, tiled)) return false;
   for (int i = 0; i < count; ++i) AddBias(*kernels[i], ys[i], m, ldys[i]);
   return true;
 }

@@ -135,7 +135,8 @@ bool SameBits(const std::vector<std::vector<float>>& a, const std::vector<std::v
 TEST_CASE("layers that read one input run as one group with each layer's bits",
           "[xnnpack][linear]") {
   // Q, K, V with fewer K/V rows (grouped-query attention), and a pair (a gated FFN's W1, W3);
-  // 1, 5 and 70 rows (70: the int8 rows converted on the pool), whole layers on one thread and
+  // 1, 5, 70 and kTiledPartsRows rows (70: the int8 rows converted on the pool; from
+  // kTiledPartsRows each part tiled over the pool in turn), whole layers on one thread and
   // layers cut in two on a pool. The f16 path converts each layer's output through one shared
   // buffer: its layers run alone (RunLinears refuses, ops::Linears runs them one by one).
   pthreadpool* pool = pthreadpool_create(2);
@@ -147,7 +148,7 @@ TEST_CASE("layers that read one input run as one group with each layer's bits",
     const bool groups = pc.path != LinearPath::kF16;
     for (const auto& ns : shapes) {
       for (int parts : {1, 2}) {
-        for (int64_t m : {1, 5, 70}) {
+        for (int64_t m : {int64_t{1}, int64_t{5}, int64_t{70}, xnn::kTiledPartsRows}) {
           INFO(xnn::LinearPathName(pc.path)
                << " layers " << ns.size() << " parts " << parts << " m " << m);
           const Group g = MakeGroup(ns, k, m, ldx, pc, parts, seed);
