@@ -31,11 +31,16 @@ namespace {
 // linear_qd8_vnni.cc). Two weight tiles times two x tiles (30 rows) per step: four independent
 // sums keep the unit busy. A tile of x with fewer than 8 rows takes the VNNI loops (the same exact
 // sums, so the same bits).
-// Stack: the tile of x twice (as rows and transposed), 62 KiB.
+// Chunks of 2048 columns (the other loops' kChunk is 1024): a weight group reads its rows in one
+// pass up to 2048 columns. In passes of 1024, each pass prefetched the next group's whole rows
+// again, and 512 x 2048 at 16 rows took 80 us against 55 for 2048 x 512 (the same bytes and
+// sums); in one pass 60 us (`tern bench --linear --working-set 0`).
+// Stack: the tile of x twice (as rows and transposed), 124 KiB.
+constexpr int64_t kAmxChunk = 2048;
 constexpr int64_t kAmxB = 15;            // rows of x per B tile; its 16th column is ones
 constexpr int64_t kAmxRows = 2 * kAmxB;  // rows of x per tile
 constexpr int64_t kAmxMinRows = 8;       // fewer: the VNNI loops
-constexpr int64_t kAmxSteps = kChunk / kVnniStep;
+constexpr int64_t kAmxSteps = kAmxChunk / kVnniStep;
 
 // Weight rows [r, r + count) (count <= 16; the rest of the tile zeros) at byte offset `off`:
 // their 64 nibbles as w + 8, row after row.
@@ -156,7 +161,7 @@ void AmxChunk(const WeightView& w, int64_t c0, int64_t c1, const int8_t (*xb)[2]
 
 // Rows [0, tile) of x (xq, steps of 64 columns) as the tile unit's B: x tile b's rows 15 b ..
 // 15 b + 14 (zeros past the tile's rows), then a row of ones, transposed into 4-byte groups.
-__attribute__((target(TERN_VNNI_TARGET))) void AmxTransposeX(const int8_t (*xq)[kChunk],
+__attribute__((target(TERN_VNNI_TARGET))) void AmxTransposeX(const int8_t (*xq)[kAmxChunk],
                                                              int64_t tile, int64_t xtiles,
                                                              int64_t steps,
                                                              int8_t (*xb)[2][16][64]) {
@@ -198,12 +203,12 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m
                                                        const WeightView& w, const float* bias,
                                                        float* y, int64_t ldy) {
   if (VnniOneRow(x, m, w, bias, y)) return;  // no tiles (nor their configuration) for one row
-  alignas(64) int8_t xq[kAmxRows][kChunk];
+  alignas(64) int8_t xq[kAmxRows][kAmxChunk];
   alignas(64) int8_t xb[kAmxSteps][2][16][64];  // per step: the x tiles as the tile unit's B
   int32_t qsum[kAmxRows], zp[kAmxRows];
   static const AmxConfig config;
   _tile_loadconfig(&config);
-  Tiles<kAmxRows>(
+  Tiles<kAmxRows, kAmxChunk>(
       x, m, ldx, w, bias, y, ldy,
       [&](int64_t t, const float* xt, Qd8Row p, int64_t count) {
         qsum[t] = QuantizeVnni(xt, p, count, xq[t]);
@@ -211,7 +216,7 @@ __attribute__((target(TERN_AMX_TARGET))) void AmxLoops(const float* x, int64_t m
       },
       [&](int64_t c0, int64_t c1, int64_t tile, float* yt) {
         if (tile < kAmxMinRows) {
-          return VnniChunk(w, c0, c1, &xq[0][0], kChunk, qsum, zp, tile, yt, ldy);
+          return VnniChunk(w, c0, c1, &xq[0][0], kAmxChunk, qsum, zp, tile, yt, ldy);
         }
         const int64_t xtiles = tile > kAmxB ? 2 : 1;
         const int64_t xrows_last = tile - kAmxB * (xtiles - 1);

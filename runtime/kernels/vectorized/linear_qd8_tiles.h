@@ -54,11 +54,11 @@ inline void AddSum(float* out, int64_t c0, int32_t sum) {
 }
 
 // The part of the loops both versions share: tiles of rows, each row's quantization parameters
-// over its whole width, then chunks of columns. chunk(c0, c1, tile, y of the tile) adds each row's
-// partial sums over [c0, c1) to y (the first chunk stores them); the epilogue multiplies by
-// the row's dequantization scale and adds the bias.
-// The loops of a width may bring their own params(x, k) -> Qd8Row (the same values as
-// Qd8Params) and per-row epilogue(y row, inv_scale, bias) (the same bits as Qd8Output).
+// over its whole width, then chunks of kColumns columns. chunk(c0, c1, tile, y of the tile) adds
+// each row's partial sums over [c0, c1) to y (the first chunk stores them); the epilogue multiplies
+// by the row's dequantization scale and adds the bias. The loops of a width may bring their own
+// params(x, k) -> Qd8Row (the same values as Qd8Params) and per-row epilogue(y row, inv_scale,
+// bias) (the same bits as Qd8Output).
 struct ScalarRows {
   Qd8Row params(const float* x, int64_t k) const { return Qd8Params(x, k); }
   void epilogue(const WeightView& w, float* yi, float inv_scale, const float* bias) const {
@@ -71,7 +71,8 @@ struct ScalarRows {
   }
 };
 
-template <int64_t kRows = kTile, typename Quantize, typename Chunk, typename Rows = ScalarRows>
+template <int64_t kRows = kTile, int64_t kColumns = kChunk, typename Quantize, typename Chunk,
+          typename Rows = ScalarRows>
 __attribute__((always_inline)) inline void Tiles(const float* x, int64_t m, int64_t ldx,
                                                  const WeightView& w, const float* bias, float* y,
                                                  int64_t ldy, Quantize quantize, Chunk chunk,
@@ -84,8 +85,8 @@ __attribute__((always_inline)) inline void Tiles(const float* x, int64_t m, int6
     }
     Qd8Row p[kRows];
     for (int64_t t = 0; t < tile; ++t) p[t] = rows.params(x + (i0 + t) * ldx, k);
-    for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
-      const int64_t c1 = std::min(k, c0 + kChunk);
+    for (int64_t c0 = 0; c0 < k; c0 += kColumns) {
+      const int64_t c1 = std::min(k, c0 + kColumns);
       for (int64_t t = 0; t < tile; ++t) quantize(t, x + (i0 + t) * ldx + c0, p[t], c1 - c0);
       chunk(c0, c1, tile, y + i0 * ldy);
     }
