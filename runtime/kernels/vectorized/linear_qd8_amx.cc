@@ -32,9 +32,10 @@ namespace {
 // sums keep the unit busy. A tile of x with fewer than 8 rows takes the VNNI loops (the same exact
 // sums, so the same bits).
 // Chunks of 2048 columns (the other loops' kChunk is 1024): a weight group reads its rows in one
-// pass up to 2048 columns. In passes of 1024, each pass prefetched the next group's whole rows
-// again, and 512 x 2048 at 16 rows took 80 us against 55 for 2048 x 512 (the same bytes and
-// sums); in one pass 60 us (`tern bench --linear --working-set 0`).
+// pass up to 2048 columns. In passes of 1024, 512 x 2048 at 16 rows took 80 us against 55 for
+// 2048 x 512 (the same bytes and sums); in one pass 60 us (`tern bench --linear --working-set
+// 0`). Each pass also prefetched the next group's whole rows again: the likely cost, not
+// measured apart.
 // Stack: the tile of x twice (as rows and transposed), 124 KiB.
 constexpr int64_t kAmxChunk = 2048;
 constexpr int64_t kAmxB = 15;            // rows of x per B tile; its 16th column is ones
