@@ -104,9 +104,8 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   if (pool_wins != prefer_pool_ || probe) {
     prefer_pool_ = pool_wins;
     if (pool_wins) {  // probe the calling thread soon after a switch, then ever more rarely
-      const uint32_t doubled = interval_ == 0 ? 1 : 2 * interval_;
-      interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : doubled)
-                                   : first_interval_;
+      interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : 2 * interval_)
+                                   : kFirstInterval;
     } else {  // the pool loses: wait in proportion to what a probe of it costs
       const float by_loss = kProbeBudget * pooled_ns_ / single_ns_;
       const float twice = 2.0f * static_cast<float>(interval_);
@@ -140,7 +139,8 @@ void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpoo
     w.run = w.warm ? w.governor.Choose(rows_, probes_) : PoolGovernor::Run::kUnmeasured;
     w.warm = true;
     w.left = kWindow;
-    w.ns = w.rows = 0.0f;
+    w.passes = 0;
+    w.rows = 0.0f;
   }
   // This governor's "pooled" way is the pass with the pool off (see the header).
   const bool off = w.run == PoolGovernor::Run::kPooled;
@@ -162,12 +162,24 @@ void PassGovernor::EndTimed(float ns, PoolBudget* budget) {
   if (current_ == nullptr) return;
   Windows& w = *current_;
   current_ = nullptr;
-  w.ns += ns;
+  w.per_row[w.passes++] = ns / rows_;
   w.rows += rows_;
   if (--w.left > 0) return;
+  // The window's time: its median pass (per row) times its rows. A mean let one stalled pass
+  // decide: on the AMX VM a pass with the pool that waited 5-20 ms for the idle core made the
+  // window with the pool look slower than one without it, and the session then ran 64 passes
+  // on one thread. A busy machine slows most passes of a window with the pool, and its median.
+  float sorted[kWindow];
+  for (uint32_t i = 0; i < w.passes; ++i) {
+    uint32_t at = i;
+    for (; at > 0 && sorted[at - 1] > w.per_row[i]; --at) sorted[at] = sorted[at - 1];
+    sorted[at] = w.per_row[i];
+  }
+  const uint32_t half = w.passes / 2;
+  const float median = w.passes % 2 == 1 ? sorted[half] : 0.5f * (sorted[half - 1] + sorted[half]);
   // Record's answer (park after a slow "pooled" run) is for operators: a pass without the pool
   // has parked its workers already.
-  (void)w.governor.Record(w.run, w.ns, w.rows, &probes_);
+  (void)w.governor.Record(w.run, median * w.rows, w.rows, &probes_);
 }
 
 }  // namespace tern::xnn

@@ -83,17 +83,13 @@ class PoolGovernor {
   // calls of the calling thread after its first before the pool is first probed (0: the next).
   // min_pooled_ns: calls shorter than this on one thread stay on it. cap_outliers: a run of the
   // preferred way counts at most twice its average (one operator's call; not for whole passes,
-  // whose windows' means are already averages and whose slow windows are the busy machine's
-  // signal).
-  // first_interval: runs of the pool, after it first wins, before the calling thread is probed
-  // again (0: at once; the waits then double from 1).
+  // whose windows' medians already discount single passes and whose slow windows are the busy
+  // machine's signal).
   explicit PoolGovernor(float margin = kMargin, uint32_t first_wait = 0,
-                        float min_pooled_ns = kMinPooledNs, bool cap_outliers = true,
-                        uint32_t first_interval = kFirstInterval)
+                        float min_pooled_ns = kMinPooledNs, bool cap_outliers = true)
       : margin_(margin),
         min_pooled_ns_(min_pooled_ns),
         cap_outliers_(cap_outliers),
-        first_interval_(first_interval),
         until_probe_(first_wait) {}
 
   // How to run the next call of `units` units of work (rows of a linear layer...).
@@ -125,7 +121,6 @@ class PoolGovernor {
   float margin_;
   float min_pooled_ns_;
   bool cap_outliers_;
-  uint32_t first_interval_;
   uint32_t unmeasured_ = 0;  // calls run unmeasured since the last measured one
   float pooled_ns_ = 0.0f;
   float single_ns_ = 0.0f;
@@ -197,10 +192,11 @@ class RowClassGovernors {
 // row counts. It is a PoolGovernor whose "pooled" way is the pass with the pool off, and whose
 // runs are windows of kWindow passes of one kind and row class: a base-model step takes about
 // 1 ms, a time slice lost to another process several, so one pass says little and a window's
-// mean says more. The first window runs with the pool unmeasured (the operators' governors
-// learn in it); then the pass with the pool is measured, kept for kFirstWait windows more, and
-// kept unless the pass without it is faster by kPassMargin; probes of the losing way cost about
-// 1 / kProbeBudget, as for one operator. Results do not depend on the choice.
+// median pass (per row) says more: a busy machine slows most of a window's passes, one stall
+// of a quiet machine only one. The first window runs with the pool unmeasured (the operators'
+// governors learn in it); then the pass with the pool is measured, kept for kFirstWait windows
+// more, and kept unless the pass without it is faster by kPassMargin; probes of the losing way cost
+// about 1 / kProbeBudget, as for one operator. Results do not depend on the choice.
 class PassGovernor {
  public:
   enum class Pass : uint8_t { kEncode, kStep };
@@ -208,12 +204,6 @@ class PassGovernor {
   static constexpr float kPassMargin = 0.95f;
   static constexpr uint32_t kWindow = 8;
   static constexpr uint32_t kFirstWait = 1;
-  // Windows without the pool, after they first win, before the pool is tried again. The pass
-  // with the pool is first measured while the operators' governors still learn (and, on a VM,
-  // while its idle core's first wake-ups stall): a window without the pool can win against
-  // that once, and 8 windows on one thread (64 passes) were then a short session's whole run
-  // (`tern bench --threads 2`, 4 translations: one thread's speed in 2 of 8 runs).
-  static constexpr uint32_t kFirstOnProbe = 0;  // the next window
 
   // Before a pass of `rows` rows (tokens in an encoder pass, rows of a decoder step): chooses
   // whether it runs with the pool (sets budget->pool_off), parking the workers when it does
@@ -234,11 +224,13 @@ class PassGovernor {
  private:
   struct Windows {  // of one kind of pass and row class
     PoolGovernor governor{kPassMargin, kFirstWait, PoolGovernor::kMinPooledNs,
-                          /*cap_outliers=*/false, kFirstOnProbe};
+                          /*cap_outliers=*/false};
     PoolGovernor::Run run = PoolGovernor::Run::kUnmeasured;  // this window's way
     uint32_t left = 0;                                       // passes left in this window
     bool warm = false;                                       // the first window has run
-    float ns = 0.0f, rows = 0.0f;                            // this window's, so far
+    float per_row[kWindow] = {};                             // this window's passes, ns per row
+    uint32_t passes = 0;
+    float rows = 0.0f;  // this window's, so far
   };
   Windows windows_[kPasses][RowClassGovernors::kClasses];
   PoolBudget probes_;  // the passes' own probe budget (the operators' is the session's)
