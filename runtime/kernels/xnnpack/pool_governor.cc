@@ -2,6 +2,8 @@
 
 #include <pthreadpool.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 
 namespace tern::xnn {
@@ -139,7 +141,6 @@ void PassGovernor::Begin(Pass pass, int64_t rows, PoolBudget* budget, pthreadpoo
     w.run = w.warm ? w.governor.Choose(rows_, probes_) : PoolGovernor::Run::kUnmeasured;
     w.warm = true;
     w.left = kWindow;
-    w.passes = 0;
     w.rows = 0.0f;
   }
   // This governor's "pooled" way is the pass with the pool off (see the header).
@@ -162,21 +163,18 @@ void PassGovernor::EndTimed(float ns, PoolBudget* budget) {
   if (current_ == nullptr) return;
   Windows& w = *current_;
   current_ = nullptr;
-  w.per_row[w.passes++] = ns / rows_;
+  w.per_row[kWindow - w.left] = ns / rows_;
   w.rows += rows_;
   if (--w.left > 0) return;
   // The window's time: its median pass (per row) times its rows. A mean let one stalled pass
   // decide: on the AMX VM a pass with the pool that waited 5-20 ms for the idle core made the
   // window with the pool look slower than one without it, and the session then ran 64 passes
   // on one thread. A busy machine slows most passes of a window with the pool, and its median.
-  float sorted[kWindow];
-  for (uint32_t i = 0; i < w.passes; ++i) {
-    uint32_t at = i;
-    for (; at > 0 && sorted[at - 1] > w.per_row[i]; --at) sorted[at] = sorted[at - 1];
-    sorted[at] = w.per_row[i];
-  }
-  const uint32_t half = w.passes / 2;
-  const float median = w.passes % 2 == 1 ? sorted[half] : 0.5f * (sorted[half - 1] + sorted[half]);
+  std::array<float, kWindow> sorted;
+  std::copy(w.per_row, w.per_row + kWindow, sorted.begin());
+  std::sort(sorted.begin(), sorted.end());
+  static_assert(kWindow % 2 == 0, "the median of an even window: the middle two's mean");
+  const float median = 0.5f * (sorted[kWindow / 2 - 1] + sorted[kWindow / 2]);
   // Record's answer (park after a slow "pooled" run) is for operators: a pass without the pool
   // has parked its workers already.
   (void)w.governor.Record(w.run, median * w.rows, w.rows, &probes_);

@@ -229,8 +229,7 @@ class PassGovernor {
     uint32_t left = 0;                                       // passes left in this window
     bool warm = false;                                       // the first window has run
     float per_row[kWindow] = {};                             // this window's passes, ns per row
-    uint32_t passes = 0;
-    float rows = 0.0f;  // this window's, so far
+    float rows = 0.0f;                                       // this window's, so far
   };
   Windows windows_[kPasses][RowClassGovernors::kClasses];
   PoolBudget probes_;  // the passes' own probe budget (the operators' is the session's)
