@@ -135,8 +135,9 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
   // k: below one step, one step, a tail, several chunks of 1024 (blocks of 96 and 24 then span
   // the chunk boundaries; 2112 is a multiple of 32 and of 96).
   const int64_t ks[] = {5, 32, 33, 256, 300, 1024, 2112};
-  // m: tails of the VNNI loops' 4 rows, AMX's tile of 30 rows as 15 + 4 (19) and 15 + 12 (27).
-  const int64_t ms[] = {1, 3, 8, 19, 27};
+  // m: tails of the VNNI loops' 4 rows, AMX's tile of 30 rows as 15 + 1 (16), 15 + 4 (19) and
+  // 15 + 12 (27), and a whole tile then 5 rows (35: the VNNI loops').
+  const int64_t ms[] = {1, 3, 8, 16, 19, 27, 35};
   std::mt19937 rng(11);
   int vector_cases = 0;
   for (const Layout& l : layouts) {
