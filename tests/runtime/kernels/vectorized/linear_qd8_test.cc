@@ -136,8 +136,9 @@ TEST_CASE("vec::LinearQd8 computes the int32 block sums of quantized rows, every
   // the chunk boundaries; 2112 is a multiple of 32 and of 96).
   const int64_t ks[] = {5, 32, 33, 256, 300, 1024, 2112};
   // m: tails of the VNNI loops' 4 rows, AMX's tile of 30 rows as 15 + 1 (16), 15 + 4 (19) and
-  // 15 + 12 (27), and a whole tile then 5 rows (35: the VNNI loops').
-  const int64_t ms[] = {1, 3, 8, 16, 19, 27, 35};
+  // 15 + 12 (27), and a whole tile then 5 rows (35: the VNNI loops') or 10 (40: AMX's, written
+  // from output row 30 on).
+  const int64_t ms[] = {1, 3, 8, 16, 19, 27, 35, 40};
   std::mt19937 rng(11);
   int vector_cases = 0;
   for (const Layout& l : layouts) {
