@@ -210,8 +210,9 @@ TEST_CASE("vec::LinearQd8 with one scale per row gives the qd8 row kernel's bits
   int compared = 0;
   for (DType dtype : {DType::kI8, DType::kI4}) {
     for (int64_t k : {5, 64, 96, 512, 1024, 2048, 3072, 8192, 8256}) {
-      // m 16: a tile of 15 rows (AMX's) and one; n 37: 32 weight rows on AMX, 5 on VNNI's loops.
-      const int64_t n = 37, m = k > 3072 ? 1 : 16;
+      // m 16: a tile of 15 rows (AMX's) and one; n 37-39: 32 weight rows on AMX, 5-7 on VNNI's
+      // loops, which take weight rows four at a time (so blocks of 1, 2 and 3 rows end them).
+      const int64_t n = 37 + k % 3, m = k > 3072 ? 1 : 16;
       Weights w = RandomWeights({"per row", dtype, 0}, n, k, &rng);
       const std::vector<float> bias = vec_test::RandomValues(n, &rng);
       std::vector<float> x = vec_test::RandomValues(m * k, &rng);
