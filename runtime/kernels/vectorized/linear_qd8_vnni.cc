@@ -80,13 +80,14 @@ __attribute__((target(TERN_VNNI_TARGET), always_inline)) inline __m512i Nibbles(
   return _mm512_ternarylogic_epi32(b, mask, flip, 0x6A);  // (b & mask) ^ flip
 }
 
-// How far ahead (in weight rows, a multiple of the blocks' four) a block that reads its weights
-// once prefetches. Measured on this AMX VM (one row of x; `tern bench --linear --rows 1`, weights
-// from memory): for rows under 1 KiB (the paper-base model's 512 columns) about 2 KiB on streamed
-// 11.7-14.1 GB/s against 9.3-10.6 at 16 rows (4 KiB) on, though whole decode steps moved within
-// noise (beam 4: 1.00-1.05x). Rows of 1 KiB and more (LLaMA 3.2 1B's 2048 and 8192 columns) keep
-// 16 rows on (16-64 KiB): alone their layers also streamed faster at 4 rows on, but the whole
-// decode step was 2-5% slower. No prefetch: 8.2-10.1 GB/s.
+// How far ahead (in weight rows, a multiple of the blocks' four) a block of 2-4 rows of x that
+// reads its weights once (beam 4's step) prefetches. Measured on this AMX VM with one row of x,
+// before OneRowBlock took that case (`tern bench --linear --rows 1`, weights from memory): for
+// rows under 1 KiB (the paper-base model's 512 columns) about 2 KiB on streamed 11.7-14.1 GB/s
+// against 9.3-10.6 at 16 rows (4 KiB) on, though whole decode steps moved within noise (beam 4:
+// 1.00-1.05x). Rows of 1 KiB and more (LLaMA 3.2 1B's 2048 and 8192 columns) keep 16 rows on
+// (16-64 KiB): alone their layers also streamed faster at 4 rows on, but the whole decode step
+// was 2-5% slower. No prefetch: 8.2-10.1 GB/s.
 constexpr int64_t kAheadBytes = 2048;
 constexpr int64_t kAheadRowsLong = 16;
 inline int64_t RowsAheadForOneRead(const WeightView& w) {
@@ -192,10 +193,11 @@ __attribute__((target(TERN_VNNI_TARGET))) void VnniBlock(const WeightView& w, in
 }
 
 // One row of x: how far ahead of the byte it reads a weight row's loop prefetches (into L2;
-// OneRowBlock). Measured with a harness of these loops streaming 768 MiB of int4 layers on the
-// AMX VM (LLaMA 3.2 1B's, the paper-base model's and SmolLM's shapes): 16-20 GB/s at 4-16 KiB on
-// into L2, 13-16 with no prefetch, and the four rows side by side of VnniBlock (the order before)
-// 10-14 with its prefetch, 12-17 without.
+// OneRowBlock). Measured with bench/tools/int4_row_order.cc, a harness of these loops streaming
+// 768 MiB of int4 layers on the AMX VM (LLaMA 3.2 1B's, the paper-base model's and SmolLM's
+// shapes): 16-20 GB/s at 4-16 KiB on into L2, 13-16 with no prefetch, and the four rows side by
+// side of VnniBlock (the order before) 10-14 with its prefetch, 12-17 without. For the paper-base
+// model's short rows (256 bytes) 2 KiB on into L1 instead made no difference to its decode step.
 constexpr int64_t kOneRowAheadBytes = 16384;
 
 // Weight row `row`'s sums with one row of x (xq) over `steps` steps: the dot products as
