@@ -16,6 +16,25 @@ with fp16 K/V caches against float ones:
 import json, statistics, subprocess, sys
 model, rounds, arms = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
 extra = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+
+
+def cpu():
+    """The CPU's name and the x86 features that pick tern's loops: the same `tern bench` runs
+    XNNPACK's kernels on an AVX2-only CPU and tern's VNNI / AMX loops on others, so a comparison
+    of two binaries' loops says nothing where they do not run."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return "unknown"
+    name = next((l.split(":", 1)[1].strip() for l in text.splitlines()
+                 if l.startswith("model name")), "unknown")
+    flags = next((l.split(":", 1)[1].split() for l in text.splitlines()
+                  if l.startswith("flags")), [])
+    have = [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if f in flags]
+    return "%s (%s)" % (name, ", ".join(have) or "none of avx2, avx512f, avx512_vnni, amx_tile")
+
+
+print("cpu:", cpu(), flush=True)
 res = {a: [] for a in arms}
 decode = {a: [] for a in arms}
 off = {a: [] for a in arms}
