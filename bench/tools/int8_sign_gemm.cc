@@ -9,12 +9,10 @@
 // by ones then widens the pairs to int32. Per 32 multiply-adds: vpsignb, vpmaddubsw, vpmaddwd,
 // vpaddd; XNNPACK's: two vpmaddwd of 16 and the widening of the weights (and of x).
 //
-// Two loops with the same blocking (16 output columns x up to 4 rows of x, weights packed as 16
-// columns x 4 k per 64 bytes) so the instruction choice is what differs:
-//   sign:  the sign trick above
-//   widen: XNNPACK's way, weights and x widened to int16, vpmaddwd
-// Both are checked against a scalar int32 GEMM. Microseconds per call, median of the repeats; the
-// calls cycle through copies of the weights that take --working-set MiB (0: one copy, in cache).
+// Tiles of 16 output columns x up to 4 rows of x, the weights packed as 16 columns x 4 k per 64
+// bytes (each output stays in its own int32 lane: no horizontal sums), checked against a scalar
+// int32 GEMM. Microseconds per call, median of the repeats; the calls cycle through copies of the
+// weights that take --working-set MiB (0: one copy, in cache).
 //   g++ -O2 -mavx2 -mfma bench/tools/int8_sign_gemm.cc -o int8_sign_gemm
 //   ./int8_sign_gemm [working_set_mib] [rows,...]   (default 0 and 1,4,16,128,512)
 // Compare with `tern bench --linear --rows ... --working-set ...` (XNNPACK's int8 column) in the
@@ -24,8 +22,7 @@
 // took 1.2-1.7x less time than XNNPACK's qc8w (median per shape: 512 x 512 1.41x / 1.20x / 1.29x
 // at 4 / 16 / 512 rows; 2048 x 512 1.33x / 1.30x / 1.22x; 512 x 2048 1.70x / 1.74x / 1.61x;
 // 32000 x 512 1.34x / 1.54x / 1.32x). It computes the int32 sums only: XNNPACK's time also
-// holds x's quantization and the float epilogue (a few % at these sizes). The widen loop here
-// is slower than XNNPACK's: it only shows the same blocking with the other instructions.
+// holds x's quantization and the float epilogue (a few % at these sizes).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -60,7 +57,6 @@ std::vector<int8_t> Pack(const std::vector<int8_t>& w, int64_t n, int64_t k) {
 struct Rows {
   std::vector<int8_t> x;
   std::vector<uint8_t> xa;
-  std::vector<int16_t> x16;  // x widened, for the widen loop: [m][k4]
   int64_t m, k4;
 };
 
@@ -102,49 +98,12 @@ __attribute__((target("avx2"))) void SignTile(const Rows& r, int64_t i0, const i
   }
 }
 
-// The same tile, XNNPACK's arithmetic: 16 weights of one column pair... here 4 k x 4 columns
-// widened per vpmovsxbw, x widened once (x16), vpmaddwd of int16 pairs.
-template <int MR>
-__attribute__((target("avx2"))) void WidenTile(const Rows& r, int64_t i0, const int8_t* wp,
-                                               int64_t kg, int32_t* y, int64_t ldy) {
-  // Lanes: 4 columns x 4 k per 16 int16; pairs (k0,k1), (k2,k3) of a column summed by vpmaddwd
-  // land in adjacent int32 lanes, added at the end.
-  __m256i acc[MR][4];
-  for (int i = 0; i < MR; ++i)
-    for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
-  const int16_t* xs = r.x16.data() + i0 * r.k4;
-  for (int64_t g = 0; g < kg; ++g, wp += 64) {
-    __m256i b[4];
-    for (int q = 0; q < 4; ++q) {
-      b[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(wp + 16 * q)));
-    }
-    for (int i = 0; i < MR; ++i) {
-      int64_t a4;
-      std::memcpy(&a4, xs + i * r.k4 + g * 4, 8);
-      const __m256i a = _mm256_set1_epi64x(a4);
-      for (int q = 0; q < 4; ++q)
-        acc[i][q] = _mm256_add_epi32(acc[i][q], _mm256_madd_epi16(a, b[q]));
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    for (int q = 0; q < 4; ++q) {
-      // lanes (2c, 2c+1) of acc[i][q] belong to column 4q + c
-      const __m256i h = _mm256_hadd_epi32(acc[i][q], acc[i][q]);
-      alignas(32) int32_t l[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(l), h);
-      y[i * ldy + 4 * q + 0] = l[0];
-      y[i * ldy + 4 * q + 1] = l[1];
-      y[i * ldy + 4 * q + 2] = l[4];
-      y[i * ldy + 4 * q + 3] = l[5];
-    }
-  }
-}
-
 using Tile = void (*)(const Rows&, int64_t, const int8_t*, int64_t, int32_t*, int64_t);
 
 // y[m][n16] = x W^T (int32), tile by tile: every 16 columns, all rows 4 at a time, so a tile's
 // weights (16 x k bytes) stay in L1 while x streams.
-void Gemm(const Rows& r, const int8_t* wp, int64_t n, int64_t k, int32_t* y, const Tile* tiles) {
+void Gemm(const Rows& r, const int8_t* wp, int64_t n, int64_t k, int32_t* y) {
+  static const Tile tiles[4] = {SignTile<1>, SignTile<2>, SignTile<3>, SignTile<4>};
   const int64_t nb = (n + kNr - 1) / kNr, kg = (k + kKg - 1) / kKg, ldy = nb * kNr;
   for (int64_t j = 0; j < nb; ++j) {
     const int8_t* w = wp + j * kg * kNr * kKg;
@@ -153,9 +112,6 @@ void Gemm(const Rows& r, const int8_t* wp, int64_t n, int64_t k, int32_t* y, con
     if (i < r.m) tiles[r.m - i - 1](r, i, w, kg, y + i * ldy + j * kNr, ldy);
   }
 }
-
-const Tile kSign[4] = {SignTile<1>, SignTile<2>, SignTile<3>, SignTile<4>};
-const Tile kWiden[4] = {WidenTile<1>, WidenTile<2>, WidenTile<3>, WidenTile<4>};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -180,7 +136,7 @@ int main(int argc, char** argv) {
                                {2048, 2048}, {8192, 2048}, {2048, 8192}};
   std::mt19937 rng(7);
   std::printf("us per call (G multiply-adds/s); working set %.0f MiB\n", ws_mib);
-  std::printf("%-12s %5s %18s %18s %8s\n", "n x k", "M", "widen", "sign", "sign/widen");
+  std::printf("%-12s %5s %18s\n", "n x k", "M", "sign");
   for (const auto& s : shapes) {
     const int64_t n = s[0], k = s[1], k4 = (k + 3) / 4 * 4;
     std::vector<int8_t> w(static_cast<size_t>(n * k));
@@ -200,22 +156,18 @@ int main(int argc, char** argv) {
         for (int64_t c = 0; c < k; ++c)
           r.x[static_cast<size_t>(i * k4 + c)] = static_cast<int8_t>(xd(rng));
       r.xa.resize(r.x.size());
-      r.x16.resize(r.x.size());
       for (size_t e = 0; e < r.x.size(); ++e) {
         r.xa[e] = static_cast<uint8_t>(std::abs(static_cast<int>(r.x[e])));
-        r.x16[e] = r.x[e];
       }
       const int64_t ldy = (n + kNr - 1) / kNr * kNr;
-      std::vector<int32_t> ys(static_cast<size_t>(m * ldy)), yw(ys.size());
-      Gemm(r, packed, n, k, ys.data(), kSign);
-      Gemm(r, packed, n, k, yw.data(), kWiden);
+      std::vector<int32_t> ys(static_cast<size_t>(m * ldy));
+      Gemm(r, packed, n, k, ys.data());
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
           int32_t want = 0;
           for (int64_t c = 0; c < k; ++c)
             want += r.x[static_cast<size_t>(i * k4 + c)] * w[static_cast<size_t>(j * k + c)];
-          if (ys[static_cast<size_t>(i * ldy + j)] != want ||
-              yw[static_cast<size_t>(i * ldy + j)] != want) {
+          if (ys[static_cast<size_t>(i * ldy + j)] != want) {
             std::fprintf(stderr, "wrong at %lld x %lld, M %lld: row %lld col %lld\n",
                          static_cast<long long>(n), static_cast<long long>(k),
                          static_cast<long long>(m), static_cast<long long>(i),
@@ -227,22 +179,18 @@ int main(int argc, char** argv) {
       }
       const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
       const int reps = std::max(3, std::min(200, static_cast<int>(2e9 / macs)));
-      double t[2];
-      for (int v = 0; v < 2; ++v) {
-        std::vector<double> us;
-        for (int rep = 0; rep < reps; ++rep) {
-          const int8_t* wp = packed + static_cast<size_t>(rep) % copies * bytes;
-          const auto t0 = std::chrono::steady_clock::now();
-          Gemm(r, wp, n, k, ys.data(), v == 0 ? kWiden : kSign);
-          us.push_back(
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count());
-        }
-        t[v] = Median(us);
+      std::vector<double> us;
+      for (int rep = 0; rep < reps; ++rep) {
+        const int8_t* wp = packed + static_cast<size_t>(rep) % copies * bytes;
+        const auto t0 = std::chrono::steady_clock::now();
+        Gemm(r, wp, n, k, ys.data());
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
-      std::printf("%5lld x %-5lld %5lld %10.1f (%5.1f) %10.1f (%5.1f) %8.2f\n",
-                  static_cast<long long>(n), static_cast<long long>(k), static_cast<long long>(m),
-                  t[0], macs / t[0] / 1e3, t[1], macs / t[1] / 1e3, t[1] / t[0]);
+      const double t = Median(us);
+      std::printf("%5lld x %-5lld %5lld %10.1f (%5.1f)\n", static_cast<long long>(n),
+                  static_cast<long long>(k), static_cast<long long>(m), t, macs / t / 1e3);
     }
     std::free(packed);
   }
