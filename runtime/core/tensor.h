@@ -10,6 +10,10 @@
 
 namespace tern {
 
+// How a weight's bytes are laid out: row after row (as files hold them), or int8 rows packed for
+// AVX2's sign loops (kernels/vectorized/linear_sign.h), which only those loops read.
+enum class WeightLayout : uint8_t { kRows, kSignPanels };
+
 // A 2-D weight [rows, cols], row-major; rows are output channels of a linear layer or tokens of
 // an embedding table. Quantized dtypes are symmetric: value = scale * q, with one scale per
 // row (group_size == 0) or per block of `group_size` columns of a row.
@@ -20,6 +24,9 @@ struct WeightView {
   int64_t cols = 0;
   const float* scales = nullptr;  // I8 / I4 only.
   int64_t group_size = 0;         // 0: per row.
+  // kSignPanels: 16 rows take the bytes of 16 rows, so row(r) still starts the rows from r on
+  // where r is a multiple of 16; single rows are not readable.
+  WeightLayout layout = WeightLayout::kRows;
 
   int64_t groups_per_row() const {
     return group_size > 0 ? (cols + group_size - 1) / group_size : 1;

@@ -10,6 +10,7 @@
 #if TERN_XNNPACK_BUILD
 #include <pthreadpool.h>
 
+#include "runtime/kernels/vectorized/linear_qd8.h"
 #include "runtime/kernels/xnnpack/kernel_check.h"
 #endif
 
@@ -36,6 +37,7 @@ xnn::LinearSpec Spec(const WeightView& weight, const float* bias, const LinearCa
   spec.output_stride = call.ldy;
   spec.parts = xnn::CutParts(threads, weight.rows);
   spec.copy_weight = true;  // a layer without an operator reads an arena copy (LinearSpec)
+  spec.prefer_loops = true;
   return spec;
 }
 
@@ -67,7 +69,9 @@ Status BackendPlan::MeasureLinear(const WeightView& weight, const float* bias,
   needs.Add(spec, choice.path);
   ++on_path[static_cast<int>(choice.path)];
   const xnn::LinearPath preferred = xnn::PreferredPath(weight);
-  if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
+  if (choice.path == xnn::LinearPath::kReference && vec::LinearQd8BeatsXnnpack(weight)) {
+    ++faster_loops;
+  } else if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
     ++fallbacks[static_cast<int>(preferred)][static_cast<int>(choice.path)];
   }
 #else
@@ -407,8 +411,10 @@ Status BackendSession::CreateLinear(WeightView* weight_view, const float* bias,
   // A layer without an operator reads the arena's copy from now on: every reader of this view
   // (its loops, a shortlist's rows) does.
   if (record->weight_copy != nullptr) weight_view->data = record->weight_copy;
-  if (record->weight_copy != nullptr ||
-      (choice.path != xnn::LinearPath::kReference && !source_rows_read)) {
+  // (A layer packed for the sign loops reads only its packed copy, as an operator does.)
+  const bool packed = choice.path != xnn::LinearPath::kReference ||
+                      record->panel_weight.data != nullptr;
+  if (record->weight_copy != nullptr || (packed && !source_rows_read)) {
     // The operator (or the arena) holds its own copy; the model's bytes are read again only by a
     // fallback call and, for a tied output projection, by the embedding lookup (its rows load
     // back from the file as they are used, a page at a time, if the pages were dropped).
@@ -484,6 +490,12 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
     out.Append(pool ? "; %d layers cut into %d operators each, one per thread"
                     : "; %d layers cut into %d operators each, run one after another",
                plan.cut_layers, xnn::LargeLayerParts(plan.threads));
+  }
+  if (plan.faster_loops > 0) {
+    out.Append(
+        "; %d int8 layers on vectorized loops (AVX2 vpmaddubsw: faster than XNNPACK's "
+        "AVX2 int8 GEMM, the same results)",
+        plan.faster_loops);
   }
   if (plan.fallbacks[0][0] > 0) {
     out.Append(

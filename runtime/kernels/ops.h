@@ -83,7 +83,9 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
   if (kernel != nullptr) {
     if (kernel->op == nullptr) {  // no XNNPACK operator for this weight: the vectorizable
       // loops, integer ones for int8 / int4 (as XNNPACK's qd8 paths: linear_qd8.h)
-      if (vec::LinearQd8Takes(w)) {
+      if (kernel->panel_weight.data != nullptr) {  // int8 packed for AVX2's sign loops
+        xnn::RunQd8Loops(*kernel, x, m, ldx, kernel->panel_weight, bias, y, ldy);
+      } else if (vec::LinearQd8Takes(w)) {
         xnn::RunQd8Loops(*kernel, x, m, ldx, w, bias, y, ldy);
       } else {
         xnn::RunLinearLoops(*kernel, vec::Linear, x, m, ldx, w, bias, y, ldy);
@@ -132,7 +134,8 @@ inline void Linears(const float* x, int64_t m, int64_t ldx, const LinearTarget* 
       const WeightView* weights[kMaxLinearGroup];
       const float* biases[kMaxLinearGroup];
       for (int i = 0; i < count; ++i) {
-        weights[i] = targets[i].weight;
+        const WeightView& panels = targets[i].kernel->panel_weight;
+        weights[i] = panels.data != nullptr ? &panels : targets[i].weight;
         biases[i] = targets[i].bias;
       }
       if (xnn::RunQd8LoopsGroup(kernels, weights, biases, count, x, m, ldx, ys, ldys)) return;

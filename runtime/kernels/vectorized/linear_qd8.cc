@@ -11,6 +11,7 @@
 #include "runtime/kernels/vectorized/linear_qd8_amx_rows.h"
 #include "runtime/kernels/vectorized/linear_qd8_tiles.h"
 #include "runtime/kernels/vectorized/linear_qd8_vnni.h"
+#include "runtime/kernels/vectorized/linear_sign.h"
 #include "runtime/kernels/vectorized/qd8.h"
 #include "runtime/kernels/vectorized/vector_math.h"
 
@@ -270,6 +271,8 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
 #endif
 }
 
+bool LinearQd8BeatsXnnpack(const WeightView& w) { return SignPanelsBeatXnnpack(w); }
+
 Qd8Isa LinearQd8Best(const WeightView& w) {
   for (Qd8Isa isa : {Qd8Isa::kAmx, Qd8Isa::kAvx512Vnni, Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
     if (LinearQd8Runs(isa, w)) return isa;
@@ -295,6 +298,7 @@ const char* Qd8IsaName(Qd8Isa isa) {
 
 void LinearQd8On(Qd8Isa isa, const float* x, int64_t m, int64_t ldx, const WeightView& w,
                  const float* bias, float* y, int64_t ldy) {
+  if (w.layout == WeightLayout::kSignPanels) return SignPanelsLinear(x, m, ldx, w, bias, y, ldy);
   if (!LinearQd8Runs(isa, w)) isa = Qd8Isa::kPortable;  // a CPU or a weight it does not take
 #if defined(__x86_64__)
   if (isa == Qd8Isa::kAmx) return AmxLoops(x, m, ldx, w, bias, y, ldy);

@@ -10,6 +10,7 @@
 
 #include "runtime/core/fp16.h"
 #include "runtime/kernels/vectorized/linear_qd8.h"
+#include "runtime/kernels/vectorized/linear_sign.h"
 #include "runtime/kernels/xnnpack/allocator.h"
 #include "runtime/kernels/xnnpack/kernel_check.h"
 #include "runtime/kernels/xnnpack/linear_paths.h"
@@ -19,6 +20,7 @@ namespace tern::xnn {
 namespace {
 
 std::atomic<uint32_t> g_unsupported_for_testing{0};
+std::atomic<bool> g_prefer_loops{true};
 
 // The paths XNNPACK has for a weight, best first.
 int Candidates(const WeightView& w, LinearPath* out) {
@@ -272,18 +274,33 @@ uint32_t CopySeed(const WeightView& w) {
   return h;
 }
 
+// WeightsCache::Fill for a layer's copy (data: its WeightView): its rows as they are, or packed for
+// the sign loops.
+void CopyRows(void* at, const void* data) {
+  const auto& w = *static_cast<const WeightView*>(data);
+  std::memcpy(at, w.data, w.row_bytes() * static_cast<size_t>(w.rows));
+}
+void PackPanels(void* at, const void* data) {
+  vec::PackSignPanels(*static_cast<const WeightView*>(data), at);
+}
+
 // A layer without an operator: its weight's bytes copied into the arena (or the shared weights),
 // where the choice planned them (LinearSpec::copy_weight).
 Status CopyWeight(const LinearSpec& spec, const LinearChoice& choice, WeightsCache* cache,
                   int32_t first_packed, LinearKernel* out) {
   if (choice.copy_bytes == 0) return Status::Ok();
+  // int8 rows the sign loops take are packed for them (the same bytes); a weight holding a -128
+  // keeps its rows for the other loops. Both follow from the weight and the CPU alone, so a
+  // session reusing shared weights finds what the packing session wrote.
+  const bool panels = vec::SignPanelsBeatXnnpack(spec.weight) && vec::SignPanelsExact(spec.weight);
   const void* copy = nullptr;
   if (cache != nullptr) {
-    copy = cache->Copy(first_packed, spec.weight.data, choice.copy_bytes, CopySeed(spec.weight));
+    copy = cache->Copy(first_packed, &spec.weight, choice.copy_bytes, CopySeed(spec.weight),
+                       panels ? PackPanels : CopyRows);
     if (copy == nullptr && cache->mismatch())
       return NotInSharedWeights("vectorized loops", spec.weight);
   } else if (void* at = AllocateInArenaScope(choice.copy_bytes, kBlockAlignment)) {
-    std::memcpy(at, spec.weight.data, choice.copy_bytes);
+    (panels ? PackPanels : CopyRows)(at, &spec.weight);
     copy = at;
   }
   if (copy == nullptr) {
@@ -292,6 +309,10 @@ Status CopyWeight(const LinearSpec& spec, const LinearChoice& choice, WeightsCac
                          "run planned it)",
                          static_cast<long long>(spec.weight.rows),
                          static_cast<long long>(spec.weight.cols));
+  }
+  if (panels) {
+    out->panel_weight = vec::SignPanelsView(spec.weight, copy);
+    return Status::Ok();
   }
   out->weight_copy = copy;
   return Status::Ok();
@@ -322,6 +343,7 @@ int64_t PartBegin(int64_t n, int parts, int p) {
 }
 
 void SetUnsupportedPathsForTesting(uint32_t mask) { g_unsupported_for_testing.store(mask); }
+void SetPreferLoopsForTesting(bool prefer) { g_prefer_loops.store(prefer); }
 uint32_t UnsupportedPathsForTesting() { return g_unsupported_for_testing.load(); }
 
 Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
@@ -341,7 +363,8 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   for (int i = 0; i < count_; ++i) {
     const Entry& e = entries_[i];
     if (e.dtype == w.dtype && e.n == w.rows && e.k == w.cols && e.group == w.group_size &&
-        e.bias == (spec.bias != nullptr) && e.parts == spec.parts && e.copy == spec.copy_weight) {
+        e.bias == (spec.bias != nullptr) && e.parts == spec.parts && e.copy == spec.copy_weight &&
+        e.prefer_loops == spec.prefer_loops) {
       *out = e.choice;
       return Status::Ok();
     }
@@ -349,7 +372,15 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   TERN_RETURN_IF_ERROR(Initialize());
   LinearChoice choice;
   LinearPath chain[4];
-  const int length = Chain(w, chain);
+  int length = Chain(w, chain);
+  // A session's int8 layers on tern's loops where they beat XNNPACK's GEMM on this CPU: the
+  // qd8 path's math and bits, so only where that path would run (not where a test forced it off).
+  if (spec.prefer_loops && g_prefer_loops.load() && length > 0 &&
+      chain[0] == LinearPath::kQd8Qc8w &&
+      (g_unsupported_for_testing.load() & PathBit(LinearPath::kQd8Qc8w)) == 0 &&
+      vec::LinearQd8BeatsXnnpack(w)) {
+    length = 0;
+  }
   for (int i = 0; i < length; ++i) {
     // A path is taken when every part of the layer can run on it.
     LinearChoice c;
@@ -390,9 +421,15 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
     choice.packed_bytes = Align64(choice.copy_bytes);
   }
   if (count_ < kMaxEntries) {
-    entries_[count_++] =
-        Entry{w.dtype,    w.rows,           w.cols, w.group_size, spec.bias != nullptr,
-              spec.parts, spec.copy_weight, choice};
+    entries_[count_++] = Entry{w.dtype,
+                               w.rows,
+                               w.cols,
+                               w.group_size,
+                               spec.bias != nullptr,
+                               spec.parts,
+                               spec.copy_weight,
+                               spec.prefer_loops,
+                               choice};
   }
   *out = choice;
   return Status::Ok();

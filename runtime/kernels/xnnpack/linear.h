@@ -70,6 +70,9 @@ inline constexpr uint32_t PathBit(LinearPath path) { return 1u << static_cast<ui
 // run on any machine. Process-wide; set it before RequiredArenaBytes/Prepare.
 void SetUnsupportedPathsForTesting(uint32_t mask);
 uint32_t UnsupportedPathsForTesting();
+// For tests of XNNPACK's operators in sessions (cut layers, shared packed weights): false makes
+// sessions ignore LinearSpec::prefer_loops. Process-wide; default true.
+void SetPreferLoopsForTesting(bool prefer);
 
 // Most operators one layer is cut into (one per thread). With more threads than this a layer stays
 // one operator and XNNPACK tiles it over the pool.
@@ -115,6 +118,10 @@ struct LinearSpec {
   // like packed ones (Model::Consumed). Sessions set it; kernel tests that run loops on their
   // own weights do not.
   bool copy_weight = false;
+  // Run the layer on tern's loops instead of XNNPACK where they are faster on this CPU
+  // (vec::LinearQd8BeatsXnnpack: int8 per row on AVX2-only CPUs), with the same bits. Sessions
+  // set it; kernel tests of XNNPACK's paths do not.
+  bool prefer_loops = false;
 };
 
 // Bytes are those of all the layer's parts together.
@@ -148,6 +155,7 @@ class LinearPlanner {
     bool bias;
     int32_t parts;
     bool copy;
+    bool prefer_loops;
     LinearChoice choice;
   };
   static constexpr int kMaxEntries = 32;
@@ -228,6 +236,11 @@ struct LinearKernel {
   // Without an operator: the arena's copy of the weight's bytes (LinearSpec::copy_weight), which
   // the session's WeightView then points at; null: the loops read the model's bytes.
   const void* weight_copy = nullptr;
+  // Or, for int8 weights the AVX2 sign loops take (vec::SignPanelsBeatXnnpack), the arena's copy
+  // packed for them (vec::SignPanelsView; data null: none): their calls read it, and the
+  // session's view of the weight keeps the model's rows (a shortlist reads them), as for a layer
+  // with an operator.
+  WeightView panel_weight;
   const float* bias_after_run = nullptr;  // bias RunLinear adds itself (paths noted in linear.cc)
   // With a thread pool: whether this layer uses it (pool_governor.h). Layers of one shape and
   // path share the first one's governors (`shared`, set by the session): they take the same

@@ -81,11 +81,16 @@ size_t SharedRegion::LookUp(int32_t index, uint32_t seed) const {
   return static_cast<size_t>(entries_[index].offset);
 }
 
-const void* WeightsCache::Copy(int32_t index, const void* data, size_t bytes, uint32_t seed) {
+const void* WeightsCache::Copy(int32_t index, const void* data, size_t bytes, uint32_t seed,
+                               Fill fill) {
   if (mode_ == Mode::kPack) {
     void* at = region_->Reserve(bytes);
     if (at == nullptr || region_->layers() != index) return nullptr;
-    std::memcpy(at, data, bytes);
+    if (fill != nullptr) {
+      fill(at, data);
+    } else {
+      std::memcpy(at, data, bytes);
+    }
     return region_->Insert(seed, at, bytes) == SIZE_MAX ? nullptr : at;
   }
   if (mode_ == Mode::kReuse) {

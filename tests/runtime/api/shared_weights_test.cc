@@ -195,6 +195,7 @@ TEST_CASE("sessions sharing packed weights translate on two threads at once", "[
 }
 
 TEST_CASE("shared weights refuse what they were not packed for", "[shared_weights]") {
+  const testing::XnnpackInt8ForTest xnnpack_int8;  // packed operators, cut per thread
   const testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 7, DType::kI8, 0);
   const Model model = Model::Load(bytes.data(), bytes.size()).value();
   const Limits limits = SmallLimits(Backend::kXnnpack);
@@ -267,6 +268,7 @@ TEST_CASE("shared weights refuse what they were not packed for", "[shared_weight
 
 TEST_CASE("two-thread sessions share their cut layers and translate as one thread does",
           "[shared_weights]") {
+  const testing::XnnpackInt8ForTest xnnpack_int8;  // cut operators are what this is about
   for (DType dtype : {DType::kF32, DType::kI8, DType::kI4}) {
     INFO(DTypeName(dtype));
     const testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 9, dtype, 0);

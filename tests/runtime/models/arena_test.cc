@@ -502,7 +502,9 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
       {"int4 blocks of 32", true, DType::kI4, 32, 0,
        xnn::PathTrusted(LinearPath::kQd8Qb4w) ? "fully_connected_nc_qd8_f32_qb4w"
                                               : "kernels for them are wrong on this CPU"},
-      {"int8, wide", true, DType::kI8, 0, 0, "fully_connected_nc_qd8_f32_qc8w"},
+      {"int8, wide", true, DType::kI8, 0, 0,
+       testing::LoopsPreferred() ? "int8 layers on vectorized loops (AVX2 vpmaddubsw"
+                                 : "fully_connected_nc_qd8_f32_qc8w"},
   };
   for (const Variant& v : variants) {
     INFO(v.name);
@@ -540,6 +542,7 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
 
 TEST_CASE("xnnpack with a thread pool: a row of scores per head more, layers cut, reported",
           "[arena][xnnpack]") {
+  const testing::XnnpackInt8ForTest xnnpack_int8;  // cut operators are what this is about
   testing::AlignedBytes bytes = testing::ModelBytes(testing::WideConfig(), 6, DType::kI8, 0);
   auto model = Model::Load(bytes.data(), bytes.size());
   REQUIRE(model.ok());

@@ -13,7 +13,37 @@
 #include "converter/writer.h"
 #include "tests/support/tiny_model.h"
 
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+#include "runtime/kernels/vectorized/linear_qd8.h"
+#include "runtime/kernels/xnnpack/linear.h"
+#endif
+
 namespace tern::testing {
+
+#if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
+// Whether sessions run int8 per-row layers (of whole steps of 32 columns, as WideConfig's) on
+// tern's AVX2 loops instead of XNNPACK on this CPU (vec::LinearQd8BeatsXnnpack).
+inline bool LoopsPreferred() {
+  static const int8_t bytes[64] = {};
+  static const float scale = 1.0f;
+  WeightView w;
+  w.dtype = DType::kI8;
+  w.data = bytes;
+  w.rows = 1;
+  w.cols = 64;
+  w.scales = &scale;
+  return vec::LinearQd8BeatsXnnpack(w);
+}
+
+// For a test about XNNPACK's operators in sessions (cut per thread, shared packed copies): its
+// int8 layers stay on XNNPACK while it lives (xnn::SetPreferLoopsForTesting).
+struct XnnpackInt8ForTest {
+  XnnpackInt8ForTest() { xnn::SetPreferLoopsForTesting(false); }
+  ~XnnpackInt8ForTest() { xnn::SetPreferLoopsForTesting(true); }
+  XnnpackInt8ForTest(const XnnpackInt8ForTest&) = delete;
+  XnnpackInt8ForTest& operator=(const XnnpackInt8ForTest&) = delete;
+};
+#endif
 
 // d_model 64, 4 heads, 2+2 layers, d_ff 96, vocab 40: every row length a multiple of 32.
 inline ModelConfig WideConfig() {

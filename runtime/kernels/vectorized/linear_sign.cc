@@ -1,0 +1,328 @@
+#include "runtime/kernels/vectorized/linear_sign.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "runtime/kernels/vectorized/qd8.h"
+
+namespace tern::vec {
+
+namespace {
+
+constexpr int64_t kGroupBytes = kSignPanelRows * 4;  // a group: 16 rows x 4 columns
+// Bytes of each of x's two quantized copies (|q| and q) per block of rows, on the stack: 32 rows
+// of the paper-base model's 512 columns, 8 of 2048. Each block reads the whole weight once, so
+// the encoder's 512 rows read it 16 times, from the last level cache.
+constexpr int64_t kBlockBytes = 32768;
+constexpr int64_t kMaxBlockRows = 256;
+constexpr int64_t kQuantizeStep = 256;  // columns QuantizeQd8 writes at a time
+constexpr int64_t kAheadBytes = 16384;   // how far ahead a panel's first pass prefetches
+
+}  // namespace
+
+bool SignPanelsBeatXnnpack(const WeightView& w) {
+#if defined(__x86_64__)
+  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          !__builtin_cpu_supports("avx512f") && !__builtin_cpu_supports("avxvnni");
+  return cpu && w.dtype == DType::kI8 && w.group_size == 0 && w.layout == WeightLayout::kRows &&
+         w.scales != nullptr && w.rows > 0 && w.rows % kSignPanelRows == 0 && w.cols > 0 &&
+         w.cols % 4 == 0 && w.cols <= kSignMaxCols;
+#else
+  (void)w;
+  return false;
+#endif
+}
+
+bool SignPanelsExact(const WeightView& w) {
+  return std::memchr(w.data, 0x80, w.row_bytes() * static_cast<size_t>(w.rows)) == nullptr;
+}
+
+void PackSignPanels(const WeightView& w, void* out) {
+  const int64_t k = w.cols, groups = k / 4;
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
+    const uint8_t* panel = src + p * kSignPanelRows * k;
+    uint8_t* o = dst + p * kSignPanelRows * k;
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t j = 0; j < kSignPanelRows; ++j) {
+        std::memcpy(o + g * kGroupBytes + j * 4, panel + j * k + g * 4, 4);
+      }
+    }
+  }
+}
+
+WeightView SignPanelsView(const WeightView& w, const void* packed) {
+  WeightView v = w;
+  v.data = packed;
+  v.layout = WeightLayout::kSignPanels;
+  return v;
+}
+
+#if defined(__x86_64__)
+namespace {
+
+// The rows of a block of x, quantized as QuantizeQd8 quantizes them: |q| (the unsigned side of
+// vpmaddubsw) and q (whose signs the weights take), row t at t * k.
+struct Block {
+  int64_t rows = 0, k = 0;
+  const uint8_t* abs_q = nullptr;
+  const int8_t* q = nullptr;
+  const int32_t* zero_point = nullptr;
+  const float* inv_scale = nullptr;
+};
+
+// What a tile writes its outputs with: the panel's row scales and bias, and whether the
+// epilogue fuses the bias in (Qd8Output, Qd8EpilogueFused).
+struct Epilogue {
+  const float* scales;
+  const float* bias;  // or null
+  bool fused;
+};
+
+// One row of x against the group's two halves b0, b1 (rows 0-7 and 8-15 of the panel).
+#define TERN_SIGN_ROW(i)                                                                    \
+  if constexpr (kRows > i) {                                                                \
+    int32_t a4, q4;                                                                         \
+    std::memcpy(&a4, abs_q + i * k + 4 * g, 4);                                             \
+    std::memcpy(&q4, q + i * k + 4 * g, 4);                                                 \
+    const __m256i a = _mm256_set1_epi32(a4), s = _mm256_set1_epi32(q4);                     \
+    c##i##0 = _mm256_add_epi32(                                                             \
+        c##i##0, _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(b0, s)), ones)); \
+    c##i##1 = _mm256_add_epi32(                                                             \
+        c##i##1, _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(b1, s)), ones)); \
+  }
+
+// Row i's 16 outputs from its sums with the panel (c0: rows 0-7, c1: 8-15), as Qd8Output.
+#define TERN_SIGN_OUT(i)                                                                          \
+  if constexpr (kRows > i) {                                                                      \
+    const __m256i zp = _mm256_set1_epi32(x.zero_point[t + i]);                                    \
+    const __m256 inv = _mm256_set1_ps(x.inv_scale[t + i]);                                        \
+    const __m256 f0 = _mm256_mul_ps(                                                              \
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##0, _mm256_mullo_epi32(zp, *sum0))), inv);      \
+    const __m256 f1 = _mm256_mul_ps(                                                              \
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##1, _mm256_mullo_epi32(zp, *sum1))), inv);      \
+    float* out = y + i * ldy;                                                                     \
+    _mm256_storeu_ps(out, Scale(f0, e, 0));                                                       \
+    _mm256_storeu_ps(out + 8, Scale(f1, e, 8));                                                   \
+  }
+
+// scaled times the row scales [j, j + 8) plus their bias: fused or not, as XNNPACK's epilogue.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 Scale(__m256 scaled,
+                                                                      const Epilogue& e,
+                                                                      int64_t j) {
+  const __m256 s = _mm256_loadu_ps(e.scales + j);
+  if (e.bias == nullptr) return _mm256_mul_ps(scaled, s);
+  const __m256 b = _mm256_loadu_ps(e.bias + j);
+  return e.fused ? _mm256_fmadd_ps(scaled, s, b) : _mm256_add_ps(_mm256_mul_ps(scaled, s), b);
+}
+
+// Rows [t, t + kRows) of the block times one panel (`groups` groups at `panel`): the exact sums
+// of q w, less the zero point times the panel rows' sums of w (*sum0, *sum1: computed here from
+// the same loads when kSums, the block's first tile), scaled into y's 16 columns. The
+// accumulators are named variables: GCC 12 keeps an array of vectors on the stack, a store per
+// step.
+template <int kRows, bool kSums>
+__attribute__((target("avx2,fma"))) void SignTile(const Block& x, int64_t t, const int8_t* panel,
+                                                  int64_t groups, const int8_t* end, __m256i* sum0,
+                                                  __m256i* sum1,
+                                                  const Epilogue& e, float* y, int64_t ldy) {
+  const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+  const __m256i z = _mm256_setzero_si256();
+  __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  __m256i s0 = z, s1 = z;
+  const int64_t k = x.k;
+  const uint8_t* abs_q = x.abs_q + t * k;
+  const int8_t* q = x.q + t * k;
+  // The block's first tile reads the panel from memory (a decode step's one row: every weight
+  // once): the bytes kAheadBytes on are prefetched, a line per group, up to the weight's end.
+  const int8_t* ahead = kSums ? panel + kAheadBytes : nullptr;
+  const int64_t ahead_groups = kSums ? std::min<int64_t>(groups, (end - ahead) / kGroupBytes) : 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    if (kSums && g < ahead_groups) _mm_prefetch(ahead + g * kGroupBytes, _MM_HINT_T0);
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes));
+    const __m256i b1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes + 32));
+    if constexpr (kSums) {
+      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b0), ones));
+      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b1), ones));
+    }
+    TERN_SIGN_ROW(0)
+    TERN_SIGN_ROW(1)
+    TERN_SIGN_ROW(2)
+    TERN_SIGN_ROW(3)
+  }
+  if constexpr (kSums) {
+    *sum0 = s0;
+    *sum1 = s1;
+  }
+  TERN_SIGN_OUT(0)
+  TERN_SIGN_OUT(1)
+  TERN_SIGN_OUT(2)
+  TERN_SIGN_OUT(3)
+}
+
+#undef TERN_SIGN_ROW
+#undef TERN_SIGN_OUT
+
+using Tile = void (*)(const Block&, int64_t, const int8_t*, int64_t, const int8_t*, __m256i*,
+                      __m256i*,
+                      const Epilogue&, float*, int64_t);
+
+// The block's rows times every panel: per panel, its rows four at a time (the panel's bytes,
+// 16 x k, stay in L1 or L2 while the block's rows go by), the first tile also summing the
+// panel's weights.
+__attribute__((target("avx2,fma"))) void BlockTimesPanels(const Block& x, const WeightView& w,
+                                                          const float* bias, bool fused, float* y,
+                                                          int64_t ldy) {
+  static constexpr Tile kFirst[4] = {SignTile<1, true>, SignTile<2, true>, SignTile<3, true>,
+                                     SignTile<4, true>};
+  static constexpr Tile kNext[4] = {SignTile<1, false>, SignTile<2, false>, SignTile<3, false>,
+                                    SignTile<4, false>};
+  const int64_t groups = x.k / 4;
+  const int8_t* end = reinterpret_cast<const int8_t*>(w.row(w.rows));
+  for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
+    const int64_t r = p * kSignPanelRows;
+    const int8_t* panel = reinterpret_cast<const int8_t*>(w.row(r));
+    const Epilogue e{w.scales + r, bias != nullptr ? bias + r : nullptr, fused};
+    __m256i sum0, sum1;
+    for (int64_t t = 0; t < x.rows; t += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, x.rows - t));
+      (t == 0 ? kFirst : kNext)[rows - 1](x, t, panel, groups, end, &sum0, &sum1, e,
+                                          y + t * ldy + r, ldy);
+    }
+  }
+}
+
+// Qd8Params in 8 lanes: lane-wise x < lo ? x : lo is vminps(x, lo) (lo when x is NaN or both
+// are zeros), so the lanes, combined in any order, give the scalar loop's range exactly.
+__attribute__((target("avx2,fma"))) Qd8Row Params(const float* x, int64_t k) {
+  __m256 lo0 = _mm256_setzero_ps(), lo1 = lo0, hi0 = lo0, hi1 = lo0;
+  int64_t c = 0;
+  for (; c + 16 <= k; c += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + c), v1 = _mm256_loadu_ps(x + c + 8);
+    lo0 = _mm256_min_ps(v0, lo0);
+    hi0 = _mm256_max_ps(v0, hi0);
+    lo1 = _mm256_min_ps(v1, lo1);
+    hi1 = _mm256_max_ps(v1, hi1);
+  }
+  alignas(32) float lanes_lo[8], lanes_hi[8];
+  _mm256_store_ps(lanes_lo, _mm256_min_ps(lo1, lo0));
+  _mm256_store_ps(lanes_hi, _mm256_max_ps(hi1, hi0));
+  float l = 0.0f, h = 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    l = lanes_lo[i] < l ? lanes_lo[i] : l;
+    h = lanes_hi[i] > h ? lanes_hi[i] : h;
+  }
+  for (; c < k; ++c) {
+    l = x[c] < l ? x[c] : l;
+    h = x[c] > h ? x[c] : h;
+  }
+  return Qd8ParamsOfRange(l, h);
+}
+
+// A row of x quantized as QuantizeQd8 quantizes it, written as q and |q|: 32 values at a time
+// (vminps / vmaxps keep its NaN order: the bound when x is NaN; vcvtps2dq rounds to nearest
+// even as its RoundToEven does for these magnitudes), the rest by QuantizeQd8 itself.
+__attribute__((target("avx2,fma"))) Qd8Row QuantizeRow(const float* x, int64_t k, int8_t* q,
+                                                       uint8_t* abs_q) {
+  const Qd8Row p = Params(x, k);
+  const __m256 multiplier = _mm256_set1_ps(1.0f / p.inv_scale);
+  const __m256 max_less_zero_point = _mm256_set1_ps(static_cast<float>(127 - p.zero_point));
+  const __m256 floor = _mm256_set1_ps(-383.0f);
+  const __m256i zero_point = _mm256_set1_epi32(p.zero_point), qmin = _mm256_set1_epi32(-128);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t c = 0;
+  for (; c + 32 <= k; c += 32) {
+    __m256i v[4];
+    for (int h = 0; h < 4; ++h) {
+      __m256 f = _mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * h), multiplier);
+      f = _mm256_max_ps(_mm256_min_ps(f, max_less_zero_point), floor);
+      v[h] = _mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(f), zero_point), qmin);
+    }
+    // packs work within 128-bit lanes: 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31, as dwords
+    // 0 2 4 6 | 1 3 5 7; `order` puts them back.
+    const __m256i bytes = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + c), bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(abs_q + c), _mm256_abs_epi8(bytes));
+  }
+  if (c < k) {
+    alignas(32) int16_t rest[32];
+    QuantizeQd8(x + c, p, k - c, rest);  // q - zero point
+    for (int64_t j = 0; j < k - c; ++j) {
+      const int v = rest[j] + p.zero_point;
+      q[c + j] = static_cast<int8_t>(v);
+      abs_q[c + j] = static_cast<uint8_t>(v < 0 ? -v : v);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                      const float* bias, float* y, int64_t ldy) {
+  const int64_t k = w.cols;
+  if (m < 1 || w.rows < 1) return;
+  int64_t per_block = std::min<int64_t>({m, kBlockBytes / k, kMaxBlockRows});
+  if (per_block >= 4) per_block = per_block / 4 * 4;
+  alignas(32) uint8_t abs_q[kBlockBytes];
+  alignas(32) int8_t q[kBlockBytes];
+  int32_t zero_point[kMaxBlockRows];
+  float inv_scale[kMaxBlockRows];
+  const bool fused = Qd8EpilogueFused();
+  for (int64_t i0 = 0; i0 < m; i0 += per_block) {
+    Block b;
+    b.rows = std::min(per_block, m - i0);
+    b.k = k;
+    for (int64_t t = 0; t < b.rows; ++t) {
+      const Qd8Row p = QuantizeRow(x + (i0 + t) * ldx, k, q + t * k, abs_q + t * k);
+      zero_point[t] = p.zero_point;
+      inv_scale[t] = p.inv_scale;
+    }
+    b.abs_q = abs_q;
+    b.q = q;
+    b.zero_point = zero_point;
+    b.inv_scale = inv_scale;
+    BlockTimesPanels(b, w, bias, fused, y + i0 * ldy, ldy);
+  }
+}
+
+#else
+
+// Other CPUs: sessions never pack for them (SignPanelsBeatXnnpack), but a packed view computes
+// the same sums in plain loops.
+void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                      const float* bias, float* y, int64_t ldy) {
+  const int64_t k = w.cols;
+  const bool fused = Qd8EpilogueFused();
+  int16_t piece[kQuantizeStep];
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * ldx;
+    const Qd8Row p = Qd8Params(xi, k);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const auto* panel = reinterpret_cast<const int8_t*>(w.row(r / kSignPanelRows * kSignPanelRows));
+      const int64_t j = r % kSignPanelRows;
+      int32_t sum = 0;
+      for (int64_t c0 = 0; c0 < k; c0 += kQuantizeStep) {
+        const int64_t count = std::min(kQuantizeStep, k - c0);
+        QuantizeQd8(xi + c0, p, count, piece);
+        for (int64_t c = 0; c < count; ++c) {
+          const int64_t col = c0 + c;
+          sum += int32_t{piece[c]} * panel[col / 4 * kGroupBytes + j * 4 + col % 4];
+        }
+      }
+      y[i * ldy + r] = Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr,
+                                 fused);
+    }
+  }
+}
+
+#endif
+
+}  // namespace tern::vec

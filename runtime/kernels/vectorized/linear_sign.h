@@ -1,0 +1,52 @@
+// int8 layers with one scale per row on CPUs with AVX2 and neither AVX-512 nor AVX-VNNI, where
+// these loops beat XNNPACK 2024-11's GEMM: its "avx2" qd8_f32_qc8w kernels widen every weight to
+// int16 for vpmaddwd (16 products per instruction), and vpmaddubsw takes 32. vpmaddubsw
+// multiplies unsigned by signed bytes and adds pairs into int16 with saturation; the sign trick
+// makes it exact: x's q goes in as |q| (<= 128) and each weight takes q's sign (vpsignb), so a
+// pair stays under 2 x 128 x 127 = 32512 as long as no weight is -128 (the converter writes
+// +-127; a file holding -128 keeps XNNPACK). The zero point comes in through the weights' column
+// sums: sum (q - z) w = sum q w - z sum w, all exact int32, and the epilogue is XNNPACK's
+// (Qd8Output), so the outputs have the qd8 path's bits, and a row's outputs never depend on the
+// rows beside it (a sentence gives the same alone or in a batch).
+//
+// The weights are packed at prepare (a session's arena or the shared packed weights, as
+// XNNPACK's operators pack theirs) into panels of 16 rows: panel p holds rows [16p, 16p + 16) as
+// k / 4 groups of 64 bytes, each 16 rows x 4 columns, so one 32-bit lane per output row: no
+// horizontal sums, and each panel is one contiguous stream. A panel takes exactly the bytes of
+// its 16 rows, so rows [r0, r1) of a packed weight (r0 a multiple of 16) are a packed weight of
+// their own at w.row(r0): a layer cut into parts over threads (multiples of 32 rows) slices as
+// the row-major one does. On an AVX2-only AMD EPYC (Zen 3) the same arithmetic without the
+// epilogue ran 1.2-1.7x faster than XNNPACK's qc8w GEMM (bench/tools/int8_sign_gemm.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/tensor.h"
+
+namespace tern::vec {
+
+inline constexpr int64_t kSignPanelRows = 16;
+// Widest rows the loops take: x's rows are quantized a block at a time on the stack (64 KiB).
+inline constexpr int64_t kSignMaxCols = 4096;
+
+// Whether sessions run w on these loops instead of XNNPACK's operator on this CPU: AVX2 and FMA
+// without AVX-512 or AVX-VNNI; int8 with one scale per row; rows a multiple of 16, columns of 4,
+// at most kSignMaxCols. (The -128 check is separate: SignPanelsExact.)
+bool SignPanelsBeatXnnpack(const WeightView& w);
+
+// Whether no byte of w is -128 (scans the whole weight).
+bool SignPanelsExact(const WeightView& w);
+
+// w (row-major int8) packed into panels at out (w.rows * w.cols bytes).
+void PackSignPanels(const WeightView& w, void* out);
+
+// The view of w's packed copy at `packed`: layout kSignPanels, w's scales.
+WeightView SignPanelsView(const WeightView& w, const void* packed);
+
+// y[i, :] = x[i, :] W^T + b for i < m (row strides ldx, ldy in elements; bias may be null), w a
+// packed view (SignPanelsView) of a weight SignPanelsBeatXnnpack and SignPanelsExact took.
+// Allocates nothing.
+void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& w,
+                      const float* bias, float* y, int64_t ldy);
+
+}  // namespace tern::vec
