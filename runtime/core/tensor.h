@@ -19,14 +19,19 @@ enum class WeightLayout : uint8_t { kRows, kSignPanels };
 // row (group_size == 0) or per block of `group_size` columns of a row.
 struct WeightView {
   DType dtype = DType::kF32;
+  // kSignPanels: 16 rows take the bytes of 16 rows, so row(r) still starts the rows from r on
+  // where r is a multiple of 16; single rows are not readable. (Beside dtype, and row_sums
+  // beside scales, where 64-bit and 32-bit targets had padding: a session's weight records
+  // grew by 8 bytes each on 64-bit targets and not at all on 32-bit ones.)
+  WeightLayout layout = WeightLayout::kRows;
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
   const float* scales = nullptr;  // I8 / I4 only.
-  int64_t group_size = 0;         // 0: per row.
-  // kSignPanels: 16 rows take the bytes of 16 rows, so row(r) still starts the rows from r on
-  // where r is a multiple of 16; single rows are not readable.
-  WeightLayout layout = WeightLayout::kRows;
+  // kSignPanels only: each row's sum of its int8 values (whoever takes rows [r0, r1) as a weight
+  // of their own offsets it by r0, as scales).
+  const int32_t* row_sums = nullptr;
+  int64_t group_size = 0;  // 0: per row.
 
   int64_t groups_per_row() const {
     return group_size > 0 ? (cols + group_size - 1) / group_size : 1;

@@ -412,8 +412,8 @@ Status BackendSession::CreateLinear(WeightView* weight_view, const float* bias,
   // (its loops, a shortlist's rows) does.
   if (record->weight_copy != nullptr) weight_view->data = record->weight_copy;
   // (A layer packed for the sign loops reads only its packed copy, as an operator does.)
-  const bool packed = choice.path != xnn::LinearPath::kReference ||
-                      record->panel_weight.data != nullptr;
+  const bool packed =
+      choice.path != xnn::LinearPath::kReference || record->panel_weight.data != nullptr;
   if (record->weight_copy != nullptr || (packed && !source_rows_read)) {
     // The operator (or the arena) holds its own copy; the model's bytes are read again only by a
     // fallback call and, for a tied output projection, by the embedding lookup (its rows load

@@ -54,6 +54,9 @@ struct Variant {
   const char* label;
   DType dtype;
   int64_t group;  // int4 only: 0 per row, else the block
+  // As sessions choose (xnn::LinearSpec::prefer_loops): int8 on tern's AVX2 sign loops where
+  // they beat XNNPACK on this CPU (vectorized/linear_sign.h), else the same operator.
+  bool prefer_loops = false;
 };
 
 // One layer as Prepare creates it, in buffers of its own.
@@ -66,10 +69,12 @@ struct Layer {
   xnn::LinearKernel kernel;
   xnn::LinearChoice choice;
   size_t region_bytes = 0;  // the operators' (or the weight copy's) and context's arena bytes
+  bool prefer_loops = false;
 
   // The weight as the layer's calls read it: a layer without an operator reads its copy in the
   // region (xnn::LinearSpec::copy_weight), as in a session.
   WeightView view() const {
+    if (kernel.panel_weight.data != nullptr) return kernel.panel_weight;
     WeightView w;
     w.dtype = encoded.dtype;
     w.data = kernel.weight_copy != nullptr ? kernel.weight_copy : encoded.data.data();
@@ -102,6 +107,7 @@ void Build(int64_t n, int64_t k, const Variant& v, int64_t max_rows, pthreadpool
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& x : t.values) x = dist(rng) * 0.05f;
   layer->encoded = convert::Encode(t, v.dtype, v.group);
+  layer->prefer_loops = v.prefer_loops;
   Create(max_rows, pool, layer, parts, region);
 }
 
@@ -118,6 +124,7 @@ void Create(int64_t max_rows, pthreadpool_t pool, Layer* layer, int parts, uint8
   spec.output_stride = n;
   spec.parts = parts;
   spec.copy_weight = true;  // as a session: a layer without an operator reads an arena copy
+  spec.prefer_loops = layer->prefer_loops;
   xnn::LinearPlanner planner;
   bench::Check(planner.Choose(spec, &layer->choice), "choosing a path");
   xnn::ContextNeeds needs;
@@ -414,7 +421,8 @@ int BenchLinear(const LinearBenchSettings& s) {
                               {"f16", DType::kF16, 0},
                               {"int8", DType::kI8, 0},
                               {"int4/row", DType::kI4, 0},
-                              {"int4/block", DType::kI4, s.int4_block}};
+                              {"int4/block", DType::kI4, s.int4_block},
+                              {"int8 session", DType::kI8, 0, true}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
   if (s.gather_rows > 0) return BenchGather(s, variants + 2, 2);  // int8, int4 per row
   if (s.split) return BenchSplit(s);
@@ -425,11 +433,12 @@ int BenchLinear(const LinearBenchSettings& s) {
   if (!s.json) {
     std::printf(
         "us per call (GB/s of weights streamed) on %d thread%s, calls cycling through %.0f MiB "
-        "of layers; last columns: int4 time / int8 time (< 1: int4 faster)\n",
+        "of layers; last columns: int4 time / int8 time (< 1: int4 faster), and the int8 "
+        "layer as sessions run it (on AVX2-only CPUs tern's sign loops) / XNNPACK's\n",
         s.threads, s.threads == 1 ? "" : "s", s.working_set_bytes / (1024 * 1024));
     std::printf("%-12s %4s", "n x k", "M");
     for (const Variant& v : variants) std::printf(" %18s", v.label);
-    std::printf(" %9s %9s\n", "row/int8", "block/int8");
+    std::printf(" %9s %9s %9s\n", "row/int8", "block/int8", "sess/int8");
   }
   for (const auto& shape : s.shapes) {
     // copies[v]: variant v's layers, enough of them to stream from memory; their operators
@@ -459,6 +468,8 @@ int BenchLinear(const LinearBenchSettings& s) {
       const xnn::LinearPath path = copies[static_cast<size_t>(v)][0].kernel.path;
       paths[v] =
           path != xnn::LinearPath::kReference ? std::string(xnn::LinearPathName(path))
+          : copies[static_cast<size_t>(v)][0].kernel.panel_weight.data != nullptr
+              ? "AVX2 sign loops on packed panels (vectorized/linear_sign.h)"
           : !vec::LinearQd8Takes(copies[static_cast<size_t>(v)][0].view())
               ? "vectorized loops"
               : std::string("integer loops (vectorized/linear_qd8.h, ") +
@@ -501,7 +512,7 @@ int BenchLinear(const LinearBenchSettings& s) {
         const double gbs = copies[static_cast<size_t>(v)][0].weight_bytes() / (us[v] * 1e3);
         std::printf(" %10.1f (%5.1f)", us[v], gbs);
       }
-      std::printf(" %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2]);
+      std::printf(" %9.2f %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2], us[5] / us[2]);
     }
     if (!s.json && &shape == &s.shapes.back()) {
       std::printf("paths: ");

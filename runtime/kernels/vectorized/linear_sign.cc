@@ -19,8 +19,18 @@ constexpr int64_t kGroupBytes = kSignPanelRows * 4;  // a group: 16 rows x 4 col
 // the encoder's 512 rows read it 16 times, from the last level cache.
 constexpr int64_t kBlockBytes = 32768;
 constexpr int64_t kMaxBlockRows = 256;
+
+// Where the rows' sums start after the panels (64-byte aligned).
+size_t SumsOffset(const WeightView& w) {
+  return (static_cast<size_t>(w.rows) * static_cast<size_t>(w.cols) + 63) / 64 * 64;
+}
 constexpr int64_t kQuantizeStep = 256;  // columns QuantizeQd8 writes at a time
-constexpr int64_t kAheadBytes = 16384;   // how far ahead a panel's first pass prefetches
+constexpr int64_t kAheadBytes = 16384;  // how far ahead a panel's first pass prefetches
+// Rows of x per tile: 3 x 16 outputs keep 6 accumulators, the two halves of a group, the ones
+// and each row's two broadcasts in AVX2's 16 registers. With 4 (8 accumulators) GCC 12 kept
+// two of the accumulators on the stack (a load and a store per group); every row costs the
+// same 4 instructions per half either way, so fewer rows per tile lose only weight loads.
+constexpr int64_t kTileRows = 3;
 
 }  // namespace
 
@@ -41,6 +51,10 @@ bool SignPanelsExact(const WeightView& w) {
   return std::memchr(w.data, 0x80, w.row_bytes() * static_cast<size_t>(w.rows)) == nullptr;
 }
 
+size_t SignPanelsBytes(const WeightView& w) {
+  return SumsOffset(w) + static_cast<size_t>(w.rows) * sizeof(int32_t);
+}
+
 void PackSignPanels(const WeightView& w, void* out) {
   const int64_t k = w.cols, groups = k / 4;
   const auto* src = static_cast<const uint8_t*>(w.data);
@@ -54,12 +68,21 @@ void PackSignPanels(const WeightView& w, void* out) {
       }
     }
   }
+  auto* sums = reinterpret_cast<int32_t*>(dst + SumsOffset(w));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* row = reinterpret_cast<const int8_t*>(src + r * k);
+    int32_t sum = 0;
+    for (int64_t c = 0; c < k; ++c) sum += row[c];
+    sums[r] = sum;
+  }
 }
 
 WeightView SignPanelsView(const WeightView& w, const void* packed) {
   WeightView v = w;
   v.data = packed;
   v.layout = WeightLayout::kSignPanels;
+  v.row_sums =
+      reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(packed) + SumsOffset(w));
   return v;
 }
 
@@ -76,45 +99,46 @@ struct Block {
   const float* inv_scale = nullptr;
 };
 
-// What a tile writes its outputs with: the panel's row scales and bias, and whether the
-// epilogue fuses the bias in (Qd8Output, Qd8EpilogueFused).
+// What a tile writes its outputs with: the panel's row scales, bias and sums of w, and whether
+// the epilogue fuses the bias in (Qd8Output, Qd8EpilogueFused).
 struct Epilogue {
   const float* scales;
   const float* bias;  // or null
+  const int32_t* sums;
   bool fused;
 };
 
 // One row of x against the group's two halves b0, b1 (rows 0-7 and 8-15 of the panel).
-#define TERN_SIGN_ROW(i)                                                                    \
-  if constexpr (kRows > i) {                                                                \
-    int32_t a4, q4;                                                                         \
-    std::memcpy(&a4, abs_q + i * k + 4 * g, 4);                                             \
-    std::memcpy(&q4, q + i * k + 4 * g, 4);                                                 \
-    const __m256i a = _mm256_set1_epi32(a4), s = _mm256_set1_epi32(q4);                     \
-    c##i##0 = _mm256_add_epi32(                                                             \
+#define TERN_SIGN_ROW(i)                                                                     \
+  if constexpr (kRows > i) {                                                                 \
+    int32_t a4, q4;                                                                          \
+    std::memcpy(&a4, abs_q + i * k + 4 * g, 4);                                              \
+    std::memcpy(&q4, q + i * k + 4 * g, 4);                                                  \
+    const __m256i a = _mm256_set1_epi32(a4), s = _mm256_set1_epi32(q4);                      \
+    c##i##0 = _mm256_add_epi32(                                                              \
         c##i##0, _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(b0, s)), ones)); \
-    c##i##1 = _mm256_add_epi32(                                                             \
+    c##i##1 = _mm256_add_epi32(                                                              \
         c##i##1, _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(b1, s)), ones)); \
   }
 
 // Row i's 16 outputs from its sums with the panel (c0: rows 0-7, c1: 8-15), as Qd8Output.
-#define TERN_SIGN_OUT(i)                                                                          \
-  if constexpr (kRows > i) {                                                                      \
-    const __m256i zp = _mm256_set1_epi32(x.zero_point[t + i]);                                    \
-    const __m256 inv = _mm256_set1_ps(x.inv_scale[t + i]);                                        \
-    const __m256 f0 = _mm256_mul_ps(                                                              \
-        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##0, _mm256_mullo_epi32(zp, *sum0))), inv);      \
-    const __m256 f1 = _mm256_mul_ps(                                                              \
-        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##1, _mm256_mullo_epi32(zp, *sum1))), inv);      \
-    float* out = y + i * ldy;                                                                     \
-    _mm256_storeu_ps(out, Scale(f0, e, 0));                                                       \
-    _mm256_storeu_ps(out + 8, Scale(f1, e, 8));                                                   \
+#define TERN_SIGN_OUT(i)                                                                   \
+  if constexpr (kRows > i) {                                                               \
+    const __m256i zp = _mm256_set1_epi32(x.zero_point[t + i]);                             \
+    const __m256 inv = _mm256_set1_ps(x.inv_scale[t + i]);                                 \
+    const __m256 f0 = _mm256_mul_ps(                                                       \
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##0, _mm256_mullo_epi32(zp, sum0))), inv); \
+    const __m256 f1 = _mm256_mul_ps(                                                       \
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(c##i##1, _mm256_mullo_epi32(zp, sum1))), inv); \
+    float* out = y + i * ldy;                                                              \
+    _mm256_storeu_ps(out, Scale(f0, e, 0));                                                \
+    _mm256_storeu_ps(out + 8, Scale(f1, e, 8));                                            \
   }
 
 // scaled times the row scales [j, j + 8) plus their bias: fused or not, as XNNPACK's epilogue.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 Scale(__m256 scaled,
-                                                                      const Epilogue& e,
-                                                                      int64_t j) {
+                                                                       const Epilogue& e,
+                                                                       int64_t j) {
   const __m256 s = _mm256_loadu_ps(e.scales + j);
   if (e.bias == nullptr) return _mm256_mul_ps(scaled, s);
   const __m256 b = _mm256_loadu_ps(e.bias + j);
@@ -122,78 +146,65 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 Scale(__m256 sc
 }
 
 // Rows [t, t + kRows) of the block times one panel (`groups` groups at `panel`): the exact sums
-// of q w, less the zero point times the panel rows' sums of w (*sum0, *sum1: computed here from
-// the same loads when kSums, the block's first tile), scaled into y's 16 columns. The
-// accumulators are named variables: GCC 12 keeps an array of vectors on the stack, a store per
-// step.
-template <int kRows, bool kSums>
+// of q w, less the zero point times the panel rows' sums of w (e.sums, from packing), scaled
+// into y's 16 columns. kAhead (a block's first tile, which reads the panel from memory: a
+// decode step's one row reads every weight once): the bytes kAheadBytes on are prefetched, a
+// line per group, up to the weight's end. The accumulators are named variables: GCC 12 keeps an
+// array of vectors on the stack, a store per step.
+template <int kRows, bool kAhead>
 __attribute__((target("avx2,fma"))) void SignTile(const Block& x, int64_t t, const int8_t* panel,
-                                                  int64_t groups, const int8_t* end, __m256i* sum0,
-                                                  __m256i* sum1,
+                                                  int64_t groups, const int8_t* end,
                                                   const Epilogue& e, float* y, int64_t ldy) {
-  const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+  const __m256i ones = _mm256_set1_epi16(1);
   const __m256i z = _mm256_setzero_si256();
-  __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
-  __m256i s0 = z, s1 = z;
+  __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z;
   const int64_t k = x.k;
   const uint8_t* abs_q = x.abs_q + t * k;
   const int8_t* q = x.q + t * k;
-  // The block's first tile reads the panel from memory (a decode step's one row: every weight
-  // once): the bytes kAheadBytes on are prefetched, a line per group, up to the weight's end.
-  const int8_t* ahead = kSums ? panel + kAheadBytes : nullptr;
-  const int64_t ahead_groups = kSums ? std::min<int64_t>(groups, (end - ahead) / kGroupBytes) : 0;
+  const int8_t* ahead = panel + kAheadBytes;
+  const int64_t ahead_groups =
+      kAhead ? std::max<int64_t>(0, std::min<int64_t>(groups, (end - ahead) / kGroupBytes)) : 0;
   for (int64_t g = 0; g < groups; ++g) {
-    if (kSums && g < ahead_groups) _mm_prefetch(ahead + g * kGroupBytes, _MM_HINT_T0);
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes));
+    if (kAhead && g < ahead_groups) _mm_prefetch(ahead + g * kGroupBytes, _MM_HINT_T0);
+    const __m256i b0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes));
     const __m256i b1 =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes + 32));
-    if constexpr (kSums) {
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b0), ones));
-      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b1), ones));
-    }
     TERN_SIGN_ROW(0)
     TERN_SIGN_ROW(1)
     TERN_SIGN_ROW(2)
-    TERN_SIGN_ROW(3)
   }
-  if constexpr (kSums) {
-    *sum0 = s0;
-    *sum1 = s1;
-  }
+  const __m256i sum0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.sums));
+  const __m256i sum1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.sums + 8));
   TERN_SIGN_OUT(0)
   TERN_SIGN_OUT(1)
   TERN_SIGN_OUT(2)
-  TERN_SIGN_OUT(3)
 }
 
 #undef TERN_SIGN_ROW
 #undef TERN_SIGN_OUT
 
-using Tile = void (*)(const Block&, int64_t, const int8_t*, int64_t, const int8_t*, __m256i*,
-                      __m256i*,
-                      const Epilogue&, float*, int64_t);
+using Tile = void (*)(const Block&, int64_t, const int8_t*, int64_t, const int8_t*, const Epilogue&,
+                      float*, int64_t);
 
-// The block's rows times every panel: per panel, its rows four at a time (the panel's bytes,
-// 16 x k, stay in L1 or L2 while the block's rows go by), the first tile also summing the
-// panel's weights.
+// The block's rows times every panel: per panel, its rows kTileRows at a time (the panel's
+// bytes, 16 x k, stay in L1 or L2 while the block's rows go by).
 __attribute__((target("avx2,fma"))) void BlockTimesPanels(const Block& x, const WeightView& w,
                                                           const float* bias, bool fused, float* y,
                                                           int64_t ldy) {
-  static constexpr Tile kFirst[4] = {SignTile<1, true>, SignTile<2, true>, SignTile<3, true>,
-                                     SignTile<4, true>};
-  static constexpr Tile kNext[4] = {SignTile<1, false>, SignTile<2, false>, SignTile<3, false>,
-                                    SignTile<4, false>};
+  static constexpr Tile kFirst[kTileRows] = {SignTile<1, true>, SignTile<2, true>,
+                                             SignTile<3, true>};
+  static constexpr Tile kNext[kTileRows] = {SignTile<1, false>, SignTile<2, false>,
+                                            SignTile<3, false>};
   const int64_t groups = x.k / 4;
   const int8_t* end = reinterpret_cast<const int8_t*>(w.row(w.rows));
   for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
     const int64_t r = p * kSignPanelRows;
     const int8_t* panel = reinterpret_cast<const int8_t*>(w.row(r));
-    const Epilogue e{w.scales + r, bias != nullptr ? bias + r : nullptr, fused};
-    __m256i sum0, sum1;
-    for (int64_t t = 0; t < x.rows; t += 4) {
-      const int rows = static_cast<int>(std::min<int64_t>(4, x.rows - t));
-      (t == 0 ? kFirst : kNext)[rows - 1](x, t, panel, groups, end, &sum0, &sum1, e,
-                                          y + t * ldy + r, ldy);
+    const Epilogue e{w.scales + r, bias != nullptr ? bias + r : nullptr, w.row_sums + r, fused};
+    for (int64_t t = 0; t < x.rows; t += kTileRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kTileRows, x.rows - t));
+      (t == 0 ? kFirst : kNext)[rows - 1](x, t, panel, groups, end, e, y + t * ldy + r, ldy);
     }
   }
 }
@@ -270,7 +281,8 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
   const int64_t k = w.cols;
   if (m < 1 || w.rows < 1) return;
   int64_t per_block = std::min<int64_t>({m, kBlockBytes / k, kMaxBlockRows});
-  if (per_block >= 4) per_block = per_block / 4 * 4;
+  // Blocks the buffer cuts short end on a whole tile (each block streams the weight again).
+  if (per_block < m && per_block >= kTileRows) per_block = per_block / kTileRows * kTileRows;
   alignas(32) uint8_t abs_q[kBlockBytes];
   alignas(32) int8_t q[kBlockBytes];
   int32_t zero_point[kMaxBlockRows];
@@ -306,7 +318,8 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
     const float* xi = x + i * ldx;
     const Qd8Row p = Qd8Params(xi, k);
     for (int64_t r = 0; r < w.rows; ++r) {
-      const auto* panel = reinterpret_cast<const int8_t*>(w.row(r / kSignPanelRows * kSignPanelRows));
+      const auto* panel =
+          reinterpret_cast<const int8_t*>(w.row(r / kSignPanelRows * kSignPanelRows));
       const int64_t j = r % kSignPanelRows;
       int32_t sum = 0;
       for (int64_t c0 = 0; c0 < k; c0 += kQuantizeStep) {
@@ -317,8 +330,8 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
           sum += int32_t{piece[c]} * panel[col / 4 * kGroupBytes + j * 4 + col % 4];
         }
       }
-      y[i * ldy + r] = Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr,
-                                 fused);
+      y[i * ldy + r] =
+          Qd8Output(sum, p.inv_scale, w.scales[r], bias != nullptr ? bias + r : nullptr, fused);
     }
   }
 }

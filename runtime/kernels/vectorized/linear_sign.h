@@ -19,6 +19,7 @@
 // epilogue ran 1.2-1.7x faster than XNNPACK's qc8w GEMM (bench/tools/int8_sign_gemm.cc).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/core/tensor.h"
@@ -37,10 +38,13 @@ bool SignPanelsBeatXnnpack(const WeightView& w);
 // Whether no byte of w is -128 (scans the whole weight).
 bool SignPanelsExact(const WeightView& w);
 
-// w (row-major int8) packed into panels at out (w.rows * w.cols bytes).
+// Bytes of w's packed copy: the panels, then (64-byte aligned) each row's sum of w, which the
+// zero point's term needs (computing them in the loops doubled a decode step's multiplies).
+size_t SignPanelsBytes(const WeightView& w);
+// w (row-major int8) packed at out (SignPanelsBytes).
 void PackSignPanels(const WeightView& w, void* out);
 
-// The view of w's packed copy at `packed`: layout kSignPanels, w's scales.
+// The view of w's packed copy at `packed`: layout kSignPanels, w's scales, the copy's row sums.
 WeightView SignPanelsView(const WeightView& w, const void* packed);
 
 // y[i, :] = x[i, :] W^T + b for i < m (row strides ldx, ldy in elements; bias may be null), w a

@@ -414,7 +414,9 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   }
   if (choice.path == LinearPath::kReference && spec.copy_weight) {
     // The copy is the layer's packed weight: in the arena, or one entry of shared weights.
-    choice.copy_bytes = w.row_bytes() * static_cast<size_t>(w.rows);
+    // (Packed for the sign loops where they take the weight: the rows' sums follow.)
+    choice.copy_bytes = vec::SignPanelsBeatXnnpack(w) ? vec::SignPanelsBytes(w)
+                                                      : w.row_bytes() * static_cast<size_t>(w.rows);
     choice.xnn_bytes = Footprint(choice.copy_bytes, kBlockAlignment);
     choice.shareable = true;
     choice.operator_bytes = 0;

@@ -284,6 +284,7 @@ WeightView RowsOf(const WeightView& w, int64_t begin, int64_t end) {
   part.data = w.row(begin);
   part.rows = end - begin;
   if (part.scales != nullptr) part.scales += begin * w.groups_per_row();
+  if (part.row_sums != nullptr) part.row_sums += begin;
   return part;
 }
 

@@ -62,10 +62,10 @@ TEST_CASE("vec::SignPanelsBeatXnnpack: int8 per row in panels of 16 rows, AVX2-o
   CHECK_FALSE(vec::SignPanelsBeatXnnpack(ConverterWeights(16, vec::kSignMaxCols + 4, &rng).view));
   CHECK(vec::SignPanelsBeatXnnpack(ConverterWeights(16, vec::kSignMaxCols, &rng).view) ==
         Avx2Only());
-  CHECK_FALSE(
-      vec::SignPanelsBeatXnnpack(RandomWeights({"int8 blocks", DType::kI8, 32}, 16, 64, &rng).view));
-  CHECK_FALSE(
-      vec::SignPanelsBeatXnnpack(RandomWeights({"int4 per row", DType::kI4, 0}, 16, 64, &rng).view));
+  CHECK_FALSE(vec::SignPanelsBeatXnnpack(
+      RandomWeights({"int8 blocks", DType::kI8, 32}, 16, 64, &rng).view));
+  CHECK_FALSE(vec::SignPanelsBeatXnnpack(
+      RandomWeights({"int4 per row", DType::kI4, 0}, 16, 64, &rng).view));
   WeightView packed = ok.view;
   packed.layout = WeightLayout::kSignPanels;
   CHECK_FALSE(vec::SignPanelsBeatXnnpack(packed));  // already packed
@@ -82,7 +82,7 @@ TEST_CASE("vec::SignPanelsLinear gives the qd8 row kernel's bits", "[vectorized]
   for (int64_t k : {int64_t{4}, int64_t{64}, int64_t{516}, int64_t{2048}, vec::kSignMaxCols}) {
     const int64_t n = k == vec::kSignMaxCols ? 32 : 48;
     const Weights w = ConverterWeights(n, k, &rng);
-    std::vector<uint8_t> packed(w.bytes.size());
+    std::vector<uint8_t> packed(vec::SignPanelsBytes(w.view));
     vec::PackSignPanels(w.view, packed.data());
     const WeightView view = vec::SignPanelsView(w.view, packed.data());
     CHECK(view.layout == WeightLayout::kSignPanels);
@@ -114,11 +114,12 @@ TEST_CASE("vec::SignPanelsLinear gives the qd8 row kernel's bits", "[vectorized]
   CHECK(compared == 2 * (4 * 10 + 7));
 }
 
-TEST_CASE("vec::SignPanelsLinear on a slice of panels computes those rows", "[vectorized][linear]") {
+TEST_CASE("vec::SignPanelsLinear on a slice of panels computes those rows",
+          "[vectorized][linear]") {
   std::mt19937 rng(5);
   const int64_t n = 96, k = 128, m = 6;
   const Weights w = ConverterWeights(n, k, &rng);
-  std::vector<uint8_t> packed(w.bytes.size());
+  std::vector<uint8_t> packed(vec::SignPanelsBytes(w.view));
   vec::PackSignPanels(w.view, packed.data());
   const WeightView view = vec::SignPanelsView(w.view, packed.data());
   const std::vector<float> x = vec_test::RandomValues(m * k, &rng);
@@ -129,6 +130,7 @@ TEST_CASE("vec::SignPanelsLinear on a slice of panels computes those rows", "[ve
   part.data = view.row(32);
   part.rows = 64;
   part.scales = view.scales + 32;
+  part.row_sums = view.row_sums + 32;
   std::vector<float> y(static_cast<size_t>(m * n), -7.0f);
   vec::SignPanelsLinear(x.data(), m, k, part, nullptr, y.data() + 32, n);
   for (int64_t i = 0; i < m; ++i) {
