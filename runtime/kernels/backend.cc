@@ -493,8 +493,8 @@ Status BackendSession::End(const Limits& limits, char* report, size_t size) {
   }
   if (plan.faster_loops > 0) {
     out.Append(
-        "; %d int8 layers on vectorized loops (AVX2 vpmaddubsw: faster than XNNPACK's "
-        "AVX2 int8 GEMM, the same results)",
+        "; %d int8 / int4 layers on vectorized loops (AVX2 vpmaddubsw on packed panels: "
+        "faster than XNNPACK's AVX2 GEMMs, the same results)",
         plan.faster_loops);
   }
   if (plan.fallbacks[0][0] > 0) {

@@ -75,12 +75,13 @@ lin=$(tern bench --linear -m "$work/m.tern" --rows 1,3 --repeat 1 --warmup 0 --w
 if grep -q 'this build has no XNNPACK' <<<"$lin"; then
   check "--linear without XNNPACK fails naming it" true
 else
-  # (and int8 as sessions run it: "int8 session", XNNPACK's operator or, on AVX2-only CPUs,
-  # tern's sign loops where the shape is whole panels of 16 rows, vectorized/linear_sign.h)
-  check "--linear reports 4 shapes x 2 row counts x 6 weight types" \
-    test "$(field "$lin" 'len(j), sorted({r["rows"] for r in j}), len({(r["n"], r["k"]) for r in j})')" == "(48, [1, 3], 4)"
-  check "--linear's int8 session column takes qc8w or the sign loops" \
-    test "$(field "$lin" '{r["path"] for r in j if r["weights"] == "int8 session"} <= {"fully_connected_nc_qd8_f32_qc8w", "AVX2 sign loops on packed panels (vectorized/linear_sign.h)"}')" == True
+  # (and int8 / int4 per row as sessions run them: "int8 session", "int4 session", XNNPACK's
+  # operators or, on AVX2-only CPUs, tern's loops where the shape is whole panels of 16 rows,
+  # vectorized/linear_sign.h)
+  check "--linear reports 4 shapes x 2 row counts x 7 weight types" \
+    test "$(field "$lin" 'len(j), sorted({r["rows"] for r in j}), len({(r["n"], r["k"]) for r in j})')" == "(56, [1, 3], 4)"
+  check "--linear's session columns take XNNPACK's operators or tern's panels" \
+    test "$(field "$lin" '{r["path"] for r in j if r["weights"] in ("int8 session", "int4 session")} <= {"fully_connected_nc_qd8_f32_qc8w", "fully_connected_nc_qd8_f32_qc4w", "AVX2 loops on packed panels (vectorized/linear_sign.h)"}')" == True
   # (int4 per row: tern's integer loops on CPUs where XNNPACK's qc4w kernel is wrong,
   # runtime/kernels/xnnpack/kernel_check.h)
   check "--linear times every call and names each weight type's path" \

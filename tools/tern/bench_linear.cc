@@ -422,7 +422,8 @@ int BenchLinear(const LinearBenchSettings& s) {
                               {"int8", DType::kI8, 0},
                               {"int4/row", DType::kI4, 0},
                               {"int4/block", DType::kI4, s.int4_block},
-                              {"int8 session", DType::kI8, 0, true}};
+                              {"int8 session", DType::kI8, 0, true},
+                              {"int4 session", DType::kI4, 0, true}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
   if (s.gather_rows > 0) return BenchGather(s, variants + 2, 2);  // int8, int4 per row
   if (s.split) return BenchSplit(s);
@@ -433,12 +434,12 @@ int BenchLinear(const LinearBenchSettings& s) {
   if (!s.json) {
     std::printf(
         "us per call (GB/s of weights streamed) on %d thread%s, calls cycling through %.0f MiB "
-        "of layers; last columns: int4 time / int8 time (< 1: int4 faster), and the int8 "
-        "layer as sessions run it (on AVX2-only CPUs tern's sign loops) / XNNPACK's\n",
+        "of layers; last columns: int4 time / int8 time (< 1: int4 faster), and the int8 and "
+        "int4 per-row layers as sessions run them (on AVX2-only CPUs tern's loops) / XNNPACK's\n",
         s.threads, s.threads == 1 ? "" : "s", s.working_set_bytes / (1024 * 1024));
     std::printf("%-12s %4s", "n x k", "M");
     for (const Variant& v : variants) std::printf(" %18s", v.label);
-    std::printf(" %9s %9s %9s\n", "row/int8", "block/int8", "sess/int8");
+    std::printf(" %9s %9s %9s %9s\n", "row/int8", "block/int8", "sess/int8", "sess/row");
   }
   for (const auto& shape : s.shapes) {
     // copies[v]: variant v's layers, enough of them to stream from memory; their operators
@@ -469,7 +470,7 @@ int BenchLinear(const LinearBenchSettings& s) {
       paths[v] =
           path != xnn::LinearPath::kReference ? std::string(xnn::LinearPathName(path))
           : copies[static_cast<size_t>(v)][0].kernel.panel_weight.data != nullptr
-              ? "AVX2 sign loops on packed panels (vectorized/linear_sign.h)"
+              ? "AVX2 loops on packed panels (vectorized/linear_sign.h)"
           : !vec::LinearQd8Takes(copies[static_cast<size_t>(v)][0].view())
               ? "vectorized loops"
               : std::string("integer loops (vectorized/linear_qd8.h, ") +
@@ -512,7 +513,8 @@ int BenchLinear(const LinearBenchSettings& s) {
         const double gbs = copies[static_cast<size_t>(v)][0].weight_bytes() / (us[v] * 1e3);
         std::printf(" %10.1f (%5.1f)", us[v], gbs);
       }
-      std::printf(" %9.2f %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2], us[5] / us[2]);
+      std::printf(" %9.2f %9.2f %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2], us[5] / us[2],
+                  us[6] / us[3]);
     }
     if (!s.json && &shape == &s.shapes.back()) {
       std::printf("paths: ");

@@ -13,7 +13,8 @@ namespace tern::vec {
 
 namespace {
 
-constexpr int64_t kGroupBytes = kSignPanelRows * 4;  // a group: 16 rows x 4 columns
+constexpr int64_t kGroupBytes = kSignPanelRows * 4;  // a group: 16 rows x 4 columns (int8)
+constexpr int64_t kGroupBytes4 = kGroupBytes / 2;    // int4: the same as nibbles
 // Bytes of each of x's two quantized copies (|q| and q) per block of rows, on the stack: 32 rows
 // of the paper-base model's 512 columns, 8 of 2048. Each block reads the whole weight once, so
 // the encoder's 512 rows read it 16 times, from the last level cache.
@@ -22,7 +23,7 @@ constexpr int64_t kMaxBlockRows = 256;
 
 // Where the rows' sums start after the panels (64-byte aligned).
 size_t SumsOffset(const WeightView& w) {
-  return (static_cast<size_t>(w.rows) * static_cast<size_t>(w.cols) + 63) / 64 * 64;
+  return (static_cast<size_t>(w.rows) * w.row_bytes() + 63) / 64 * 64;
 }
 constexpr int64_t kQuantizeStep = 256;  // columns QuantizeQd8 writes at a time
 constexpr int64_t kAheadBytes = 16384;  // how far ahead a panel's first pass prefetches
@@ -31,6 +32,12 @@ constexpr int64_t kAheadBytes = 16384;  // how far ahead a panel's first pass pr
 // two of the accumulators on the stack (a load and a store per group); every row costs the
 // same 4 instructions per half either way, so fewer rows per tile lose only weight loads.
 constexpr int64_t kTileRows = 3;
+// int4: 4 rows x 16 outputs, int16 accumulators for both halves (8), the unpacked halves, the
+// nibble mask, the ones and a broadcast: 13 registers (the int32 sums stay in memory).
+constexpr int64_t kTileRows4 = 4;
+// int4 groups summed in int16 before widening: a pair of products is at most 2 x 15 x 128 =
+// 3840, so 8 of them stay under 32767.
+constexpr int64_t kInt16Groups = 8;
 
 }  // namespace
 
@@ -38,9 +45,9 @@ bool SignPanelsBeatXnnpack(const WeightView& w) {
 #if defined(__x86_64__)
   static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           !__builtin_cpu_supports("avx512f") && !__builtin_cpu_supports("avxvnni");
-  return cpu && w.dtype == DType::kI8 && w.group_size == 0 && w.layout == WeightLayout::kRows &&
-         w.scales != nullptr && w.rows > 0 && w.rows % kSignPanelRows == 0 && w.cols > 0 &&
-         w.cols % 4 == 0 && w.cols <= kSignMaxCols;
+  return cpu && (w.dtype == DType::kI8 || w.dtype == DType::kI4) && w.group_size == 0 &&
+         w.layout == WeightLayout::kRows && w.scales != nullptr && w.rows > 0 &&
+         w.rows % kSignPanelRows == 0 && w.cols > 0 && w.cols % 4 == 0 && w.cols <= kSignMaxCols;
 #else
   (void)w;
   return false;
@@ -48,6 +55,7 @@ bool SignPanelsBeatXnnpack(const WeightView& w) {
 }
 
 bool SignPanelsExact(const WeightView& w) {
+  if (w.dtype == DType::kI4) return true;  // w + 8 in 0..15 needs no sign
   return std::memchr(w.data, 0x80, w.row_bytes() * static_cast<size_t>(w.rows)) == nullptr;
 }
 
@@ -57,8 +65,34 @@ size_t SignPanelsBytes(const WeightView& w) {
 
 void PackSignPanels(const WeightView& w, void* out) {
   const int64_t k = w.cols, groups = k / 4;
+  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
   const auto* src = static_cast<const uint8_t*>(w.data);
   auto* dst = static_cast<uint8_t*>(out);
+  auto* sums = reinterpret_cast<int32_t*>(dst + SumsOffset(w));
+  if (w.dtype == DType::kI4) {
+    // Group g of a panel: 32 bytes, byte 4j + c holding row j's column 4g + c in its low nibble
+    // and row j + 8's in its high one, each as w + 8 (the nibble with its top bit flipped).
+    for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
+      const uint8_t* panel = src + p * kSignPanelRows * row_bytes;
+      uint8_t* o = dst + p * kSignPanelRows * row_bytes;
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t j = 0; j < 8; ++j) {
+          for (int64_t c = 0; c < 4; ++c) {
+            const int64_t col = 4 * g + c;
+            const int lo = Int4At(panel + j * row_bytes, col) + 8;
+            const int hi = Int4At(panel + (j + 8) * row_bytes, col) + 8;
+            o[g * kGroupBytes4 + 4 * j + c] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        }
+      }
+    }
+    for (int64_t r = 0; r < w.rows; ++r) {
+      int32_t sum = 0;
+      for (int64_t c = 0; c < k; ++c) sum += Int4At(src + r * row_bytes, c);
+      sums[r] = sum;
+    }
+    return;
+  }
   for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
     const uint8_t* panel = src + p * kSignPanelRows * k;
     uint8_t* o = dst + p * kSignPanelRows * k;
@@ -68,7 +102,6 @@ void PackSignPanels(const WeightView& w, void* out) {
       }
     }
   }
-  auto* sums = reinterpret_cast<int32_t*>(dst + SumsOffset(w));
   for (int64_t r = 0; r < w.rows; ++r) {
     const auto* row = reinterpret_cast<const int8_t*>(src + r * k);
     int32_t sum = 0;
@@ -97,6 +130,7 @@ struct Block {
   const int8_t* q = nullptr;
   const int32_t* zero_point = nullptr;
   const float* inv_scale = nullptr;
+  const int32_t* q_sum = nullptr;  // each row's sum of q (int4's term for w + 8)
 };
 
 // What a tile writes its outputs with: the panel's row scales, bias and sums of w, and whether
@@ -184,11 +218,93 @@ __attribute__((target("avx2,fma"))) void SignTile(const Block& x, int64_t t, con
 #undef TERN_SIGN_ROW
 #undef TERN_SIGN_OUT
 
+// int4: one row of x against the group's unpacked halves lo, hi (w + 8 in 0..15, the unsigned
+// side; q the signed one, no sign trick), summed in int16 (kInt16Groups groups at most).
+#define TERN_INT4_ROW(i)                                              \
+  if constexpr (kRows > i) {                                          \
+    int32_t q4;                                                       \
+    std::memcpy(&q4, q + i * k + 4 * g, 4);                           \
+    const __m256i s = _mm256_set1_epi32(q4);                          \
+    h##i##0 = _mm256_add_epi16(h##i##0, _mm256_maddubs_epi16(lo, s)); \
+    h##i##1 = _mm256_add_epi16(h##i##1, _mm256_maddubs_epi16(hi, s)); \
+  }
+#define TERN_INT4_WIDEN(i)                                                               \
+  if constexpr (kRows > i) {                                                             \
+    acc[2 * i] = _mm256_add_epi32(acc[2 * i], _mm256_madd_epi16(h##i##0, ones));         \
+    acc[2 * i + 1] = _mm256_add_epi32(acc[2 * i + 1], _mm256_madd_epi16(h##i##1, ones)); \
+  }
+// Row i's outputs: sum q (w + 8) - 8 sum q - zp sum w, scaled as Qd8Output.
+#define TERN_INT4_OUT(i)                                                                           \
+  if constexpr (kRows > i) {                                                                       \
+    const __m256i zp = _mm256_set1_epi32(x.zero_point[t + i]);                                     \
+    const __m256i eight_q = _mm256_set1_epi32(8 * x.q_sum[t + i]);                                 \
+    const __m256 inv = _mm256_set1_ps(x.inv_scale[t + i]);                                         \
+    const __m256i v0 =                                                                             \
+        _mm256_sub_epi32(_mm256_sub_epi32(acc[2 * i], eight_q), _mm256_mullo_epi32(zp, sum0));     \
+    const __m256i v1 =                                                                             \
+        _mm256_sub_epi32(_mm256_sub_epi32(acc[2 * i + 1], eight_q), _mm256_mullo_epi32(zp, sum1)); \
+    float* out = y + i * ldy;                                                                      \
+    _mm256_storeu_ps(out, Scale(_mm256_mul_ps(_mm256_cvtepi32_ps(v0), inv), e, 0));                \
+    _mm256_storeu_ps(out + 8, Scale(_mm256_mul_ps(_mm256_cvtepi32_ps(v1), inv), e, 8));            \
+  }
+
+// SignTile for int4 panels (32 bytes a group): vpmaddubsw of w + 8 by q cannot saturate, so
+// each half takes one vpmaddubsw and one int16 add per group, widened once per kInt16Groups
+// groups, where int8's sign trick takes a vpsignb, a vpmaddubsw, a vpmaddwd and an add.
+template <int kRows, bool kAhead>
+__attribute__((target("avx2,fma"))) void Int4Tile(const Block& x, int64_t t, const int8_t* panel,
+                                                  int64_t groups, const int8_t* end,
+                                                  const Epilogue& e, float* y, int64_t ldy) {
+  const __m256i ones = _mm256_set1_epi16(1), nibble = _mm256_set1_epi8(0x0F);
+  const __m256i z = _mm256_setzero_si256();
+  // The int32 sums, widened once per kInt16Groups groups: in memory (the registers hold the
+  // int16 sums of up to 4 rows).
+  __m256i acc[2 * kTileRows4];
+  for (__m256i& a : acc) a = z;
+  const int64_t k = x.k;
+  const int8_t* q = x.q + t * k;
+  const int8_t* ahead = panel + kAheadBytes;
+  const int64_t ahead_groups =
+      kAhead ? std::max<int64_t>(0, std::min<int64_t>(groups, (end - ahead) / kGroupBytes4)) : 0;
+  for (int64_t g0 = 0; g0 < groups; g0 += kInt16Groups) {
+    const int64_t g1 = std::min(groups, g0 + kInt16Groups);
+    __m256i h00 = z, h01 = z, h10 = z, h11 = z, h20 = z, h21 = z, h30 = z, h31 = z;
+    for (int64_t g = g0; g < g1; ++g) {
+      // A line per two groups.
+      if (kAhead && g < ahead_groups && g % 2 == 0) {
+        _mm_prefetch(ahead + g * kGroupBytes4, _MM_HINT_T0);
+      }
+      const __m256i b =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * kGroupBytes4));
+      const __m256i lo = _mm256_and_si256(b, nibble);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), nibble);
+      TERN_INT4_ROW(0)
+      TERN_INT4_ROW(1)
+      TERN_INT4_ROW(2)
+      TERN_INT4_ROW(3)
+    }
+    TERN_INT4_WIDEN(0)
+    TERN_INT4_WIDEN(1)
+    TERN_INT4_WIDEN(2)
+    TERN_INT4_WIDEN(3)
+  }
+  const __m256i sum0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.sums));
+  const __m256i sum1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.sums + 8));
+  TERN_INT4_OUT(0)
+  TERN_INT4_OUT(1)
+  TERN_INT4_OUT(2)
+  TERN_INT4_OUT(3)
+}
+
+#undef TERN_INT4_ROW
+#undef TERN_INT4_WIDEN
+#undef TERN_INT4_OUT
+
 using Tile = void (*)(const Block&, int64_t, const int8_t*, int64_t, const int8_t*, const Epilogue&,
                       float*, int64_t);
 
-// The block's rows times every panel: per panel, its rows kTileRows at a time (the panel's
-// bytes, 16 x k, stay in L1 or L2 while the block's rows go by).
+// The block's rows times every panel: per panel, its rows a tile at a time (the panel's bytes,
+// 16 x k, stay in L1 or L2 while the block's rows go by).
 __attribute__((target("avx2,fma"))) void BlockTimesPanels(const Block& x, const WeightView& w,
                                                           const float* bias, bool fused, float* y,
                                                           int64_t ldy) {
@@ -196,15 +312,23 @@ __attribute__((target("avx2,fma"))) void BlockTimesPanels(const Block& x, const 
                                              SignTile<3, true>};
   static constexpr Tile kNext[kTileRows] = {SignTile<1, false>, SignTile<2, false>,
                                             SignTile<3, false>};
+  static constexpr Tile kFirst4[kTileRows4] = {Int4Tile<1, true>, Int4Tile<2, true>,
+                                               Int4Tile<3, true>, Int4Tile<4, true>};
+  static constexpr Tile kNext4[kTileRows4] = {Int4Tile<1, false>, Int4Tile<2, false>,
+                                              Int4Tile<3, false>, Int4Tile<4, false>};
+  const bool int4 = w.dtype == DType::kI4;
+  const int64_t tile = int4 ? kTileRows4 : kTileRows;
+  const Tile* first = int4 ? kFirst4 : kFirst;
+  const Tile* next = int4 ? kNext4 : kNext;
   const int64_t groups = x.k / 4;
   const int8_t* end = reinterpret_cast<const int8_t*>(w.row(w.rows));
   for (int64_t p = 0; p < w.rows / kSignPanelRows; ++p) {
     const int64_t r = p * kSignPanelRows;
     const int8_t* panel = reinterpret_cast<const int8_t*>(w.row(r));
     const Epilogue e{w.scales + r, bias != nullptr ? bias + r : nullptr, w.row_sums + r, fused};
-    for (int64_t t = 0; t < x.rows; t += kTileRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kTileRows, x.rows - t));
-      (t == 0 ? kFirst : kNext)[rows - 1](x, t, panel, groups, end, e, y + t * ldy + r, ldy);
+    for (int64_t t = 0; t < x.rows; t += tile) {
+      const int rows = static_cast<int>(std::min<int64_t>(tile, x.rows - t));
+      (t == 0 ? first : next)[rows - 1](x, t, panel, groups, end, e, y + t * ldy + r, ldy);
     }
   }
 }
@@ -240,13 +364,14 @@ __attribute__((target("avx2,fma"))) Qd8Row Params(const float* x, int64_t k) {
 // (vminps / vmaxps keep its NaN order: the bound when x is NaN; vcvtps2dq rounds to nearest
 // even as its RoundToEven does for these magnitudes), the rest by QuantizeQd8 itself.
 __attribute__((target("avx2,fma"))) Qd8Row QuantizeRow(const float* x, int64_t k, int8_t* q,
-                                                       uint8_t* abs_q) {
+                                                       uint8_t* abs_q, int32_t* q_sum) {
   const Qd8Row p = Params(x, k);
   const __m256 multiplier = _mm256_set1_ps(1.0f / p.inv_scale);
   const __m256 max_less_zero_point = _mm256_set1_ps(static_cast<float>(127 - p.zero_point));
   const __m256 floor = _mm256_set1_ps(-383.0f);
   const __m256i zero_point = _mm256_set1_epi32(p.zero_point), qmin = _mm256_set1_epi32(-128);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i sums = _mm256_setzero_si256();
   int64_t c = 0;
   for (; c + 32 <= k; c += 32) {
     __m256i v[4];
@@ -254,6 +379,7 @@ __attribute__((target("avx2,fma"))) Qd8Row QuantizeRow(const float* x, int64_t k
       __m256 f = _mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * h), multiplier);
       f = _mm256_max_ps(_mm256_min_ps(f, max_less_zero_point), floor);
       v[h] = _mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(f), zero_point), qmin);
+      sums = _mm256_add_epi32(sums, v[h]);
     }
     // packs work within 128-bit lanes: 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31, as dwords
     // 0 2 4 6 | 1 3 5 7; `order` puts them back.
@@ -262,6 +388,10 @@ __attribute__((target("avx2,fma"))) Qd8Row QuantizeRow(const float* x, int64_t k
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + c), bytes);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(abs_q + c), _mm256_abs_epi8(bytes));
   }
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sums);
+  int32_t total = 0;
+  for (int32_t lane : lanes) total += lane;
   if (c < k) {
     alignas(32) int16_t rest[32];
     QuantizeQd8(x + c, p, k - c, rest);  // q - zero point
@@ -269,8 +399,10 @@ __attribute__((target("avx2,fma"))) Qd8Row QuantizeRow(const float* x, int64_t k
       const int v = rest[j] + p.zero_point;
       q[c + j] = static_cast<int8_t>(v);
       abs_q[c + j] = static_cast<uint8_t>(v < 0 ? -v : v);
+      total += v;
     }
   }
+  *q_sum = total;
   return p;
 }
 
@@ -281,11 +413,13 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
   const int64_t k = w.cols;
   if (m < 1 || w.rows < 1) return;
   int64_t per_block = std::min<int64_t>({m, kBlockBytes / k, kMaxBlockRows});
-  // Blocks the buffer cuts short end on a whole tile (each block streams the weight again).
-  if (per_block < m && per_block >= kTileRows) per_block = per_block / kTileRows * kTileRows;
+  // Blocks the buffer cuts short end on a whole tile of either dtype (each block streams the
+  // weight again).
+  constexpr int64_t kWhole = 12;  // a multiple of kTileRows and of kTileRows4
+  if (per_block < m && per_block >= kWhole) per_block = per_block / kWhole * kWhole;
   alignas(32) uint8_t abs_q[kBlockBytes];
   alignas(32) int8_t q[kBlockBytes];
-  int32_t zero_point[kMaxBlockRows];
+  int32_t zero_point[kMaxBlockRows], q_sum[kMaxBlockRows];
   float inv_scale[kMaxBlockRows];
   const bool fused = Qd8EpilogueFused();
   for (int64_t i0 = 0; i0 < m; i0 += per_block) {
@@ -293,7 +427,7 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
     b.rows = std::min(per_block, m - i0);
     b.k = k;
     for (int64_t t = 0; t < b.rows; ++t) {
-      const Qd8Row p = QuantizeRow(x + (i0 + t) * ldx, k, q + t * k, abs_q + t * k);
+      const Qd8Row p = QuantizeRow(x + (i0 + t) * ldx, k, q + t * k, abs_q + t * k, q_sum + t);
       zero_point[t] = p.zero_point;
       inv_scale[t] = p.inv_scale;
     }
@@ -301,6 +435,7 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
     b.q = q;
     b.zero_point = zero_point;
     b.inv_scale = inv_scale;
+    b.q_sum = q_sum;
     BlockTimesPanels(b, w, bias, fused, y + i0 * ldy, ldy);
   }
 }
@@ -309,6 +444,15 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
 
 // Other CPUs: sessions never pack for them (SignPanelsBeatXnnpack), but a packed view computes
 // the same sums in plain loops.
+namespace {
+// Row j's column col of the panel at `panel`.
+int32_t PackedAt(const WeightView& w, const int8_t* panel, int64_t j, int64_t col) {
+  if (w.dtype == DType::kI8) return panel[col / 4 * kGroupBytes + j * 4 + col % 4];
+  const auto b = static_cast<uint8_t>(panel[col / 4 * kGroupBytes4 + (j % 8) * 4 + col % 4]);
+  return (j < 8 ? (b & 0x0F) : (b >> 4)) - 8;
+}
+}  // namespace
+
 void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& w,
                       const float* bias, float* y, int64_t ldy) {
   const int64_t k = w.cols;
@@ -327,7 +471,7 @@ void SignPanelsLinear(const float* x, int64_t m, int64_t ldx, const WeightView& 
         QuantizeQd8(xi + c0, p, count, piece);
         for (int64_t c = 0; c < count; ++c) {
           const int64_t col = c0 + c;
-          sum += int32_t{piece[c]} * panel[col / 4 * kGroupBytes + j * 4 + col % 4];
+          sum += int32_t{piece[c]} * PackedAt(w, panel, j, col);
         }
       }
       y[i * ldy + r] =

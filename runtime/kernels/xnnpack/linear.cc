@@ -373,11 +373,12 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   LinearChoice choice;
   LinearPath chain[4];
   int length = Chain(w, chain);
-  // A session's int8 layers on tern's loops where they beat XNNPACK's GEMM on this CPU: the
-  // qd8 path's math and bits, so only where that path would run (not where a test forced it off).
+  // A session's int8 / int4 per-row layers on tern's loops where they beat XNNPACK's GEMM on
+  // this CPU: the qd8 path's math and bits, so only where that path would run (not where a test
+  // forced it off).
   if (spec.prefer_loops && g_prefer_loops.load() && length > 0 &&
-      chain[0] == LinearPath::kQd8Qc8w &&
-      (g_unsupported_for_testing.load() & PathBit(LinearPath::kQd8Qc8w)) == 0 &&
+      (chain[0] == LinearPath::kQd8Qc8w || chain[0] == LinearPath::kQd8Qc4w) &&
+      (g_unsupported_for_testing.load() & PathBit(chain[0])) == 0 &&
       vec::LinearQd8BeatsXnnpack(w)) {
     length = 0;
   }

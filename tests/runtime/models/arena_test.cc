@@ -506,7 +506,7 @@ TEST_CASE("xnnpack: prepare uses exactly the reported bytes, every dtype and fal
        xnn::PathTrusted(LinearPath::kQd8Qb4w) ? "fully_connected_nc_qd8_f32_qb4w"
                                               : "kernels for them are wrong on this CPU"},
       {"int8, wide", true, DType::kI8, 0, 0,
-       testing::LoopsPreferred() ? "int8 layers on vectorized loops (AVX2 vpmaddubsw"
+       testing::LoopsPreferred() ? "int4 layers on vectorized loops (AVX2 vpmaddubsw"
                                  : "fully_connected_nc_qd8_f32_qc8w"},
   };
   for (const Variant& v : variants) {

@@ -21,17 +21,17 @@
 namespace tern::testing {
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-// Whether sessions run int8 per-row layers (of whole steps of 32 columns, as WideConfig's) on
+// Whether sessions run int8 / int4 per-row layers (in panels of 16 rows, as WideConfig's) on
 // tern's AVX2 loops instead of XNNPACK on this CPU (vec::LinearQd8BeatsXnnpack).
 inline bool LoopsPreferred() {
-  static const int8_t bytes[64] = {};
-  static const float scale = 1.0f;
+  static const int8_t bytes[16 * 64] = {};
+  static const float scales[16] = {};
   WeightView w;
   w.dtype = DType::kI8;
   w.data = bytes;
-  w.rows = 1;
+  w.rows = 16;
   w.cols = 64;
-  w.scales = &scale;
+  w.scales = scales;
   return vec::LinearQd8BeatsXnnpack(w);
 }
 

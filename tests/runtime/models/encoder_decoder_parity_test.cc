@@ -327,7 +327,7 @@ TEST_CASE("reduced-precision weights stay close to fp32 on XNNPACK, fallbacks in
       // On AVX2-only CPUs sessions run int8 rows of whole steps of 32 columns on tern's loops
       // (the qd8 path's bits): post_relu's layers, not pre_gelu's.
       {DType::kI8, 0.3f, 0.4f, 0, "fully_connected_nc_qd8_f32_qc8w",
-       testing::LoopsPreferred() ? "int8 layers on vectorized loops (AVX2 vpmaddubsw" : nullptr},
+       testing::LoopsPreferred() ? "int4 layers on vectorized loops (AVX2 vpmaddubsw" : nullptr},
       {DType::kI8, 1e-4f, 0.4f, PathBit(LinearPath::kQd8Qc8w), "-> fully_connected_nc_f32_qc8w"},
       // int4 models keep int8 embeddings (so the tied output projection stays on qd8), and
       // post_relu's 64-wide FFN rows take blockwise int4 (qb4w, still qd8).

@@ -377,61 +377,66 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
   pthreadpool_destroy(pool);
 }
 
-TEST_CASE("int8 layers on the sign loops run on a pool, alone and as a group, with XNNPACK's bits",
-          "[xnnpack][linear]") {
-  // Where sessions run int8 per row on tern's AVX2 sign loops (vec::SignPanelsBeatXnnpack), the
+TEST_CASE(
+    "int8 / int4 layers on the sign loops run on a pool, alone and as a group, with XNNPACK's bits",
+    "[xnnpack][linear]") {
+  // Where sessions run int8 / int4 per row on tern's AVX2 loops (vec::SignPanelsBeatXnnpack), the
   // packed copy is cut over the pool by rows as the rows are: 192 rows in parts of 96, each
   // part's panels, scales, rows' sums and bias offset to its rows. Three layers of 192, 64 and
   // 96 rows through ops::Linears (one group on a pool: every part in one fork-join) and each
-  // alone, 1, 4 and 17 rows of x: the bits of XNNPACK's qc8w operators on the same weights.
+  // alone, 1, 4 and 17 rows of x: the bits of XNNPACK's qc8w / qc4w operators on the same
+  // weights.
   const int64_t k = 128, ldx = k + 1;
-  const PathCase pc{DType::kI8, 0, LinearPath::kQd8Qc8w, 0};
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
-  for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{17}}) {
-    INFO("m " << m);
-    const std::vector<float> x = Input(m, ldx, 1800);
-    Group g = MakeGroup({192, 64, 96}, k, m, ldx, pc, 1, 1801);
-    if (!vec::SignPanelsBeatXnnpack(g.specs[0].weight)) {
-      SUCCEED("this CPU keeps XNNPACK's int8 GEMM");
-      break;
-    }
-    Layers operators;
-    REQUIRE(Make(g.specs, &operators, nullptr).ok());
-    std::vector<std::vector<float>> want;
-    REQUIRE(Run(operators, g, x, m, ldx, false, &want));
-    for (xnn::LinearSpec& spec : g.specs) {
-      spec.copy_weight = true;
-      spec.prefer_loops = true;
-    }
-    Layers alone, pooled;
-    REQUIRE(Make(g.specs, &alone, nullptr).ok());
-    REQUIRE(Make(g.specs, &pooled, pool).ok());
-    for (size_t i = 0; i < 3; ++i) REQUIRE(pooled.kernels[i].panel_weight.data != nullptr);
-    // Calls this small stay on one thread under the governors' threshold: none here.
-    pooled.kernels[0].own = xnn::RowClassGovernors(0.0f);
-    pooled.kernels[0].own_group = xnn::RowClassGovernors(0.0f);
-    for (Layers* layers : {&alone, &pooled}) {
-      for (int call = 0; call < 6; ++call) {
-        layers->context.pool_budget = xnn::PoolBudget();
-        std::vector<std::vector<float>> got(3);
-        std::vector<ops::LinearTarget> targets;
-        for (size_t i = 0; i < 3; ++i) {
-          got[i].assign(want[i].size(), -7.0f);
-          targets.push_back(
-              {&g.specs[i].weight, g.specs[i].bias, &layers->kernels[i], got[i].data(), g.ldys[i]});
-        }
-        ops::Linears(x.data(), m, ldx, targets.data(), 3);
-        CHECK(SameBits(got, want));
-        // The first layer alone (RunQd8Loops: its parts on the pool).
-        std::fill(got[0].begin(), got[0].end(), -7.0f);
-        ops::Linear(x.data(), m, ldx, g.specs[0].weight, g.specs[0].bias, &layers->kernels[0],
-                    got[0].data(), g.ldys[0]);
-        CHECK(std::memcmp(got[0].data(), want[0].data(), want[0].size() * sizeof(float)) == 0);
+  for (const PathCase& pc : {PathCase{DType::kI8, 0, LinearPath::kQd8Qc8w, 0},
+                             PathCase{DType::kI4, 0, LinearPath::kQd8Qc4w, 0}}) {
+    if (!xnn::PathTrusted(pc.path)) continue;  // no operator to compare with on this CPU
+    for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{17}}) {
+      INFO(DTypeName(pc.dtype) << ", m " << m);
+      const std::vector<float> x = Input(m, ldx, 1800);
+      Group g = MakeGroup({192, 64, 96}, k, m, ldx, pc, 1, 1801);
+      if (!vec::SignPanelsBeatXnnpack(g.specs[0].weight)) {
+        SUCCEED("this CPU keeps XNNPACK's int8 GEMM");
+        break;
       }
-      if (layers == &pooled) {  // both ways tried, so pooled parts' bits were checked
-        CHECK(layers->kernels[0].group_governors().For(m).pooled_ns() > 0.0f);
-        CHECK(layers->kernels[0].governors().For(m).pooled_ns() > 0.0f);
+      Layers operators;
+      REQUIRE(Make(g.specs, &operators, nullptr).ok());
+      std::vector<std::vector<float>> want;
+      REQUIRE(Run(operators, g, x, m, ldx, false, &want));
+      for (xnn::LinearSpec& spec : g.specs) {
+        spec.copy_weight = true;
+        spec.prefer_loops = true;
+      }
+      Layers alone, pooled;
+      REQUIRE(Make(g.specs, &alone, nullptr).ok());
+      REQUIRE(Make(g.specs, &pooled, pool).ok());
+      for (size_t i = 0; i < 3; ++i) REQUIRE(pooled.kernels[i].panel_weight.data != nullptr);
+      // Calls this small stay on one thread under the governors' threshold: none here.
+      pooled.kernels[0].own = xnn::RowClassGovernors(0.0f);
+      pooled.kernels[0].own_group = xnn::RowClassGovernors(0.0f);
+      for (Layers* layers : {&alone, &pooled}) {
+        for (int call = 0; call < 6; ++call) {
+          layers->context.pool_budget = xnn::PoolBudget();
+          std::vector<std::vector<float>> got(3);
+          std::vector<ops::LinearTarget> targets;
+          for (size_t i = 0; i < 3; ++i) {
+            got[i].assign(want[i].size(), -7.0f);
+            targets.push_back({&g.specs[i].weight, g.specs[i].bias, &layers->kernels[i],
+                               got[i].data(), g.ldys[i]});
+          }
+          ops::Linears(x.data(), m, ldx, targets.data(), 3);
+          CHECK(SameBits(got, want));
+          // The first layer alone (RunQd8Loops: its parts on the pool).
+          std::fill(got[0].begin(), got[0].end(), -7.0f);
+          ops::Linear(x.data(), m, ldx, g.specs[0].weight, g.specs[0].bias, &layers->kernels[0],
+                      got[0].data(), g.ldys[0]);
+          CHECK(std::memcmp(got[0].data(), want[0].data(), want[0].size() * sizeof(float)) == 0);
+        }
+        if (layers == &pooled) {  // both ways tried, so pooled parts' bits were checked
+          CHECK(layers->kernels[0].group_governors().For(m).pooled_ns() > 0.0f);
+          CHECK(layers->kernels[0].governors().For(m).pooled_ns() > 0.0f);
+        }
       }
     }
   }

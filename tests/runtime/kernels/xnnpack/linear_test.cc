@@ -413,93 +413,99 @@ TEST_CASE("a layer without an operator reads a copy of its weight, arena or shar
 // the same entry), and computes XNNPACK's operator's bits at every row count; a weight holding
 // a -128, which the sign trick cannot take, keeps its rows and the other loops, with the same
 // bits. Elsewhere the layer keeps its operator.
-TEST_CASE("int8 layers the sign loops beat XNNPACK on are packed for them, with its bits",
+TEST_CASE("int8 and int4 layers the sign loops beat XNNPACK on are packed for them, with its bits",
           "[xnnpack][linear]") {
-  const int64_t n = 48, k = 64, max_rows = 17;
-  Weight w = MakeWeight(n, k, DType::kI8, 0, 11, false);
-  std::vector<float> bias(static_cast<size_t>(n));
-  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i) - 0.2f;
-  xnn::LinearSpec spec = DenseSpec(w.view(), bias.data(), max_rows);
-  spec.copy_weight = true;
-  OneLinear operator_layer;  // XNNPACK's, as before prefer_loops
-  REQUIRE(Make(spec, &operator_layer).ok());
-  REQUIRE(operator_layer.choice.path == LinearPath::kQd8Qc8w);
-  spec.prefer_loops = true;
-  OneLinear loops;
-  REQUIRE(Make(spec, &loops).ok());
-  if (!vec::SignPanelsBeatXnnpack(w.view())) {
-    CHECK(loops.choice.path == LinearPath::kQd8Qc8w);
-    SUCCEED("this CPU keeps XNNPACK's int8 GEMM");
-    return;
-  }
-  REQUIRE(loops.choice.path == LinearPath::kReference);
-  CHECK(loops.choice.copy_bytes == vec::SignPanelsBytes(w.view()));
-  CHECK(loops.region_used == loops.region_bytes);
-  CHECK(loops.kernel.weight_copy == nullptr);
-  const WeightView& panels = loops.kernel.panel_weight;
-  REQUIRE(panels.data != nullptr);
-  CHECK(panels.layout == WeightLayout::kSignPanels);
-  const auto* packed = static_cast<const uint8_t*>(panels.data);
-  CHECK(packed >= loops.region.data());
-  CHECK(packed + loops.choice.copy_bytes <= loops.region.data() + loops.region_bytes);
-  std::vector<uint8_t> want_bytes(vec::SignPanelsBytes(w.view()));
-  vec::PackSignPanels(w.view(), want_bytes.data());
-  CHECK(std::memcmp(packed, want_bytes.data(), want_bytes.size()) == 0);
-
-  // The same bits as the operator, at every row count up to the planned one.
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  auto same_as_operator = [&](OneLinear& layer, const WeightView& view) {
-    int same = 0;
-    for (int64_t m : {1, 2, 3, 4, 7, 16, 17}) {
-      std::vector<float> x(static_cast<size_t>(m * k));
-      for (float& v : x) v = dist(rng);
-      std::vector<float> got(static_cast<size_t>(m * n), -7.0f), want(got);
-      ops::Linear(x.data(), m, k, view, bias.data(), &layer.kernel, got.data(), n);
-      REQUIRE(xnn::RunLinear(operator_layer.kernel, x.data(), m, k, want.data(), n));
-      INFO("m " << m);
-      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-      ++same;
+  for (const DType dtype : {DType::kI8, DType::kI4}) {
+    INFO(DTypeName(dtype));
+    const LinearPath qd8 = dtype == DType::kI8 ? LinearPath::kQd8Qc8w : LinearPath::kQd8Qc4w;
+    if (!xnn::PathTrusted(qd8)) continue;  // no operator to compare with on this CPU
+    const int64_t n = 48, k = 64, max_rows = 17;
+    Weight w = MakeWeight(n, k, dtype, 0, 11, false);
+    std::vector<float> bias(static_cast<size_t>(n));
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i) - 0.2f;
+    xnn::LinearSpec spec = DenseSpec(w.view(), bias.data(), max_rows);
+    spec.copy_weight = true;
+    OneLinear operator_layer;  // XNNPACK's, as before prefer_loops
+    REQUIRE(Make(spec, &operator_layer).ok());
+    REQUIRE(operator_layer.choice.path == qd8);
+    spec.prefer_loops = true;
+    OneLinear loops;
+    REQUIRE(Make(spec, &loops).ok());
+    if (!vec::SignPanelsBeatXnnpack(w.view())) {
+      CHECK(loops.choice.path == qd8);
+      SUCCEED("this CPU keeps XNNPACK's GEMMs");
+      continue;
     }
-    return same;
-  };
-  CHECK(same_as_operator(loops, w.view()) == 7);
+    REQUIRE(loops.choice.path == LinearPath::kReference);
+    CHECK(loops.choice.copy_bytes == vec::SignPanelsBytes(w.view()));
+    CHECK(loops.region_used == loops.region_bytes);
+    CHECK(loops.kernel.weight_copy == nullptr);
+    const WeightView& panels = loops.kernel.panel_weight;
+    REQUIRE(panels.data != nullptr);
+    CHECK(panels.layout == WeightLayout::kSignPanels);
+    const auto* packed = static_cast<const uint8_t*>(panels.data);
+    CHECK(packed >= loops.region.data());
+    CHECK(packed + loops.choice.copy_bytes <= loops.region.data() + loops.region_bytes);
+    std::vector<uint8_t> want_bytes(vec::SignPanelsBytes(w.view()));
+    vec::PackSignPanels(w.view(), want_bytes.data());
+    CHECK(std::memcmp(packed, want_bytes.data(), want_bytes.size()) == 0);
 
-  // Shared: the packing session's cache packs it, a later one's finds the same entry.
-  std::vector<uint8_t> memory(xnn::SharedRegion::RequiredBytes(1, loops.choice.packed_bytes));
-  xnn::SharedRegion region;
-  REQUIRE(region.Bind(memory.data(), memory.size()).ok());
-  REQUIRE(region.Claim(w.encoded.data.data(), 1));
-  xnn::WeightsCache pack;
-  pack.Start(xnn::WeightsCache::Mode::kPack, &region);
-  xnn::LinearKernel first;
-  REQUIRE(xnn::CreateLinear(spec, loops.choice, &loops.context, nullptr, &first, &pack, 0).ok());
-  region.Finish();
-  REQUIRE(first.panel_weight.data != nullptr);
-  CHECK(std::memcmp(first.panel_weight.data, want_bytes.data(), want_bytes.size()) == 0);
-  xnn::WeightsCache reuse;
-  reuse.Start(xnn::WeightsCache::Mode::kReuse, &region);
-  xnn::LinearKernel again;
-  REQUIRE(xnn::CreateLinear(spec, loops.choice, &loops.context, nullptr, &again, &reuse, 0).ok());
-  CHECK(again.panel_weight.data == first.panel_weight.data);
-  CHECK(again.panel_weight.row_sums == first.panel_weight.row_sums);
+    // The same bits as the operator, at every row count up to the planned one.
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    auto same_as_operator = [&](OneLinear& layer, const WeightView& view) {
+      int same = 0;
+      for (int64_t m : {1, 2, 3, 4, 7, 16, 17}) {
+        std::vector<float> x(static_cast<size_t>(m * k));
+        for (float& v : x) v = dist(rng);
+        std::vector<float> got(static_cast<size_t>(m * n), -7.0f), want(got);
+        ops::Linear(x.data(), m, k, view, bias.data(), &layer.kernel, got.data(), n);
+        REQUIRE(xnn::RunLinear(operator_layer.kernel, x.data(), m, k, want.data(), n));
+        INFO("m " << m);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        ++same;
+      }
+      return same;
+    };
+    CHECK(same_as_operator(loops, w.view()) == 7);
 
-  // A -128 (the converter writes +-127; a file may hold one): the rows, copied, and the same
-  // bits on the other loops.
-  w.encoded.data[static_cast<size_t>(5 * k + 3)] = 0x80;
-  spec.weight = w.view();
-  spec.prefer_loops = false;
-  REQUIRE(Make(spec, &operator_layer).ok());
-  spec.prefer_loops = true;
-  OneLinear rows;
-  REQUIRE(Make(spec, &rows).ok());
-  REQUIRE(rows.choice.path == LinearPath::kReference);
-  CHECK(rows.kernel.panel_weight.data == nullptr);
-  REQUIRE(rows.kernel.weight_copy != nullptr);
-  CHECK(std::memcmp(rows.kernel.weight_copy, w.encoded.data.data(), w.encoded.data.size()) == 0);
-  WeightView copied = w.view();
-  copied.data = rows.kernel.weight_copy;
-  CHECK(same_as_operator(rows, copied) == 7);
+    // Shared: the packing session's cache packs it, a later one's finds the same entry.
+    std::vector<uint8_t> memory(xnn::SharedRegion::RequiredBytes(1, loops.choice.packed_bytes));
+    xnn::SharedRegion region;
+    REQUIRE(region.Bind(memory.data(), memory.size()).ok());
+    REQUIRE(region.Claim(w.encoded.data.data(), 1));
+    xnn::WeightsCache pack;
+    pack.Start(xnn::WeightsCache::Mode::kPack, &region);
+    xnn::LinearKernel first;
+    REQUIRE(xnn::CreateLinear(spec, loops.choice, &loops.context, nullptr, &first, &pack, 0).ok());
+    region.Finish();
+    REQUIRE(first.panel_weight.data != nullptr);
+    CHECK(std::memcmp(first.panel_weight.data, want_bytes.data(), want_bytes.size()) == 0);
+    xnn::WeightsCache reuse;
+    reuse.Start(xnn::WeightsCache::Mode::kReuse, &region);
+    xnn::LinearKernel again;
+    REQUIRE(xnn::CreateLinear(spec, loops.choice, &loops.context, nullptr, &again, &reuse, 0).ok());
+    CHECK(again.panel_weight.data == first.panel_weight.data);
+    CHECK(again.panel_weight.row_sums == first.panel_weight.row_sums);
+
+    if (dtype == DType::kI4) continue;  // every int4 value packs
+    // A -128 (the converter writes +-127; a file may hold one): the rows, copied, and the same
+    // bits on the other loops.
+    w.encoded.data[static_cast<size_t>(5 * k + 3)] = 0x80;
+    spec.weight = w.view();
+    spec.prefer_loops = false;
+    REQUIRE(Make(spec, &operator_layer).ok());
+    spec.prefer_loops = true;
+    OneLinear rows;
+    REQUIRE(Make(spec, &rows).ok());
+    REQUIRE(rows.choice.path == LinearPath::kReference);
+    CHECK(rows.kernel.panel_weight.data == nullptr);
+    REQUIRE(rows.kernel.weight_copy != nullptr);
+    CHECK(std::memcmp(rows.kernel.weight_copy, w.encoded.data.data(), w.encoded.data.size()) == 0);
+    WeightView copied = w.view();
+    copied.data = rows.kernel.weight_copy;
+    CHECK(same_as_operator(rows, copied) == 7);
+  }
 }
 
 TEST_CASE("calls outside what prepare planned are answered by the reference kernel",
