@@ -23,6 +23,13 @@
 // at 4 / 16 / 512 rows; 2048 x 512 1.33x / 1.30x / 1.22x; 512 x 2048 1.70x / 1.74x / 1.61x;
 // 32000 x 512 1.34x / 1.54x / 1.32x). It computes the int32 sums only: XNNPACK's time also
 // holds x's quantization and the float epilogue (a few % at these sizes).
+//
+// Session 35, the same CPU model, did not see that margin again: the harness ran 47-58 G
+// multiply-adds/s at 4 and 16 rows in cache, about XNNPACK's rate in `tern bench --linear`
+// that day. Both take about one vector multiply per 16 multiply-adds (here vpmaddubsw plus
+// vpmaddwd per 32), which seems to be what bounds them on Zen 3. The runtime's version
+// (runtime/kernels/vectorized/linear_sign.cc: 3-row tiles, the weights' row sums packed, a
+// prefetch) runs 0.75-1.0x XNNPACK's time; its model-level gains are in docs/benchmarks.md.
 #include <immintrin.h>
 
 #include <algorithm>

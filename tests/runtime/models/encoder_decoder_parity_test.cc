@@ -324,14 +324,15 @@ TEST_CASE("reduced-precision weights stay close to fp32 on XNNPACK, fallbacks in
        f16 ? "fully_connected_nc_f16" : "fully_connected_nc_f32_f16"},
       {DType::kF16, 3e-3f, 0.03f, PathBit(LinearPath::kF16),
        f16 ? f16_as_f32 : "fully_connected_nc_f32_f16"},
-      // On AVX2-only CPUs sessions run int8 rows of whole steps of 32 columns on tern's loops
-      // (the qd8 path's bits): post_relu's layers, not pre_gelu's.
+      // On AVX2-only CPUs sessions run int8 / int4 per-row layers in panels of 16 rows on tern's
+      // loops (the qd8 path's bits).
       {DType::kI8, 0.3f, 0.4f, 0, "fully_connected_nc_qd8_f32_qc8w",
        testing::LoopsPreferred() ? "int4 layers on vectorized loops (AVX2 vpmaddubsw" : nullptr},
       {DType::kI8, 1e-4f, 0.4f, PathBit(LinearPath::kQd8Qc8w), "-> fully_connected_nc_f32_qc8w"},
       // int4 models keep int8 embeddings (so the tied output projection stays on qd8), and
       // post_relu's 64-wide FFN rows take blockwise int4 (qb4w, still qd8).
-      {DType::kI4, 0.3f, 7.0f, 0, qc4w ? "fully_connected_nc_qd8_f32_qc4w" : "vectorized loops"},
+      {DType::kI4, 0.3f, 7.0f, 0, qc4w ? "fully_connected_nc_qd8_f32_qc4w" : "vectorized loops",
+       testing::LoopsPreferred() ? "int4 layers on vectorized loops (AVX2 vpmaddubsw" : nullptr},
       {DType::kI4, qc4w ? 0.05f : 0.3f, 7.0f, PathBit(LinearPath::kQd8Qc4w),
        qc4w ? "-> fully_connected_nc_f32_qc4w" : "vectorized loops"},
   };
