@@ -10,7 +10,7 @@
 #if TERN_XNNPACK_BUILD
 #include <pthreadpool.h>
 
-#include "runtime/kernels/vectorized/linear_qd8.h"
+#include "runtime/kernels/vectorized/linear_sign.h"
 #include "runtime/kernels/xnnpack/kernel_check.h"
 #endif
 
@@ -69,7 +69,7 @@ Status BackendPlan::MeasureLinear(const WeightView& weight, const float* bias,
   needs.Add(spec, choice.path);
   ++on_path[static_cast<int>(choice.path)];
   const xnn::LinearPath preferred = xnn::PreferredPath(weight);
-  if (choice.path == xnn::LinearPath::kReference && vec::LinearQd8BeatsXnnpack(weight)) {
+  if (choice.path == xnn::LinearPath::kReference && vec::SignPanelsBeatXnnpack(weight)) {
     ++faster_loops;
   } else if (preferred != choice.path || preferred == xnn::LinearPath::kReference) {
     ++fallbacks[static_cast<int>(preferred)][static_cast<int>(choice.path)];

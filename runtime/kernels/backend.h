@@ -86,7 +86,7 @@ struct BackendPlan {
   // weights XNNPACK has no operator for at all (kReference is path 0).
   int32_t fallbacks[xnn::kLinearPathCount][xnn::kLinearPathCount] = {};
   // Layers on tern's loops because they beat XNNPACK's GEMM on this CPU
-  // (vec::LinearQd8BeatsXnnpack), not counted in fallbacks.
+  // (vec::SignPanelsBeatXnnpack), not counted in fallbacks.
   int32_t faster_loops = 0;
   xnn::AttentionShape attention_shape;
   xnn::AttentionNeeds attention;

@@ -83,7 +83,7 @@ inline void Linear(const float* x, int64_t m, int64_t ldx, const WeightView& w, 
   if (kernel != nullptr) {
     if (kernel->op == nullptr) {  // no XNNPACK operator for this weight: the vectorizable
       // loops, integer ones for int8 / int4 (as XNNPACK's qd8 paths: linear_qd8.h)
-      if (kernel->panel_weight.data != nullptr) {  // int8 packed for AVX2's sign loops
+      if (kernel->panel_weight.data != nullptr) {  // packed for AVX2's loops (linear_sign.h)
         xnn::RunQd8Loops(*kernel, x, m, ldx, kernel->panel_weight, bias, y, ldy);
       } else if (vec::LinearQd8Takes(w)) {
         xnn::RunQd8Loops(*kernel, x, m, ldx, w, bias, y, ldy);

@@ -271,8 +271,6 @@ bool LinearQd8Runs(Qd8Isa isa, const WeightView& w) {
 #endif
 }
 
-bool LinearQd8BeatsXnnpack(const WeightView& w) { return SignPanelsBeatXnnpack(w); }
-
 Qd8Isa LinearQd8Best(const WeightView& w) {
   for (Qd8Isa isa : {Qd8Isa::kAmx, Qd8Isa::kAvx512Vnni, Qd8Isa::kAvx512, Qd8Isa::kAvx2}) {
     if (LinearQd8Runs(isa, w)) return isa;

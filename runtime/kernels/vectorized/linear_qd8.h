@@ -44,11 +44,8 @@ void LinearQd8(const float* x, int64_t m, int64_t ldx, const WeightView& w, cons
 enum class Qd8Isa { kPortable, kAvx2, kAvx512, kAvx512Vnni, kAmx };
 // Whether this CPU has `isa` and its loops take w.
 bool LinearQd8Runs(Qd8Isa isa, const WeightView& w);
-// Whether these loops compute w faster than XNNPACK's GEMM on this CPU, so that sessions run
-// them instead of its operator, on a packed copy (linear_sign.h: int8 and int4 with one scale
-// per row on CPUs with AVX2 and neither AVX-512 nor AVX-VNNI). The qd8 path's bits either way.
-// LinearQd8 takes such a packed view (WeightLayout::kSignPanels) on any isa.
-bool LinearQd8BeatsXnnpack(const WeightView& w);
+// LinearQd8 also takes the packed view of linear_sign.h (WeightLayout::kSignPanels), on any
+// isa: the layers sessions run on those loops instead of XNNPACK's operator.
 Qd8Isa LinearQd8Best(const WeightView& w);
 // "portable", "AVX2", "AVX-512", "AVX-512 VNNI", "AMX (below 8 rows AVX-512 VNNI; from 32 with
 // scratch on rows quantized once)".

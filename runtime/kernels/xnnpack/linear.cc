@@ -379,7 +379,7 @@ Status LinearPlanner::Choose(const LinearSpec& spec, LinearChoice* out) {
   if (spec.prefer_loops && g_prefer_loops.load() && length > 0 &&
       (chain[0] == LinearPath::kQd8Qc8w || chain[0] == LinearPath::kQd8Qc4w) &&
       (g_unsupported_for_testing.load() & PathBit(chain[0])) == 0 &&
-      vec::LinearQd8BeatsXnnpack(w)) {
+      vec::SignPanelsBeatXnnpack(w)) {
     length = 0;
   }
   for (int i = 0; i < length; ++i) {

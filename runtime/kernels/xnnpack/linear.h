@@ -119,8 +119,8 @@ struct LinearSpec {
   // own weights do not.
   bool copy_weight = false;
   // Run the layer on tern's loops instead of XNNPACK where they are faster on this CPU
-  // (vec::LinearQd8BeatsXnnpack: int8 per row on AVX2-only CPUs), with the same bits. Sessions
-  // set it; kernel tests of XNNPACK's paths do not.
+  // (vec::SignPanelsBeatXnnpack: int8 / int4 per row on AVX2-only CPUs), with the same bits.
+  // Sessions set it; kernel tests of XNNPACK's paths do not.
   bool prefer_loops = false;
 };
 

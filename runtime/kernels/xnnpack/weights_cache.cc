@@ -1,7 +1,5 @@
 #include "runtime/kernels/xnnpack/weights_cache.h"
 
-#include <cstring>
-
 namespace tern::xnn {
 
 namespace {
@@ -86,11 +84,7 @@ const void* WeightsCache::Copy(int32_t index, const void* data, size_t bytes, ui
   if (mode_ == Mode::kPack) {
     void* at = region_->Reserve(bytes);
     if (at == nullptr || region_->layers() != index) return nullptr;
-    if (fill != nullptr) {
-      fill(at, data);
-    } else {
-      std::memcpy(at, data, bytes);
-    }
+    fill(at, data);
     return region_->Insert(seed, at, bytes) == SIZE_MAX ? nullptr : at;
   }
   if (mode_ == Mode::kReuse) {

@@ -94,13 +94,12 @@ class WeightsCache {
   xnn_weights_cache_t provider() { return mode_ == Mode::kOff ? nullptr : &provider_; }
   // The next operator created is packed layer `index` (creation order).
   void Expect(int32_t index) { index_ = index; }
-  // A layer tern's own loops run, copied as its packed entry `index` (kPack: `bytes` bytes of
-  // `data` copied in, or written by fill(at, data) where given, e.g. repacked for the loops;
-  // kReuse: the entry found, when its seed matches): its address in the region, or null (it does
-  // not fit, or the region's entry is another layer's: mismatch() then).
+  // A layer tern's own loops run, copied as its packed entry `index` (kPack: `bytes` bytes
+  // written by fill(at, data): the rows as they are, or repacked for the loops; kReuse: the
+  // entry found, when its seed matches): its address in the region, or null (it does not fit,
+  // or the region's entry is another layer's: mismatch() then).
   using Fill = void (*)(void* at, const void* data);
-  const void* Copy(int32_t index, const void* data, size_t bytes, uint32_t seed,
-                   Fill fill = nullptr);
+  const void* Copy(int32_t index, const void* data, size_t bytes, uint32_t seed, Fill fill);
   // kMeasure: the bytes of the last refused request. kReuse: whether a layer's seed differed.
   size_t measured_bytes() const { return measured_; }
   bool mismatch() const { return mismatch_; }

@@ -14,7 +14,7 @@
 #include "tests/support/tiny_model.h"
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
-#include "runtime/kernels/vectorized/linear_qd8.h"
+#include "runtime/kernels/vectorized/linear_sign.h"
 #include "runtime/kernels/xnnpack/linear.h"
 #endif
 
@@ -22,7 +22,7 @@ namespace tern::testing {
 
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
 // Whether sessions run int8 / int4 per-row layers (in panels of 16 rows, as WideConfig's) on
-// tern's AVX2 loops instead of XNNPACK on this CPU (vec::LinearQd8BeatsXnnpack).
+// tern's AVX2 loops instead of XNNPACK on this CPU (vec::SignPanelsBeatXnnpack).
 inline bool LoopsPreferred() {
   static const int8_t bytes[16 * 64] = {};
   static const float scales[16] = {};
@@ -32,7 +32,7 @@ inline bool LoopsPreferred() {
   w.rows = 16;
   w.cols = 64;
   w.scales = scales;
-  return vec::LinearQd8BeatsXnnpack(w);
+  return vec::SignPanelsBeatXnnpack(w);
 }
 
 // For a test about XNNPACK's operators in sessions (cut per thread, shared packed copies): its

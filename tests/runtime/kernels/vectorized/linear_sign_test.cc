@@ -59,7 +59,6 @@ TEST_CASE("vec::SignPanelsBeatXnnpack: int8 / int4 per row in panels of 16 rows,
   std::mt19937 rng(3);
   const Weights ok = ConverterWeights(32, 64, &rng);
   CHECK(vec::SignPanelsBeatXnnpack(ok.view) == Avx2Only());
-  CHECK(vec::LinearQd8BeatsXnnpack(ok.view) == Avx2Only());
   CHECK_FALSE(vec::SignPanelsBeatXnnpack(ConverterWeights(24, 64, &rng).view));  // rows % 16
   CHECK_FALSE(vec::SignPanelsBeatXnnpack(ConverterWeights(16, 66, &rng).view));  // cols % 4
   CHECK_FALSE(vec::SignPanelsBeatXnnpack(ConverterWeights(16, vec::kSignMaxCols + 4, &rng).view));
