@@ -43,13 +43,8 @@ Status DecoderOnly::CheckLimits(const Model& model, const Limits& limits) {
         "limits.beam_size = %d: decoder-only generation has no beam search (use 1)",
         limits.beam_size);
   }
-  if (limits.kv_cache == CacheType::kFloat16) {
-    // A prompt's prefill attends over its cache many queries at a time (the batched path),
-    // which reads float K/V.
-    return Status::Error(StatusCode::kNotSupported,
-                         "limits.kv_cache = float16; a Generator's caches are float32 only "
-                         "(fp16 caches are for translation models)");
-  }
+  // fp16 caches (limits.kv_cache) need no check here: they are refused only with relative
+  // positions, which decoder-only models do not take (their config check says so first).
   if (limits.max_batch_tokens != 0) {
     return Status::Error(StatusCode::kInvalidArgument,
                          "limits.max_batch_tokens = %d; a Generator plans its prompts by "
@@ -100,7 +95,11 @@ Status DecoderOnly::PlanAll(const Model& model, const Limits& limits,
   ArenaPlan& p = plan->arena;
   p.Add("layers", layers, kPrepare, kRun, &layers_.decoder_only);
   p.Add("positions", positions, kPrepare, kRun, &position_tables_, positions > 0);
-  p.Add("self_kv", CheckedMul(CheckedMul(layers, 2, b), cache_rows, d_kv), kRun, kRun, &kv_);
+  // fp16 caches (Limits::kv_cache): half the bytes, the rows every step streams through.
+  const bool half = limits.kv_cache == CacheType::kFloat16;
+  const size_t self_kv = CheckedMul(CheckedMul(layers, 2, b), cache_rows, d_kv);
+  p.Add("self_kv", self_kv, kRun, kRun, &kv_, !half);
+  p.Add("self_kv", self_kv, kRun, kRun, &kv16_, half);
   p.Add("x", CheckedMul(rows, d), kRun, kRun, &x_);
   // q and attn hold the heads (d_q = heads * d_head) and also d_model-wide rows (the attention
   // output, the normed input): the wider of the two.
@@ -141,6 +140,10 @@ void DecoderOnly::Start() {
 }
 
 KeyValues DecoderOnly::Cache(int layer) const {
+  if (kv16_ != nullptr) {
+    return KeyValues::OfLayer(kv16_, layer, limits_.max_batch, CacheRows(config_, limits_),
+                              config_.d_kv());
+  }
   return KeyValues::OfLayer(kv_, layer, limits_.max_batch, CacheRows(config_, limits_),
                             config_.d_kv());
 }

@@ -13,6 +13,8 @@
 //   max_source_length  longest prompt one Prefill takes (prefill rows; capped by
 //                      max_target_length)
 //   beam_size          must be 1
+//   kv_cache           float32, or float16 (half the cache bytes; keys and values rounded to
+//                      fp16 as they enter)
 //
 // Like EncoderDecoder this class owns no memory: Prepare (transformer.h) carves the weight
 // records, position tables, K/V cache, activations and logits from the caller's arena, with the
@@ -80,8 +82,9 @@ class DecoderOnly final : public TransformerModel {
 
   float* position_tables_ = nullptr;  // sinusoidal or rotary (models/positions.h), or null
   PositionTables positions_;
-  float* kv_ = nullptr;  // per layer: K then V, [max_batch, capacity, d_kv]
-  float* x_ = nullptr;   // [rows, d]
+  float* kv_ = nullptr;   // per layer: K then V, [max_batch, capacity, d_kv]
+  Half* kv16_ = nullptr;  // the same with Limits::kv_cache = kFloat16 (kv_ then null)
+  float* x_ = nullptr;    // [rows, d]
   LayerScratch scratch_{};
   int32_t* position_ids_ = nullptr;  // [rows]
   int32_t* step_ids_ = nullptr;      // [max_batch]: DecodeStep's tokens, finished rows as 0

@@ -24,6 +24,13 @@ void FeedForwardBlock(const ModelConfig& c, const LayerWeights& w, float* x, int
   AddResidual(c, s.kernels, w.ffn_norm, x, s.q, rows);
 }
 
+// y = x rounded to fp16, and x replaced by those values widened back (exactly): the K/V rows
+// a prompt writes into an fp16 cache and attends over.
+void RoundIntoHalf(const ops::Kernels& kernels, float* x, int64_t n, Half* y) {
+  ops::ToHalf(kernels, x, n, y);
+  for (int64_t i = 0; i < n; ++i) x[i] = ToFloat(y[i]);
+}
+
 }  // namespace
 
 void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const SequenceShape& shape,
@@ -32,22 +39,32 @@ void LayerForward(const ModelConfig& c, const LayerWeights& w, float* x, const S
   const int64_t d = c.d_model, dq = c.d_q(), d_kv = c.d_kv(), rows = shape.sequences * shape.seq;
   // Q = X W^Q, K = X W^K, V = X W^V over all rows at once; K/V go to their final place.
   const float* in = SubLayerInput(c, s.kernels, w.self_attn_norm, x, rows, s.attn);
-  const int64_t kv_row = (shape.first * kv.capacity + shape.start) * d_kv;
-  Linears(in, rows, d,
-          {{&w.self_attn.q, s.q, dq},
-           {&w.self_attn.k, kv.k + kv_row, d_kv},
-           {&w.self_attn.v, kv.v + kv_row, d_kv}});
+  // An fp16 cache (prompts from position 0) takes the rows through s.k / s.v:
+  // rounded into the cache, and the prompt attends over the rounded values, as its later steps
+  // will (so prefilling a prompt and stepping through it give the same keys).
+  const bool half = kv.half();
+  float* const k_rows = half ? s.k : kv.k + (shape.first * kv.capacity + shape.start) * d_kv;
+  float* const v_rows = half ? s.v : kv.v + (shape.first * kv.capacity + shape.start) * d_kv;
+  Linears(
+      in, rows, d,
+      {{&w.self_attn.q, s.q, dq}, {&w.self_attn.k, k_rows, d_kv}, {&w.self_attn.v, v_rows, d_kv}});
   ref::RelativePositions terms;
   const ref::RelativePositions* rel = RelativeTerms(s.positions, w.self_attn, shape.start, &terms);
   for (int64_t b = 0; b < shape.sequences; ++b) {
     const int64_t len = shape.lengths[b];
     float* q = s.q + b * shape.seq * dq;
-    float* k = kv.k + (shape.first + b) * kv.capacity * d_kv;
-    const float* v = kv.v + (shape.first + b) * kv.capacity * d_kv;
+    // Keys 0..start+len-1 of this sequence (with an fp16 cache its rows in scratch, start 0).
+    float* k = half ? s.k + b * shape.seq * d_kv : kv.k + (shape.first + b) * kv.capacity * d_kv;
+    float* v = half ? s.v + b * shape.seq * d_kv : kv.v + (shape.first + b) * kv.capacity * d_kv;
     if (s.positions.rotary != nullptr) {  // RoPE: row i of each sequence at position start + i
       ops::ApplyRotary(*s.positions.rotary, q, len, dq, c.heads, c.d_head(), shape.start, 1);
       ops::ApplyRotary(*s.positions.rotary, k + shape.start * d_kv, len, d_kv, c.kv_head_count(),
                        c.d_head(), shape.start, 1);
+    }
+    if (half) {
+      const int64_t at = (shape.first + b) * kv.capacity * d_kv;
+      RoundIntoHalf(s.kernels, k, len * d_kv, kv.hk + at);
+      RoundIntoHalf(s.kernels, v, len * d_kv, kv.hv + at);
     }
     // Keys 0..start+len-1; with the causal mask query i (position start+i) sees 0..start+i.
     ref::AttentionMask mask;

@@ -41,8 +41,9 @@ struct LayerScratch {
 // self-attention cache with fewer rows than positions (a sliding window) is a ring: position t
 // in row t mod capacity, so it holds exactly the last `capacity` positions, which a step attends
 // to all (their order does not matter to softmax, and rotary keys carry their own positions).
-// An fp16 cache (Limits::kv_cache = kFloat16: a decoder's caches only, read by LayerStep) has
-// its rows in hk / hv instead, laid out the same, and k / v null.
+// An fp16 cache (Limits::kv_cache = kFloat16: a decoder's caches, read by LayerStep, and a
+// language model's, which a prompt's LayerForward fills) has its rows in hk / hv instead, laid
+// out the same, and k / v null.
 struct KeyValues {
   float* k = nullptr;
   float* v = nullptr;
@@ -88,7 +89,8 @@ struct SequenceShape {
 
 // x: [sequences, seq, d_model], updated in place. Writes the rows' K/V to kv at row `start` of
 // each sequence; with more than one sequence, kv must be laid out like x (capacity == seq,
-// start == 0). Padded rows stay finite and are never read by real rows.
+// start == 0). Padded rows stay finite and are never read by real rows. An fp16 kv takes one
+// sequence from start 0 (a prompt), its K/V computed in s.k / s.v ([seq, d_kv]) first.
 void LayerForward(const ModelConfig& config, const LayerWeights& w, float* x,
                   const SequenceShape& shape, const KeyValues& kv, const LayerScratch& s);
 

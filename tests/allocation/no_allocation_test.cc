@@ -387,22 +387,27 @@ TEST_CASE("translate allocates nothing after prepare: relative, rotary and learn
 // Decoder-only generation (tern::Generator): prefill of prompts of different lengths, greedy and
 // sampled (top-k + top-p) steps, a batch then a single prompt (XNNPACK operators reshaped), and
 // an error path, on every backend and weight dtype, GPT-2 style and LLaMA-style (rotary, RMSNorm,
-// SwiGLU), with every allocation counted.
+// SwiGLU), with float and fp16 K/V caches, with every allocation counted.
 TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
   struct LmVariant {
     const char* name;
     Backend backend;
     DType dtype;
     int32_t threads;
+    CacheType kv_cache = CacheType::kFloat32;
   };
-  std::vector<LmVariant> variants = {{"reference f32", Backend::kReference, DType::kF32, 1},
-                                     {"reference i8", Backend::kReference, DType::kI8, 1}};
+  std::vector<LmVariant> variants = {
+      {"reference f32", Backend::kReference, DType::kF32, 1},
+      {"reference i8", Backend::kReference, DType::kI8, 1},
+      {"reference f32, fp16 K/V cache", Backend::kReference, DType::kF32, 1, CacheType::kFloat16}};
 #if defined(TERN_WITH_XNNPACK) && TERN_WITH_XNNPACK
   variants.push_back({"xnnpack f32", Backend::kXnnpack, DType::kF32, 1});
   variants.push_back({"xnnpack f16", Backend::kXnnpack, DType::kF16, 1});
   variants.push_back({"xnnpack i8", Backend::kXnnpack, DType::kI8, 1});
   variants.push_back({"xnnpack i4", Backend::kXnnpack, DType::kI4, 1});
   variants.push_back({"xnnpack i8, 2 threads", Backend::kXnnpack, DType::kI8, 2});
+  variants.push_back(
+      {"xnnpack i4, fp16 K/V cache", Backend::kXnnpack, DType::kI4, 1, CacheType::kFloat16});
 #endif
   for (const LmVariant& v : variants)
     for (int style : {0, 1, 2}) {
@@ -435,6 +440,7 @@ TEST_CASE("generate allocates nothing after prepare", "[allocation]") {
       const testing::AlignedBytes bytes = testing::RandomModelBytes(config, 23, v.dtype);
       Limits limits = LimitsFor(v.backend, 20);
       limits.threads = v.threads;
+      limits.kv_cache = v.kv_cache;
       Prepared<Generator> p;
       Prepare(&p, bytes, limits);
       Generator& generator = p.runner;

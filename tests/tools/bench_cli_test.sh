@@ -136,7 +136,17 @@ check "prompt 0 of an LM batch is the batch-1 run" \
 check "an LM's decode tokens/s counts every prompt" \
   test "$(field "$lm_three" 'abs(j["decode_tokens_per_s"] - 3 * 1000 / j["decode_ms_per_token"]) < 1e-6 * j["decode_tokens_per_s"]')" == True
 err=$(tern bench -m "$work/lm.tern" --beam 2 2>&1 >/dev/null)
-check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length, --no-shortlist and --kv-cache fp16 are for translation models' <<<"$err"
+check "--beam on an LM fails naming it" grep -q -- '--beam, --source-length and --no-shortlist are for translation models' <<<"$err"
+# fp16 K/V caches in a language model: a smaller arena, reported; tern generate takes the flag.
+lm_half=$(tern bench "${lm[@]}" --kv-cache fp16)
+check "an LM's --kv-cache fp16 is reported, in a smaller arena" \
+  test "$(field "$lm_half" 'j["kv_cache"], j["arena_bytes"] < '"$(field "$lm_one" 'j["arena_bytes"]')")" == "('fp16', True)"
+check "an LM's --kv-cache fp32 is the default" test "$(field "$lm_one" 'j["kv_cache"]')" == fp32
+half_ids=$(tern generate -m "$work/lm.tern" --ids "$prompt_ids" --max-new-tokens 9 --ignore-eos --kv-cache fp16)
+check "tern generate --kv-cache fp16 generates" test "$(wc -w <<<"$half_ids")" -eq 9
+err=$(tern generate -m "$work/lm.tern" --ids "$prompt_ids" --kv-cache fp8 2>&1 >/dev/null; echo "rc=$?")
+check "tern generate --kv-cache fp8 is a usage error naming the flag and value" \
+  grep -q -- 'option --kv-cache must be fp32 or fp16, got "fp8".*rc=2' <<<"$(tr '\n' ' ' <<<"$err")"
 err=$(tern bench -m "$work/lm.tern" --prompt-length 30 --tokens 16 2>&1 >/dev/null)
 check "an LM's prompt + tokens beyond max_positions fails naming it" \
   grep -q -- "--prompt-length + --tokens must be <= the model's max_positions (32)" <<<"$err"

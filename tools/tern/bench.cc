@@ -62,7 +62,7 @@ const char kHelp[] =
     "  -m, --model PATH      the .tern model\n"
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend NAME        auto (default), xnnpack or reference\n"
-    "  --kv-cache fp32|fp16  element type of a translation model's K/V caches (default fp32)\n"
+    "  --kv-cache fp32|fp16  element type of the K/V caches (default fp32)\n"
     "  --source-length N     source tokens incl. EOS for the translation (default 32)\n"
     "  --tokens N            generated tokens per translation (default 32; language models:\n"
     "                        per prompt, default 128)\n"
@@ -246,9 +246,8 @@ int Bench(int argc, char** argv) {
   LoadedModel loaded = LoadModel(path, args.has("no-mmap"));
   const ModelConfig& config = loaded.model.config();
   if (config.architecture == Architecture::kDecoderOnly) {
-    if (beam != 1 || args.has("source-length") || args.has("no-shortlist") || kv_cache != "fp32") {
-      throw UsageError(
-          "--beam, --source-length, --no-shortlist and --kv-cache fp16 are for translation models");
+    if (beam != 1 || args.has("source-length") || args.has("no-shortlist")) {
+      throw UsageError("--beam, --source-length and --no-shortlist are for translation models");
     }
     LmBenchSettings lm;
     lm.path = path;
@@ -258,6 +257,7 @@ int Bench(int argc, char** argv) {
     lm.batch = batch;
     lm.repeat = repeat;
     lm.warmup = warmup;
+    lm.kv_cache = kv_cache == "fp16" ? CacheType::kFloat16 : CacheType::kFloat32;
     lm.backend = backend;
     lm.json = args.has("json");
     return BenchLanguageModel(lm, loaded, t_load);

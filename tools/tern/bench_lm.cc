@@ -56,6 +56,7 @@ int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
   limits.max_target_length = prompt + tokens;
   limits.backend = s.backend;
   limits.threads = s.threads;
+  limits.kv_cache = s.kv_cache;
   auto need = Generator::RequiredArenaBytes(loaded.model, limits);
   Check(need.status(), "arena size");
   CheckArenaFits(need.value());
@@ -125,6 +126,7 @@ int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
   j["warmup"] = s.warmup;
   j["load_prepare_ms"] = load_prepare_ms;
   j["arena_bytes"] = arena.size();
+  j["kv_cache"] = s.kv_cache == CacheType::kFloat16 ? "fp16" : "fp32";
   j["arena_huge_pages_advised"] = arena.huge_pages_advised();  // posix::ArenaMemory
   j["prefill_ms"] = pre;
   j["prefill_tokens_per_s"] = pre > 0.0 ? batch * prompt * 1000.0 / pre : 0.0;
@@ -151,8 +153,9 @@ int BenchLanguageModel(const LmBenchSettings& s, LoadedModel& loaded,
   std::printf("threads          %d; medians of %d runs after %d warm-up\n", s.threads, s.repeat,
               s.warmup);
   std::printf("load + prepare   %.1f ms\n", load_prepare_ms);
-  std::printf("arena            %.1f MiB (batch %d, %d positions; %s)\n",
+  std::printf("arena            %.1f MiB (batch %d, %d positions, %s K/V cache; %s)\n",
               static_cast<double>(arena.size()) / mib, batch, limits.max_target_length,
+              s.kv_cache == CacheType::kFloat16 ? "fp16" : "fp32",
               arena.huge_pages_advised() ? "huge pages advised" : "ordinary pages");
   std::printf("prefill          %.2f ms for %d x %d tokens: %.1f tokens/s\n", pre, batch, prompt,
               j["prefill_tokens_per_s"].get<double>());

@@ -14,6 +14,7 @@ struct LmBenchSettings {
   int32_t threads = 1, prompt_length = 128, tokens = 128, batch = 1;
   int repeat = 5, warmup = 1;
   Backend backend = Backend::kAuto;
+  CacheType kv_cache = CacheType::kFloat32;
   bool json = false;
 };
 

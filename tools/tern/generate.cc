@@ -59,6 +59,9 @@ const char kHelp[] =
     "                        greedy), before top-k / top-p; finish: eos, length or stop\n"
     "  --threads N           intra-op threads (default 1)\n"
     "  --backend B           auto (default: XNNPACK when built with it), xnnpack or reference\n"
+    "  --kv-cache fp32|fp16  element type of the K/V cache (default fp32). fp16 halves its bytes\n"
+    "                        (the arena's share that grows with --max-length) and what each new\n"
+    "                        token reads of it; keys and values are rounded to fp16 as they enter\n"
     "  --no-mmap             read MODEL into memory instead of mapping it (a mapped file must not\n"
     "                        change while it runs: docs/security.md)\n"
     "\n"
@@ -141,7 +144,7 @@ bool PrintPiece(void*, const TextPiece& piece) {
 int Generate(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "ids", "prompt", "stop", "max-new-tokens", "max-length", "temperature",
-             "top-k", "top-p", "seed", "threads", "backend"},
+             "top-k", "top-p", "seed", "threads", "backend", "kv-cache"},
             {"ignore-eos", "json", "no-mmap", "print-special", "no-special-tokens", "help"},
             {{"-m", "--model"}});
   if (args.has("help")) {

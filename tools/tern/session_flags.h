@@ -1,9 +1,10 @@
 // The session-size flags shared by translate, generate, inspect and bench: --batch, --beam,
 // --max-source, --max-length, --threads and --backend have the same names, defaults and bounds
 // in every command, and each is checked here, up front, with a message naming the flag (a usage
-// error, exit 2) before anything is sized from it. --batch-tokens, --target-tokens and
-// --kv-cache are for translation models: translate and inspect take them here, bench --kv-cache
-// has the same values and message, generate takes none of them.
+// error, exit 2) before anything is sized from it. --batch-tokens and --target-tokens are for
+// translation models: translate and inspect take them here, generate does not. --kv-cache is
+// for both kinds: translate, inspect and generate take it here, bench --kv-cache has the same
+// values and message.
 #pragma once
 
 #include <cstddef>

@@ -14,7 +14,7 @@ enum class Backend : uint8_t {
   kXnnpack = 2,    // XNNPACK operators; kNotSupported from a build without XNNPACK
 };
 
-// The element type of a translation model's K/V caches (Limits::kv_cache).
+// The element type of a session's K/V caches (Limits::kv_cache).
 enum class CacheType : int32_t {  // int32_t: the C API's int converts without wrapping
   kFloat32 = 0,  // as computed: a translation gives exactly PyTorch's fp32 ids (default)
   kFloat16 = 1,  // half the cache bytes; keys and values rounded to fp16 on their way in
@@ -52,8 +52,9 @@ struct Limits {
   // budget fails with kOutOfRange before decoding. A Generator takes 0 only.
   int32_t max_target_tokens = 0;
   // Element type of the decoder's K/V caches: its self-attention caches and the encoder's
-  // cross-attention K/V (translation sessions; a Generator and models with relative positions
-  // take kFloat32 only). kFloat16 halves the arena bytes those take (at batch 16 with 256-token
+  // cross-attention K/V (a translation session), or a language model's caches (a Generator;
+  // its prompts attend over their K/V rounded the same way). Models with relative positions
+  // take kFloat32 only. kFloat16 halves the arena bytes those take (at batch 16 with 256-token
   // limits, most of a session's arena) and the bytes a decoder step reads from them; attention
   // still computes in float, each cached value widened exactly, so only the rounding of K and V
   // to fp16 (relative error <= 2^-11; values beyond +-65504 saturate there) changes the results.

@@ -85,8 +85,8 @@ typedef struct tern_limits {
   int32_t max_batch_tokens;  /* source tokens in flight: sentences x longest source of a call
                                 (default 0: max_batch x max_source_length); the encoder and
                                 cross-attention caches are planned for it (tern::Limits) */
-  tern_cache_type kv_cache;  /* element type of a translation session's K/V caches (default
-                                TERN_CACHE_FLOAT32; generators take that only) */
+  tern_cache_type kv_cache;  /* element type of a session's or generator's K/V caches
+                                (default TERN_CACHE_FLOAT32; not with relative positions) */
   int32_t max_target_tokens; /* target positions in flight per hypothesis: sentences x the
                                 decoder steps a call may take (default 0: max_batch x
                                 max_target_length); the self-attention caches are planned for

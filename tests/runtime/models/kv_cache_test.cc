@@ -13,6 +13,7 @@
 #include "runtime/api/session_internal.h"
 #include "runtime/memory/planner.h"
 #include "tests/runtime/models/backend_models.h"
+#include "tests/support/generator_fixture.h"
 #include "tests/support/tiny_model.h"
 
 namespace tern {
@@ -298,26 +299,6 @@ TEST_CASE("fp16 caches halve the caches' arena bytes", "[kv_cache][arena]") {
 }
 
 TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]") {
-  SECTION("a decoder-only model") {
-    ModelConfig c = testing::WideConfig();
-    c.architecture = Architecture::kDecoderOnly;
-    c.encoder_layers = 0;
-    c.src_vocab_size = 0;
-    c.shared_embeddings = false;
-    c.norm_placement = NormPlacement::kPre;
-    const testing::AlignedBytes bytes = testing::RandomModelBytes(c, 2);
-    auto model = Model::Load(bytes.data(), bytes.size());
-    REQUIRE(model.ok());
-    Limits limits;
-    limits.backend = Backend::kReference;
-    limits.kv_cache = CacheType::kFloat16;
-    const auto need = Generator::RequiredArenaBytes(model.value(), limits);
-    REQUIRE_FALSE(need.ok());
-    CHECK(need.status().code() == StatusCode::kNotSupported);
-    CHECK(std::string(need.status().message()) ==
-          "limits.kv_cache = float16; a Generator's caches are float32 only (fp16 caches are "
-          "for translation models)");
-  }
   SECTION("relative positions") {
     ModelConfig c = testing::TinyConfig();
     c.position = PositionKind::kRelative;
@@ -344,6 +325,130 @@ TEST_CASE("fp16 caches are refused where they are not implemented", "[kv_cache]"
     CHECK(need.status().code() == StatusCode::kInvalidArgument);
     CHECK(std::string(need.status().message()) ==
           "limits.kv_cache = 7; 0 (float32) or 1 (float16) allowed");
+  }
+}
+
+// Language models (Generator) with fp16 caches: a prompt's K/V rounded into the cache as it is
+// prefilled, each step's through scratch (sliding windows: into the ring).
+ModelConfig LanguageModel(bool llama, int32_t window = 0) {
+  ModelConfig c = testing::TinyDecoderOnlyConfig(40);
+  c.d_model = 32;
+  c.heads = 4;
+  c.d_ff = 64;
+  c.max_positions = 48;
+  if (llama) {  // rotary, RMSNorm, SwiGLU, untied, 2 K/V heads for 4 query heads
+    c.position = PositionKind::kRotary;
+    c.rotary_base = 100.0f;
+    c.norm_kind = ref::NormKind::kRMSNorm;
+    c.layer_norm_eps = 1e-6f;
+    c.activation = ref::Activation::kSwiGLU;
+    c.tied_output = false;
+    c.kv_heads = 2;
+    c.sliding_window = window;
+  }
+  return c;
+}
+
+struct LanguageModelVariant {
+  const char* name;
+  ModelConfig config;
+  DType dtype;
+};
+
+std::vector<LanguageModelVariant> LanguageModelVariants() {
+  return {
+      {"GPT-style (learned positions, LayerNorm, GELU), f32", LanguageModel(false), DType::kF32},
+      {"LLaMA-style with grouped-query attention, int8", LanguageModel(true), DType::kI8},
+      {"sliding window 3 (shorter than the prompt)", LanguageModel(true, 3), DType::kF32}};
+}
+
+Limits GeneratorLimits(Backend backend, CacheType cache) {
+  Limits limits;
+  limits.backend = backend;
+  limits.max_batch = 2;
+  limits.max_target_length = 24;
+  limits.max_source_length = 12;
+  limits.kv_cache = cache;
+  return limits;
+}
+
+const int32_t kPromptIds[2 * 7] = {3, 17, 5, 22, 9, 30, 1,  //
+                                   8, 12, 4, 0,  0, 0,  0};
+const int32_t kPromptLengths[2] = {7, 3};
+
+TEST_CASE("fp16 caches in a language model: prefill and steps within rounding of float caches",
+          "[kv_cache][decoder_only]") {
+  for (Backend backend : testing::Backends()) {
+    for (const LanguageModelVariant& v : LanguageModelVariants()) {
+      INFO("backend " << static_cast<int>(backend) << ": " << v.name);
+      testing::PreparedGenerator f32, f16;
+      const size_t need32 =
+          testing::PrepareGenerator(&f32, testing::RandomModelBytes(v.config, 7, v.dtype),
+                                    GeneratorLimits(backend, CacheType::kFloat32));
+      const size_t need16 =
+          testing::PrepareGenerator(&f16, testing::RandomModelBytes(v.config, 7, v.dtype),
+                                    GeneratorLimits(backend, CacheType::kFloat16));
+      // K and V of 2 layers x 2 sequences x 24 positions (a window: 3) x d_kv, in halves.
+      const int64_t d_kv = v.config.d_kv();
+      const int64_t rows = v.config.sliding_window > 0 ? v.config.sliding_window : 24;
+      CHECK(need32 - need16 >= static_cast<size_t>(2 * 2 * 2 * rows * d_kv * 2) - 64);
+      CHECK(need32 - need16 <= static_cast<size_t>(2 * 2 * 2 * rows * d_kv * 2) + 64);
+      DecoderOnly* both[2] = {&tern::internal::decoder_only(f32.generator),
+                              &tern::internal::decoder_only(f16.generator)};
+      const int64_t vocab = both[0]->vocab_size();
+      float worst = 0.0f, largest = 0.0f;
+      std::vector<int32_t> tokens(2);
+      for (int step = 0; step < 8; ++step) {
+        const float* logits[2] = {nullptr, nullptr};
+        for (int i = 0; i < 2; ++i) {
+          const Status s = step == 0
+                               ? both[i]->Prefill(kPromptIds, 7, kPromptLengths, 2, &logits[i])
+                               : both[i]->DecodeStep(tokens.data(), &logits[i]);
+          INFO(s.message());
+          REQUIRE(s.ok());
+        }
+        for (int64_t i = 0; i < 2 * vocab; ++i) {
+          worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
+          largest = std::max(largest, std::fabs(logits[0][i]));
+        }
+        for (int64_t r = 0; r < 2; ++r) {  // both continue with the float caches' argmax
+          const float* row = logits[0] + r * vocab;
+          tokens[static_cast<size_t>(r)] =
+              static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+        }
+      }
+      INFO("largest difference " << worst << " of logits up to " << largest);
+      CHECK(largest > 0.5f);
+      CHECK(worst <= 2e-2f);
+      CHECK(worst > 0.0f);  // the halves are really what attention reads
+    }
+  }
+}
+
+// A prompt prefilled at once attends over its K/V rounded as the cache holds them, so it equals
+// the same tokens stepped one at a time (each step reading the rounded cache) to float rounding;
+// attending over the unrounded rows instead would differ by the fp16 rounding (~1e-3).
+TEST_CASE("fp16 caches in a language model: a prefilled prompt equals the same tokens step by step",
+          "[kv_cache][decoder_only]") {
+  for (Backend backend : testing::Backends()) {
+    for (const LanguageModelVariant& v : LanguageModelVariants()) {
+      INFO("backend " << static_cast<int>(backend) << ": " << v.name);
+      testing::PreparedGenerator lm;
+      testing::PrepareGenerator(&lm, testing::RandomModelBytes(v.config, 7, v.dtype),
+                                GeneratorLimits(backend, CacheType::kFloat16));
+      DecoderOnly& m = tern::internal::decoder_only(lm.generator);
+      const int32_t n = kPromptLengths[0], one = 1;
+      const float* logits = nullptr;
+      REQUIRE(m.Prefill(kPromptIds, n, &n, 1, &logits).ok());
+      const std::vector<float> whole(logits, logits + m.vocab_size());
+      REQUIRE(m.Prefill(kPromptIds, 1, &one, 1, &logits).ok());
+      for (int32_t i = 1; i < n; ++i) REQUIRE(m.DecodeStep(&kPromptIds[i], &logits).ok());
+      float worst = 0.0f;
+      for (int32_t i = 0; i < m.vocab_size(); ++i)
+        worst = std::max(worst, std::fabs(whole[static_cast<size_t>(i)] - logits[i]));
+      INFO("largest difference " << worst);
+      CHECK(worst <= 1e-5f);
+    }
   }
 }
 
