@@ -10,7 +10,8 @@
 #
 # Knobs (environment): SHAPE=smollm (or llama1b), ENGINES=tern-fp32,tern-int8,tern-int4,
 # pytorch-fp32,pytorch-int8,ort-fp32,ort-int8 (also tern-int4row: int4 per row; tern-int4all:
-# per row, the tied embedding / output projection int4 too), THREADS=1,2,
+# per row, the tied embedding / output projection int4 too; any tern engine with -kv16 appended,
+# e.g. tern-int4row-kv16: the same file with fp16 K/V caches, --kv-cache fp16), THREADS=1,2,
 # PROMPT=128, TOKENS=128, BATCH=1, ROUNDS=3, REPEAT=3, WARMUP=1,
 # TERN_BUILD_DIR=build/x86_64 (its tools/tern, built by `make build`),
 # NICE=-10 (as bench/run.sh: the measured processes' priority when root), OUT=prefix.
@@ -40,7 +41,7 @@ PRIO=()
 [[ -n "$NICE" && $(id -u) -eq 0 ]] && PRIO=(nice -n "$NICE")
 
 # The tern files the engines need (make_lm.py converts each dtype once and keeps it).
-DTYPES=$(tr , '\n' <<<"$ENGINES" | sed -n 's/^tern-//p' | paste -sd,)
+DTYPES=$(tr , '\n' <<<"$ENGINES" | sed -n 's/^tern-//p' | sed 's/-kv16$//' | sort -u | paste -sd,)
 DTYPES=${DTYPES:-int8}
 [[ -x "$TERN" ]] || { echo "no $TERN: run make build first" >&2; exit 1; }
 # make_lm.py writes the checkpoint with PyTorch; a fresh machine lacks it.
@@ -83,8 +84,11 @@ for ((round = 0; round < ROUNDS; round++)); do
       common=(--prompt-length "$PROMPT" --tokens "$TOKENS" --batch "$BATCH" --repeat "$REPEAT"
         --warmup "$WARMUP" --threads "$t")
       case $e in
-        tern-*) json=$("${PRIO[@]}" "$TERN" bench -m "$(field "$models" "j['$SHAPE']['tern']['${e#tern-}']")" \
-          "${common[@]}" --json) ;;
+        tern-*)
+          dtype=${e#tern-} kv=fp32
+          [[ $dtype == *-kv16 ]] && dtype=${dtype%-kv16} kv=fp16
+          json=$("${PRIO[@]}" "$TERN" bench -m "$(field "$models" "j['$SHAPE']['tern']['$dtype']")" \
+            "${common[@]}" --kv-cache "$kv" --json) ;;
         ort-fp32) json=$("${PRIO[@]}" node bench/peers/ort_lm_bench.js --dir "$onnx" "${common[@]}") ;;
         ort-int8) json=$("${PRIO[@]}" node bench/peers/ort_lm_bench.js --dir "$onnx-int8" "${common[@]}") ;;
         pytorch-*) json=$("${PRIO[@]}" "$PY" bench/peers/torch_lm_bench.py --checkpoint "$checkpoint" \

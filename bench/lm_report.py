@@ -77,7 +77,9 @@ def main():
                          ("tern-fp32", "ort-fp32"), ("tern-int8", "ort-int8"),
                          ("tern-int4", "ort-int8"), ("tern-int4", "tern-int8"),
                          ("tern-int4row", "ort-int8"), ("tern-int4row", "tern-int8"),
-                         ("tern-int4all", "ort-int8"), ("tern-int4all", "tern-int4row")):
+                         ("tern-int4all", "ort-int8"), ("tern-int4all", "tern-int4row"),
+                         ("tern-int8-kv16", "ort-int8"), ("tern-int8-kv16", "tern-int8"),
+                         ("tern-int4row-kv16", "ort-int8"), ("tern-int4row-kv16", "tern-int4row")):
             r = ratio(num, den, t, "decode_ms_per_token")
             if r is not None:
                 lines.append(f"| {num} vs {den} | {t} | {r:.2f}x |")
