@@ -209,6 +209,22 @@ int main(int argc, char** argv) {
     CHECK(n == 9 && memcmp(out, kLlamaGreedy, sizeof kLlamaGreedy) == 0);
     tern_generator_free(llama_generator);
     free(llama_arena);
+    /* fp16 K/V caches: a smaller arena, and the ids the float caches give on this fixture. */
+    tern_limits half = limits;
+    half.kv_cache = TERN_CACHE_FLOAT16;
+    size_t half_need = 0;
+    CHECK(tern_generator_required_arena_bytes(llama, &half, &half_need) == TERN_OK);
+    CHECK(half_need > 0 && half_need < llama_need);
+    void* half_arena = malloc(half_need);
+    tern_generator* half_generator = NULL;
+    CHECK(tern_generator_create(llama, &half, half_arena, half_need, &half_generator) == TERN_OK);
+    if (half_generator != NULL) {
+      n = 0;
+      CHECK(tern_generate_ids(half_generator, kLlamaPrompt, 6, &options, out, 12, &n) == TERN_OK);
+      CHECK(n == 9 && memcmp(out, kLlamaGreedy, sizeof kLlamaGreedy) == 0);
+    }
+    tern_generator_free(half_generator);
+    free(half_arena);
     tern_model_free(llama);
   }
 
