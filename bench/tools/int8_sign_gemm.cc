@@ -28,8 +28,9 @@
 // multiply-adds/s at 4 and 16 rows in cache, about XNNPACK's rate in `tern bench --linear`
 // that day. Both take about one vector multiply per 16 multiply-adds (here vpmaddubsw plus
 // vpmaddwd per 32), which seems to be what bounds them on Zen 3. The runtime's version
-// (runtime/kernels/vectorized/linear_sign.cc: 3-row tiles, the weights' row sums packed, a
-// prefetch) runs 0.75-1.0x XNNPACK's time; its model-level gains are in docs/benchmarks.md.
+// (runtime/kernels/vectorized/linear_sign.cc: 3-row tiles, since session 36 4-row ones in
+// assembly; the weights' row sums packed, a prefetch) runs 0.75-1.0x XNNPACK's time; its
+// model-level gains are in docs/benchmarks.md.
 #include <immintrin.h>
 
 #include <algorithm>
