@@ -350,6 +350,87 @@ __attribute__((target("avx2,fma"))) void SignTile(const Block& x, int64_t t, con
     _mm256_storeu_ps(out + 8, Scale(_mm256_mul_ps(_mm256_cvtepi32_ps(v1), inv), e, 8));            \
   }
 
+// Int4Tile's sums for 4 rows of x (q at q, row i at i * k) with `groups` int4 groups of a
+// panel, added to acc[2 i] (the panel's rows 0-7) and acc[2 i + 1] (8-15) as int32. As
+// TERN_INT4_ROW, with the registers placed by hand: 8 int16 accumulators, the group, its two
+// nibble halves, the mask, a broadcast, two products and the ones take all 16 of AVX2's, and
+// GCC 12 kept an accumulator, the mask and a row pointer on the stack (SignSums4's reason).
+// The int16 sums are widened into acc every kInt16Groups groups. kAhead: each group also
+// prefetches the line kAheadBytes on.
+template <bool kAhead>
+__attribute__((target("avx2"))) void Int4Sums4(const int8_t* q, int64_t k, const int8_t* panel,
+                                               int64_t groups, __m256i* acc) {
+  if (groups <= 0) return;
+  alignas(32) static const uint8_t kNibbles[32] = {0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
+                                                   0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
+                                                   0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F,
+                                                   0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F, 0x0F};
+  const int8_t* q2 = q + 2 * k;  // rows 2 and 3
+  int64_t left = groups, run = 0;
+  static_assert(kInt16Groups == 8 && kAheadBytes == 16384, "the constants in the loop below");
+  // clang-format off
+#define TERN_INT4_ASM_ROW(s, h0, h1)                 \
+  "vpbroadcastd " s ", %%ymm12\n\t"                  \
+  "vpmaddubsw %%ymm12, %%ymm9, %%ymm13\n\t"          \
+  "vpmaddubsw %%ymm12, %%ymm10, %%ymm14\n\t"         \
+  "vpaddw %%ymm13, %%" h0 ", %%" h0 "\n\t"            \
+  "vpaddw %%ymm14, %%" h1 ", %%" h1 "\n\t"
+#define TERN_INT4_ASM_WIDEN(h, at)                   \
+  "vpmaddwd %%ymm15, %%" h ", %%" h "\n\t"           \
+  "vpaddd " at "(%[acc]), %%" h ", %%" h "\n\t"       \
+  "vmovdqu %%" h ", " at "(%[acc])\n\t"
+#define TERN_INT4_ASM(prefetch)                                                        \
+  "vmovdqa (%[nibbles]), %%ymm11\n\t"                                                  \
+  "vpcmpeqw %%ymm15, %%ymm15, %%ymm15\n\t"                                             \
+  "vpsrlw $15, %%ymm15, %%ymm15\n\t" /* int16 ones */                                  \
+  "1:\n\t" /* a run of up to 8 groups, summed in int16 */                             \
+  "mov $8, %[run]\n\t"                                                                 \
+  "cmp %[run], %[left]\n\t"                                                            \
+  "cmovl %[left], %[run]\n\t"                                                          \
+  "sub %[run], %[left]\n\t"                                                            \
+  "vpxor %%ymm0, %%ymm0, %%ymm0\n\t"                                                    \
+  "vpxor %%ymm1, %%ymm1, %%ymm1\n\t"                                                    \
+  "vpxor %%ymm2, %%ymm2, %%ymm2\n\t"                                                    \
+  "vpxor %%ymm3, %%ymm3, %%ymm3\n\t"                                                    \
+  "vpxor %%ymm4, %%ymm4, %%ymm4\n\t"                                                    \
+  "vpxor %%ymm5, %%ymm5, %%ymm5\n\t"                                                    \
+  "vpxor %%ymm6, %%ymm6, %%ymm6\n\t"                                                    \
+  "vpxor %%ymm7, %%ymm7, %%ymm7\n\t"                                                    \
+  "2:\n\t" prefetch                                                                   \
+  "vmovdqu (%[w]), %%ymm8\n\t"                                                         \
+  "vpand %%ymm11, %%ymm8, %%ymm9\n\t"                                                  \
+  "vpsrlw $4, %%ymm8, %%ymm10\n\t"                                                     \
+  "vpand %%ymm11, %%ymm10, %%ymm10\n\t"                                                \
+  TERN_INT4_ASM_ROW("(%[s])", "ymm0", "ymm1")                                          \
+  TERN_INT4_ASM_ROW("(%[s], %[k], 1)", "ymm2", "ymm3")                                 \
+  TERN_INT4_ASM_ROW("(%[s2])", "ymm4", "ymm5")                                         \
+  TERN_INT4_ASM_ROW("(%[s2], %[k], 1)", "ymm6", "ymm7")                                \
+  "add $32, %[w]\n\t"                                                                  \
+  "add $4, %[s]\n\t"                                                                   \
+  "add $4, %[s2]\n\t"                                                                  \
+  "dec %[run]\n\t"                                                                     \
+  "jnz 2b\n\t"                                                                         \
+  TERN_INT4_ASM_WIDEN("ymm0", "0") TERN_INT4_ASM_WIDEN("ymm1", "32")                   \
+  TERN_INT4_ASM_WIDEN("ymm2", "64") TERN_INT4_ASM_WIDEN("ymm3", "96")                  \
+  TERN_INT4_ASM_WIDEN("ymm4", "128") TERN_INT4_ASM_WIDEN("ymm5", "160")                \
+  TERN_INT4_ASM_WIDEN("ymm6", "192") TERN_INT4_ASM_WIDEN("ymm7", "224")                \
+  "test %[left], %[left]\n\t"                                                          \
+  "jnz 1b\n\t"                                                                         \
+  : [w] "+r"(panel), [s] "+r"(q), [s2] "+r"(q2), [left] "+r"(left), [run] "+r"(run)    \
+  : [k] "r"(k), [acc] "r"(acc), [nibbles] "r"(kNibbles)                                \
+  : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",     \
+    "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc"
+  if constexpr (kAhead) {
+    __asm__ volatile(TERN_INT4_ASM("prefetcht0 16384(%[w])\n\t"));
+  } else {
+    __asm__ volatile(TERN_INT4_ASM(""));
+  }
+  // clang-format on
+#undef TERN_INT4_ASM
+#undef TERN_INT4_ASM_WIDEN
+#undef TERN_INT4_ASM_ROW
+}
+
 // SignTile for int4 panels (32 bytes a group): vpmaddubsw of w + 8 by q cannot saturate, so
 // each half takes one vpmaddubsw and one int16 add per group, widened once per kInt16Groups
 // groups, where int8's sign trick takes a vpsignb, a vpmaddubsw, a vpmaddwd and an add.
@@ -368,6 +449,12 @@ __attribute__((target("avx2,fma"))) void Int4Tile(const Block& x, int64_t t, con
   const int8_t* ahead = panel + kAheadBytes;
   const int64_t ahead_groups =
       kAhead ? std::max<int64_t>(0, std::min<int64_t>(groups, (end - ahead) / kGroupBytes4)) : 0;
+  if constexpr (kRows == 4) {
+    Int4Sums4<true>(q, k, panel, ahead_groups, acc);
+    Int4Sums4<false>(q + 4 * ahead_groups, k, panel + ahead_groups * kGroupBytes4,
+                     groups - ahead_groups, acc);
+    groups = 0;  // done: the loop below is for the other tiles
+  }
   for (int64_t g0 = 0; g0 < groups; g0 += kInt16Groups) {
     const int64_t g1 = std::min(groups, g0 + kInt16Groups);
     __m256i h00 = z, h01 = z, h10 = z, h11 = z, h20 = z, h21 = z, h30 = z, h31 = z;
