@@ -12,6 +12,12 @@ Buckets (share of samples inside Encode and DecodeStep, the timed work):
   search: the decoding algorithm's own work between steps (GreedyDecode / BeamSearch outside
           DecodeStep): log-softmax, top-k / argmax, beam reordering of the K/V caches
 
+Samples outside the timed work are not counted, but two kinds are reported, so that a profile
+that lost its stacks does not pass for a complete one: "workers" (a thread pool's threads, whose
+stacks start at the thread and so name no phase) and "truncated" (a stack perf could not unwind
+to main: `--call-graph dwarf` copies at most 64 KiB of stack per sample, and a frame larger than
+that, or a chain of them, cuts the stack off; their time is missing from every bucket above).
+
 Usage: profile.py --tern build/x86_64/tools/tern -m MODEL.tern [--repeat 10] [--json]
        [--batch 16] [--beam 4]
        (any other arguments go to `tern bench`; needs perf)
@@ -30,6 +36,14 @@ def bucket(frames):
     transformer_layer: LayerForward, LayerStep, CrossKeysValues, FeedForwardBlock) and the
     older per-stack functions, so a baseline binary profiles into the same buckets."""
     stack = " ".join(frames)
+    if "EncoderDecoder::Encode" not in stack and "EncoderDecoder::DecodeStep" not in stack \
+            and "tern::BeamSearch" not in stack and "tern::GreedyDecode" not in stack:
+        if "start_thread" in stack or "pthreadpool" in stack or "thread_main" in stack:
+            return "outside", "workers (thread pool)"
+        if not any(f in ("main", "_start", "__libc_start_main", "__libc_start_call_main")
+                   for f in frames):
+            return "outside", "truncated (stack not unwound to main)"
+        return None
     if "tern::EncoderDecoder::Encode" in stack:
         phase = "encode"
     elif "tern::EncoderDecoder::DecodeStep" in stack:
@@ -92,7 +106,7 @@ def main():
     args, rest = ap.parse_known_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
-        cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", args.frequency, "--call-graph", "dwarf,16384",
+        cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", args.frequency, "--call-graph", "dwarf,65528",
                "-o", data, args.tern, "bench", "--json"] + rest
         bench = subprocess.run(cmd, capture_output=True, text=True)
         if bench.returncode != 0:
@@ -108,7 +122,7 @@ def main():
     out = {"model": result["model"], "backend_report": result.get("backend_report"),
            "encode_ms_32": result["encode_ms_32"], "decode_ms_per_token": result["decode_ms_per_token"],
            "phases": {}}
-    for phase in ("encode", "decode", "search"):
+    for phase in ("encode", "decode", "search", "outside"):
         total = sum(v for (p, _), v in counts.items() if p == phase)
         out["phases"][phase] = {"samples": total, "share": {w: v / total for (p, w), v in counts.most_common()
                                                              if p == phase and total}}
@@ -118,8 +132,14 @@ def main():
     print(f"{out['model']}: {out['backend_report']}")
     print(f"encode 32 tokens {out['encode_ms_32']:.2f} ms, decode {out['decode_ms_per_token']:.2f} ms/token "
           "(samples include the 128-token encodes)")
+    timed = sum(p["samples"] for phase, p in out["phases"].items() if phase != "outside")
     for phase, p in out["phases"].items():
-        print(f"  {phase} ({p['samples']} samples):")
+        if phase == "outside":
+            if p["samples"]:
+                print(f"  not in the buckets above ({p['samples']} samples, "
+                      f"{100 * p['samples'] / max(1, timed + p['samples']):.1f}% of all counted):")
+        else:
+            print(f"  {phase} ({p['samples']} samples):")
         for w, s in p["share"].items():
             print(f"    {100 * s:5.1f}%  {w}")
 

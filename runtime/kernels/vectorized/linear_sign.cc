@@ -15,10 +15,14 @@ namespace {
 
 constexpr int64_t kGroupBytes = kSignPanelRows * 4;  // a group: 16 rows x 4 columns (int8)
 constexpr int64_t kGroupBytes4 = kGroupBytes / 2;    // int4: the same as nibbles
-// Bytes of each of x's two quantized copies (|q| and q) per block of rows, on the stack: 32 rows
-// of the paper-base model's 512 columns, 8 of 2048. Each block reads the whole weight once, so
-// the encoder's 512 rows read it 16 times, from the last level cache.
-constexpr int64_t kBlockBytes = 32768;
+// Bytes of each of x's two quantized copies (|q| and q) per block of rows, on the stack: 56 rows
+// of the paper-base model's 512 columns, 14 of 2048 (both then cut to whole tiles, below). Each
+// block reads the whole weight once, so the encoder's 512 rows read it about 10 times, from the
+// last level cache. 28 KiB, not 32: SignPanelsLinear's frame (about 60 KiB) then leaves room
+// under the 64 KiB of stack that `perf record --call-graph dwarf` copies per sample for the
+// frames of its callers, so bench/profile.py can unwind them (with 32 KiB it lost every sample
+// of these loops). Blocks of 8 to 32 KiB took the same time (session 35).
+constexpr int64_t kBlockBytes = 28672;
 constexpr int64_t kMaxBlockRows = 256;
 
 // Where the rows' sums start after the panels (64-byte aligned).

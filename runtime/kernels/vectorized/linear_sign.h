@@ -31,7 +31,7 @@
 namespace tern::vec {
 
 inline constexpr int64_t kSignPanelRows = 16;
-// Widest rows the loops take: x's rows are quantized a block at a time on the stack (64 KiB).
+// Widest rows the loops take: x's rows are quantized a block at a time on the stack (56 KiB).
 inline constexpr int64_t kSignMaxCols = 4096;
 
 // Whether sessions run w on these loops instead of XNNPACK's operator on this CPU: AVX2 and FMA

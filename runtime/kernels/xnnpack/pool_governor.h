@@ -113,6 +113,7 @@ class PoolGovernor {
   bool Record(Run run, float ns, float units, PoolBudget* budget);
 
   float pooled_ns() const { return pooled_ns_; }  // ns per unit; 0: not measured yet
+  float min_pooled_ns() const { return min_pooled_ns_; }
   float single_ns() const { return single_ns_; }
 
  private:

@@ -235,8 +235,9 @@ TEST_CASE("a layer without an operator runs its loops on a pool with the bits of
   // not divide the rows of 288 (no XNNPACK operator; the widest integer loops this CPU has,
   // the last block partial), 2 threads: the output rows cut at a multiple of 32 (200 rows:
   // parts of 96 and 104), each part's weights, scales, bias and outputs offset to its rows. The
-  // governor measures both ways within a few calls (each over its 20 us threshold), so pooled calls
-  // are among those compared.
+  // governor measures both ways within a few calls (each over its threshold), so pooled calls are
+  // among those compared. Its threshold is a cut operator's (one task per thread), not an uncut
+  // one's; without a pool, or with too few rows to cut, the default.
   pthreadpool* pool = pthreadpool_create(2);
   REQUIRE(pool != nullptr);
   const int64_t n = 200, k = 288, m = 17, ldx = k + 5;
@@ -266,6 +267,14 @@ TEST_CASE("a layer without an operator runs its loops on a pool with the bits of
       CHECK(governor.single_ns() > 0.0f);
       CHECK(governor.pooled_ns() > 0.0f);
       CHECK(pooled.context.fallback_calls == 0);
+      CHECK(governor.min_pooled_ns() == xnn::PoolGovernor::kMinCutPooledNs);
+      CHECK(pooled.kernels[0].group_governors().For(m).min_pooled_ns() ==
+            xnn::PoolGovernor::kMinCutPooledNs);
+      CHECK(alone.kernels[0].governors().For(m).min_pooled_ns() == xnn::PoolGovernor::kMinPooledNs);
+      Group narrow = MakeGroup({32}, k, m, ldx, pc, 1, 1502);  // under 2 x 32 rows: not cut
+      Layers uncut;
+      REQUIRE(Make(narrow.specs, &uncut, pool).ok());
+      CHECK(uncut.kernels[0].governors().For(m).min_pooled_ns() == xnn::PoolGovernor::kMinPooledNs);
     }
   }
   pthreadpool_destroy(pool);
@@ -353,7 +362,7 @@ TEST_CASE("int4 layers without an operator that read one input quantize it once,
       vec::LinearQd8(x.data(), m, ldx, g.specs[i].weight, g.specs[i].bias, want[i].data(),
                      g.ldys[i]);
     }
-    // Calls this small stay on one thread under the governors' threshold (20 us): none here.
+    // Calls this small stay on one thread under the governors' threshold: none here.
     pooled.kernels[0].own_group = xnn::RowClassGovernors(0.0f);
     for (Layers* layers : {&alone, &pooled}) {
       for (int call = 0; call < 6; ++call) {
