@@ -102,11 +102,14 @@ struct Attention {
   // scores in the row of the thread running a task, so it needs one per thread.
   int64_t loop_score_rows = 0;
   // Whether the loops use the pool, by query count (a decoder step's one query against a
-  // prompt's many: their work per unit differs).
-  RowClassGovernors loop_choice;
+  // prompt's many: their work per unit differs). Both are one fork-join of a task per head (or
+  // row and head), as a cut linear layer's parts are, so they take its lower threshold: with
+  // the default one SmolLM-135M's step attention stayed on the calling thread up to 95 keys
+  // (12-17 us, where the pool took 8-12; AMD EPYC, 2 threads).
+  RowClassGovernors loop_choice{PoolGovernor::kMinCutPooledNs};
   // Whether a decoder step's attention (StepAttention) uses the pool, by its row count: one
   // fork-join for rows x heads tasks, whose share of the dispatch and join shrinks as rows grow.
-  RowClassGovernors step_choice;
+  RowClassGovernors step_choice{PoolGovernor::kMinCutPooledNs};
 };
 
 // Creates the operators inside an ArenaScope; the caller has set the buffers and the pool.

@@ -515,6 +515,12 @@ TEST_CASE("xnnpack decoder-step attention over fp16 caches on a thread pool: the
   }
   CHECK(a.step_choice.For(rows).single_ns() > 0.0f);
   CHECK(a.step_choice.For(rows).pooled_ns() > 0.0f);
+  // One fork-join of a task per row and head: a cut layer's threshold (attention.h), for every
+  // row class, and the same for the loops over many queries.
+  for (int64_t m : {1, 4, 16, 64}) {
+    CHECK(a.step_choice.For(m).min_pooled_ns() == xnn::PoolGovernor::kMinCutPooledNs);
+    CHECK(a.loop_choice.For(m).min_pooled_ns() == xnn::PoolGovernor::kMinCutPooledNs);
+  }
 }
 
 }  // namespace
