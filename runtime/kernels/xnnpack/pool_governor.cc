@@ -65,11 +65,13 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
   // yet measured: 2 threads then ran a paper-base translation at one thread's speed in 6 of 8
   // runs. A retry that does not stall takes the stall's loss back from the budget and decides
   // alone; a busy machine stalls again, and pays one more probe.
+  bool stalled_twice = false;  // this run retried a stalled probe and stalled too
   if (cap_outliers_ && pooled) {
     const bool stalled = single_ns_ > 0.0f && per_unit > kParkAfter * single_ns_;
     if (retry_) {
       retry_ = false;
       if (!stalled) budget->lost_ns -= stalled_loss_;
+      stalled_twice = stalled;
     } else if (stalled && !prefer_pool_ && !stalled_before_) {
       retry_ = true;
       stalled_loss_ = lost;
@@ -109,7 +111,19 @@ void PoolGovernor::Update(Run run, float ns, float units, PoolBudget* budget) {
       interval_ = probe && !pooled ? (interval_ >= kMaxInterval / 2 ? kMaxInterval : 2 * interval_)
                                    : kFirstInterval;
     } else {  // the pool loses: wait in proportion to what a probe of it costs
-      const float by_loss = kProbeBudget * pooled_ns_ / single_ns_;
+      float by_loss = kProbeBudget * pooled_ns_ / single_ns_;
+      // ...except after two stalls in a row early in a session (its first kProbeAllowanceNs of
+      // losses): those are more often the session's start than the pool's speed. The base
+      // model's first batch-16 decoder steps fault in the K/V caches' pages (huge pages zeroed
+      // by the kernel): a probe and its retry of the Q/K/V group took 4.1 and 3.1 ms against
+      // 0.37 on one thread, and the wait in proportion (64 x 10 calls) kept that group off the
+      // pool, which takes 0.21 ms, for the rest of the run (6% of every step). The next probe
+      // comes after kProbeBudget x kParkAfter calls; the allowance bounds what such early
+      // probes lose on a machine that is busy from the start.
+      if (stalled_twice && budget->lost_ns <= kProbeAllowanceNs &&
+          by_loss > kProbeBudget * kParkAfter) {
+        by_loss = kProbeBudget * kParkAfter;
+      }
       const float twice = 2.0f * static_cast<float>(interval_);
       const float wait = by_loss > twice ? by_loss : twice;
       interval_ = wait >= static_cast<float>(kMaxLosingInterval) ? kMaxLosingInterval

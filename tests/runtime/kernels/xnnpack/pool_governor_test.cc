@@ -275,6 +275,24 @@ TEST_CASE("a stalled probe is retried, and a stall does not hold the session's o
   REQUIRE(early.lost_ns < PoolGovernor::kProbeAllowanceNs);
   PoolGovernor next;
   CHECK(Calls(next, early, 1000, 30000.0f, 50000.0f).pooled >= 1000 - 1000 / 8);
+  // Within the allowance the stalled layer's next probe comes after kProbeBudget x kParkAfter
+  // calls, not 64 x 80 (first touches of a session's pages: the stalls were its start), and
+  // finds the pool's real time.
+  CHECK(Calls(stalled, early, 100, 30000.0f, 50000.0f).pooled > 0);
+  CHECK(stalled.Choose(1.0f, early) == Run::kPooled);
+
+  // The same two stalls once the session has lost more than the allowance: the wait in
+  // proportion (a busy machine's stalls go on).
+  PoolBudget late;
+  late.lost_ns = 2.0 * PoolGovernor::kProbeAllowanceNs;
+  late.measured_ns = 1000.0 * late.lost_ns;  // probes still within the budget
+  PoolGovernor busy;
+  busy.Record(busy.Choose(1.0f, late), 50000.0f, 1.0f, &late);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(busy.Choose(1.0f, late) == Run::kPooled);
+    busy.Record(Run::kPooled, 4000000.0f, 1.0f, &late);
+  }
+  CHECK(Calls(busy, late, 1000, 30000.0f, 50000.0f).pooled == 0);
 }
 
 // A language model's layer: a 32-row prefill (100 us on one thread: 3 us per row, the weights
