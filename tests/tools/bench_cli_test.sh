@@ -93,6 +93,17 @@ else
   # where no block of 32 divides the row (the fixture's rows of 40) or qb4w is not trusted
   check "--linear's int4 blocks take qb4w, qc4w or the integer loops" \
     test "$(field "$lin" '{r["path"] if not r["path"].startswith("integer loops (vectorized/linear_qd8.h, ") else "loops" for r in j if r["weights"] == "int4/block"} <= {"fully_connected_nc_qd8_f32_qb4w", "fully_connected_nc_qd8_f32_qc4w", "loops"}')" == True
+  # --weights: only the named columns (the table prints "-" for ratios that lack one)
+  some=$(tern bench --linear -m "$work/m.tern" --rows 1 --repeat 1 --warmup 0 --working-set 0 \
+    --weights int8,int4-session --json 2>&1)
+  check "--linear --weights times only the named weight types" \
+    test "$(field "$some" 'len(j), sorted({r["weights"] for r in j})')" == "(8, ['int4 session', 'int8'])"
+  table=$(tern bench --linear -m "$work/m.tern" --rows 1 --repeat 1 --warmup 0 --working-set 0 \
+    --weights int8,int8-session 2>&1)
+  check "--linear --weights' table has the named columns and '-' for the others' ratios" \
+    grep -qE '^n x k +M +int8 +int8 session +row/int8' <<<"$table"
+  check "--linear --weights' table: sess/int8 a number, row/int8 '-'" \
+    grep -qE '^[0-9]+ x [0-9]+ +1 .* - +- +[0-9.]+ +-$' <<<"$table"
   # --split: int8 on 2 threads, XNNPACK's tiling against one operator per thread (it fails if
   # the cut layer's outputs differ from the whole layer's); layers of fewer than 64 rows stay
   # whole (post_relu's feed-forward layer has 64)
@@ -114,6 +125,13 @@ err=$(tern bench --linear --int4-block 40 2>&1 >/dev/null)
 check "--int4-block 40 fails naming the flag" grep -q -- '--int4-block must be a multiple of 32' <<<"$err"
 err=$(tern bench -m "$work/m.tern" --rows 4 2>&1 >/dev/null)
 check "--rows without --linear fails naming it" grep -q -- '--rows is for --linear' <<<"$err"
+err=$(tern bench --linear --weights int8,fp8 2>&1 >/dev/null)
+check "--weights with an unknown type fails naming the list" \
+  grep -q -- '--weights takes a comma-separated list of f32,f16,int8,int4row,int4block,int8-session,int4-session, not "int8,fp8"' <<<"$err"
+err=$(tern bench -m "$work/m.tern" --weights int8 2>&1 >/dev/null)
+check "--weights without --linear fails naming it" grep -q -- '--weights is for --linear' <<<"$err"
+err=$(tern bench --linear --split --threads 2 --weights int8 2>&1 >/dev/null)
+check "--weights with --split fails naming both" grep -q -- '--weights is for the table (not --split or --gather)' <<<"$err"
 
 err=$(tern bench -m "$work/m.tern" --batch 0 2>&1 >/dev/null)
 check "--batch 0 fails naming the flag" grep -q -- '--batch and --beam must be >= 1' <<<"$err"

@@ -46,6 +46,7 @@ const char kHelp[] =
     "usage: tern bench -m MODEL [options]\n"
     "       tern bench --linear [-m MODEL] [--rows 1,4,16,64] [--int4-block 32] [--threads N]\n"
     "                           [--working-set MIB] [--repeat R] [--json] [--gather C | --split]\n"
+    "                           [--weights f32,f16,int8,int4row,int4block,int8-session,...]\n"
     "\n"
     "A language model (decoder-only): a batch of --batch prompts of --prompt-length tokens is\n"
     "prefilled and --tokens tokens per prompt generated greedily (EOS not stopping them):\n"
@@ -87,6 +88,8 @@ const char kHelp[] =
     "of\n"
     "each layer that take --working-set MiB together (default 96, more than a last-level\n"
     "cache: weights come from memory, as in a decode step; 0: one copy, weights in cache).\n"
+    "--weights: only these columns (f32, f16, int8, int4row, int4block, int8-session,\n"
+    "int4-session; default all), e.g. a large model's int8 and int4 paths without its f32.\n"
     "--linear --gather C: the vocabulary shortlist's row kernel on C of the vocabulary x d\n"
     "layer's rows against copying those rows out and packing an operator for them once per\n"
     "sentence (int8 and int4 per row): us per step, us per sentence, and after how many steps\n"
@@ -191,6 +194,30 @@ int BenchLinearCommand(const Args& args) {
   s.gather_rows = args.get_int("gather", 0, 0, 1 << 24);
   if (s.gather_rows > 0 && s.json) throw UsageError("--gather prints a table; no --json");
   s.split = args.has("split");
+  if (args.has("weights")) {
+    if (s.split || s.gather_rows > 0)
+      throw UsageError("--weights is for the table (not --split or --gather)");
+    s.weights = 0;
+    const std::string list = args.get("weights");
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      const std::string item = list.substr(start, comma - start);
+      int found = -1;
+      for (int i = 0; i < kLinearBenchWeightCount; ++i) {
+        if (item == kLinearBenchWeights[i]) found = i;
+      }
+      if (found < 0) {
+        std::string names;
+        for (const char* name : kLinearBenchWeights)
+          names += (names.empty() ? "" : ",") + std::string(name);
+        throw UsageError("--weights takes a comma-separated list of " + names + ", not \"" + list +
+                         "\"");
+      }
+      s.weights |= 1u << found;
+      start = comma + 1;
+    }
+  }
   if (s.split && (s.threads < 2 || s.threads > 8))
     throw UsageError("--split needs --threads 2 to 8 (layers are cut for at most 8 threads)");
   if (s.split && s.gather_rows > 0)
@@ -203,7 +230,8 @@ int BenchLinearCommand(const Args& args) {
 int Bench(int argc, char** argv) {
   Args args(argc, argv,
             {"model", "threads", "backend", "kv-cache", "source-length", "prompt-length", "tokens",
-             "batch", "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather"},
+             "batch", "beam", "repeat", "warmup", "rows", "int4-block", "working-set", "gather",
+             "weights"},
             {"json", "no-mmap", "no-shortlist", "linear", "split", "help"}, {{"-m", "--model"}});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -213,6 +241,7 @@ int Bench(int argc, char** argv) {
   if (args.has("rows")) throw UsageError("--rows is for --linear");
   if (args.has("gather")) throw UsageError("--gather is for --linear");
   if (args.has("split")) throw UsageError("--split is for --linear");
+  if (args.has("weights")) throw UsageError("--weights is for --linear");
   if (!args.has("model")) throw UsageError("--model is required");
   const std::string path = args.get("model");
   const int32_t threads = static_cast<int32_t>(args.get_int("threads", 1));

@@ -425,6 +425,8 @@ int BenchLinear(const LinearBenchSettings& s) {
                               {"int8 session", DType::kI8, 0, true},
                               {"int4 session", DType::kI4, 0, true}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
+  static_assert(kVariants == kLinearBenchWeightCount, "one --weights name per variant");
+  auto timed = [&](int v) { return (s.weights >> v & 1u) != 0; };
   if (s.gather_rows > 0) return BenchGather(s, variants + 2, 2);  // int8, int4 per row
   if (s.split) return BenchSplit(s);
   pthreadpool_t pool = s.threads > 1 ? pthreadpool_create(static_cast<size_t>(s.threads)) : nullptr;
@@ -438,7 +440,9 @@ int BenchLinear(const LinearBenchSettings& s) {
         "int4 per-row layers as sessions run them (on AVX2-only CPUs tern's loops) / XNNPACK's\n",
         s.threads, s.threads == 1 ? "" : "s", s.working_set_bytes / (1024 * 1024));
     std::printf("%-12s %4s", "n x k", "M");
-    for (const Variant& v : variants) std::printf(" %18s", v.label);
+    for (int v = 0; v < kVariants; ++v) {
+      if (timed(v)) std::printf(" %18s", variants[v].label);
+    }
     std::printf(" %9s %9s %9s %9s\n", "row/int8", "block/int8", "sess/int8", "sess/row");
   }
   for (const auto& shape : s.shapes) {
@@ -450,6 +454,7 @@ int BenchLinear(const LinearBenchSettings& s) {
     std::vector<posix::ArenaMemory> regions(kVariants);
     std::string paths[kVariants];
     for (int v = 0; v < kVariants; ++v) {
+      if (!timed(v)) continue;
       Layer probe;
       // As a session builds it: with a pool, cut into one operator per thread when it is.
       const int parts = pool != nullptr ? xnn::CutParts(s.threads, shape.first) : 1;
@@ -487,14 +492,16 @@ int BenchLinear(const LinearBenchSettings& s) {
       std::vector<double> per[kVariants];
       for (int r = 0; r < s.warmup + s.repeat; ++r) {
         for (int v = 0; v < kVariants; ++v) {
+          if (!timed(v)) continue;
           const double us = Pass(copies[static_cast<size_t>(v)], sh, x.data(), y.data());
           if (r >= s.warmup) per[v].push_back(us);
         }
       }
       double us[kVariants];
-      for (int v = 0; v < kVariants; ++v) us[v] = Median(per[v]);
+      for (int v = 0; v < kVariants; ++v) us[v] = timed(v) ? Median(per[v]) : 0.0;
       if (s.json) {
         for (int v = 0; v < kVariants; ++v) {
+          if (!timed(v)) continue;
           const double bytes = copies[static_cast<size_t>(v)][0].weight_bytes();
           out.push_back({{"n", sh.n},
                          {"k", sh.k},
@@ -510,16 +517,31 @@ int BenchLinear(const LinearBenchSettings& s) {
       const std::string name = std::to_string(sh.n) + " x " + std::to_string(sh.k);
       std::printf("%-12s %4lld", name.c_str(), static_cast<long long>(m));
       for (int v = 0; v < kVariants; ++v) {
+        if (!timed(v)) continue;
         const double gbs = copies[static_cast<size_t>(v)][0].weight_bytes() / (us[v] * 1e3);
         std::printf(" %10.1f (%5.1f)", us[v], gbs);
       }
-      std::printf(" %9.2f %9.2f %9.2f %9.2f\n", us[3] / us[2], us[4] / us[2], us[5] / us[2],
-                  us[6] / us[3]);
+      // time over time of two weight types ("-": one of them not timed)
+      auto ratio = [&](int a, int b) {
+        if (timed(a) && timed(b)) {
+          std::printf(" %9.2f", us[a] / us[b]);
+        } else {
+          std::printf(" %9s", "-");
+        }
+      };
+      ratio(3, 2);
+      ratio(4, 2);
+      ratio(5, 2);
+      ratio(6, 3);
+      std::printf("\n");
     }
     if (!s.json && &shape == &s.shapes.back()) {
       std::printf("paths: ");
+      const char* separator = "";
       for (int v = 0; v < kVariants; ++v) {
-        std::printf("%s%s = %s", v ? ", " : "", variants[v].label, paths[v].c_str());
+        if (!timed(v)) continue;
+        std::printf("%s%s = %s", separator, variants[v].label, paths[v].c_str());
+        separator = ", ";
       }
       std::printf("\n");
     }

@@ -28,7 +28,18 @@ struct LinearBenchSettings {
   // the pool (as a session runs them) against the output rows cut into one operator per
   // thread, each run as one pool task (issue 20: threads at batch > 1).
   bool split = false;
+  // The weight types timed (bit i: kLinearBenchWeights[i]); the table's ratio columns print "-"
+  // where one of their two types is left out. A 1B model's 128k-row vocabulary layer took over
+  // 10 minutes with every type, most of it in f32 and f16.
+  uint32_t weights = ~0u;
 };
+
+// --weights names, in the table's column order: f32, f16, int8 (qc8w), int4 per row (qc4w), int4
+// per block (qb4w), and int8 / int4 per row as sessions run them.
+inline constexpr const char* kLinearBenchWeights[] = {
+    "f32", "f16", "int8", "int4row", "int4block", "int8-session", "int4-session"};
+inline constexpr int kLinearBenchWeightCount =
+    sizeof(kLinearBenchWeights) / sizeof(kLinearBenchWeights[0]);
 
 // Times f32, f16, int8 (qc8w), int4 per row (qc4w) and int4 per block (qb4w) on random weights
 // of each shape and prints the table (or JSON); returns the exit status. Throws
