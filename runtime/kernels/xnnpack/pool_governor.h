@@ -12,7 +12,8 @@
 //     (so a layer whose first calls ran fast, its weights still in cache, is not kept off the
 //     pool for good when its later calls are slower). A layer cut into one operator per thread
 //     (linear.h) dispatches one task per thread instead of XNNPACK's many tiles, so its
-//     threshold is lower (kMinCutPooledNs).
+//     threshold is lower (kMinCutPooledNs); so is that of a layer on tern's loops (one task
+//     per thread too) and of the attention loops (a task per head).
 //   - While the pool wins, the calling thread is probed every 8 to 1024 runs (doubling after
 //     each probe that loses; such a probe costs at most about twice a pooled run).
 //   - While the pool loses, a probe of it can cost a thousand single runs (a ~5 ms time slice
@@ -21,7 +22,9 @@
 //     1 / kProbeBudget of the time, however badly the pool loses.
 //   - A probe of the pool that stalls (over kParkAfter times one thread's time) is retried at
 //     once, unless the pool's run before it stalled too: one stall on a quiet machine (a VM's
-//     idle core waking up) is not taken for the pool's speed.
+//     idle core waking up) is not taken for the pool's speed. Two in a row early in a session
+//     (within kProbeAllowanceNs of losses: page faults of the arena's first touches) wait
+//     kProbeBudget x kParkAfter runs, not their loss ratio, for the next probe.
 //   - A pool must win by kMargin to be used.
 //   - Across the session's operators (PoolBudget): a probe of a pool that is not winning runs
 //     only while the time such probes lost stays under 1 / kProbeBudget of the time measured,
