@@ -132,6 +132,10 @@ err=$(tern bench -m "$work/m.tern" --weights int8 2>&1 >/dev/null)
 check "--weights without --linear fails naming it" grep -q -- '--weights is for --linear' <<<"$err"
 err=$(tern bench --linear --split --threads 2 --weights int8 2>&1 >/dev/null)
 check "--weights with --split fails naming both" grep -q -- '--weights is for the table (not --split or --gather)' <<<"$err"
+err=$(tern bench --linear --gather 8 --weights int8 2>&1 >/dev/null)
+check "--weights with --gather fails naming both" grep -q -- '--weights is for the table (not --split or --gather)' <<<"$err"
+err=$(tern bench --linear --weights int8, 2>&1 >/dev/null)
+check "--weights with an empty item fails naming the list" grep -q -- 'not "int8,"' <<<"$err"
 
 err=$(tern bench -m "$work/m.tern" --batch 0 2>&1 >/dev/null)
 check "--batch 0 fails naming the flag" grep -q -- '--batch and --beam must be >= 1' <<<"$err"

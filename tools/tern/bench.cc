@@ -154,6 +154,18 @@ nlohmann::json Top5Json(const std::vector<std::pair<int32_t, float>>& top) {
   return j;
 }
 
+// "a,b,,c" -> {"a", "b", "", "c"} (an empty list gives one empty item, which callers refuse).
+std::vector<std::string> CommaItems(const std::string& list) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 // tern bench --linear: shapes from -m MODEL's config (or paper base's), rows from --rows.
 int BenchLinearCommand(const Args& args) {
   LinearBenchSettings s;
@@ -169,10 +181,7 @@ int BenchLinearCommand(const Args& args) {
   if (args.has("rows")) {
     s.rows.clear();
     const std::string list = args.get("rows");
-    size_t start = 0;
-    while (start <= list.size()) {
-      const size_t comma = std::min(list.find(',', start), list.size());
-      const std::string item = list.substr(start, comma - start);
+    for (const std::string& item : CommaItems(list)) {
       char* end = nullptr;
       const long long m = std::strtoll(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0' || m < 1 || m > 4096) {
@@ -180,7 +189,6 @@ int BenchLinearCommand(const Args& args) {
                          list + "\"");
       }
       s.rows.push_back(m);
-      start = comma + 1;
     }
   }
   s.threads = static_cast<int32_t>(args.get_int("threads", 1, 1, 256));
@@ -199,10 +207,7 @@ int BenchLinearCommand(const Args& args) {
       throw UsageError("--weights is for the table (not --split or --gather)");
     s.weights = 0;
     const std::string list = args.get("weights");
-    size_t start = 0;
-    while (start <= list.size()) {
-      const size_t comma = std::min(list.find(',', start), list.size());
-      const std::string item = list.substr(start, comma - start);
+    for (const std::string& item : CommaItems(list)) {
       int found = -1;
       for (int i = 0; i < kLinearBenchWeightCount; ++i) {
         if (item == kLinearBenchWeights[i]) found = i;
@@ -215,7 +220,6 @@ int BenchLinearCommand(const Args& args) {
                          "\"");
       }
       s.weights |= 1u << found;
-      start = comma + 1;
     }
   }
   if (s.split && (s.threads < 2 || s.threads > 8))

@@ -520,20 +520,19 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   out->input_stride = spec.input_stride;
   out->output_stride = spec.output_stride;
   out->bias_after_run = Traits(choice.path).bias_by == BiasBy::kRunLinear ? spec.bias : nullptr;
-  if (choice.path == LinearPath::kReference) {
-    // The loops cut a layer with a pool into one task per thread on every call (RunLinearLoops,
-    // RunQd8LoopsGroup), as a cut operator's calls do, so the same lower threshold applies. With
-    // the default one SmolLM-135M's 576 x 576 int4 attention output ran on the calling thread in
-    // 15.5 us where two threads took 11.2 (AMD EPYC).
-    const int threads = context != nullptr && context->pool != nullptr
-                            ? static_cast<int>(pthreadpool_get_threads_count(context->pool))
-                            : 1;
-    if (CutParts(threads, spec.weight.rows) > 1) {
-      out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
-      out->own_group = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
-    }
-    return CopyWeight(spec, choice, cache, first_packed, out);
+  // A call that is one task per thread (a cut operator's parts; the loops, which cut a layer
+  // with a pool on every call: RunLinearLoops, RunQd8LoopsGroup) takes the lower threshold. With
+  // the default one SmolLM-135M's 576 x 576 int4 attention output on the loops ran on the
+  // calling thread in 15.5 us where two threads took 11.2 (AMD EPYC).
+  const int threads = context != nullptr && context->pool != nullptr
+                          ? static_cast<int>(pthreadpool_get_threads_count(context->pool))
+                          : 1;
+  const bool loops = choice.path == LinearPath::kReference;
+  if (loops ? CutParts(threads, spec.weight.rows) > 1 : choice.parts > 1) {
+    out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
+    out->own_group = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
   }
+  if (loops) return CopyWeight(spec, choice, cache, first_packed, out);
   if (choice.parts != spec.parts) {
     return Status::Error(StatusCode::kInternal, "linear layer: %d parts planned, %d asked for",
                          choice.parts, spec.parts);
@@ -567,10 +566,6 @@ Status CreateLinear(const LinearSpec& spec, const LinearChoice& choice, Context*
   }
   out->begin[choice.parts] = spec.weight.rows;
   out->op = out->part_ops[0];
-  if (choice.parts > 1) {
-    out->own = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
-    out->own_group = RowClassGovernors(PoolGovernor::kMinCutPooledNs);
-  }
   return Status::Ok();
 }
 
